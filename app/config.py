@@ -1,0 +1,185 @@
+"""Settings from the environment, validated once at startup.
+
+A deployment that is misconfigured should fail before it accepts a single delivery, with one line
+that names the setting and says what is wrong (exit status 2). Secrets are held as
+``SecretStr`` so they never appear in a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_DATABASE_PATH = Path("data") / "revbot.sqlite3"
+MAX_BODY_BYTES = 25 * 1024 * 1024
+
+
+class ConfigError(Exception):
+    """A setting is missing or malformed; the message names it."""
+
+    def __init__(self, setting: str, problem: str) -> None:
+        super().__init__(f"{setting}: {problem}")
+        self.setting = setting
+        self.problem = problem
+
+
+def _load_rsa_pem(pem: str, setting: str) -> str:
+    """Return the PEM text when it holds an RSA private key, else raise ConfigError naming ``setting``."""
+    text = pem.replace("\\n", "\n").strip() + "\n"
+    try:
+        key = load_pem_private_key(text.encode(), password=None)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(setting, f"not a PEM-encoded RSA private key ({type(exc).__name__})") from None
+    if not isinstance(key, RSAPrivateKey):
+        raise ConfigError(
+            setting, "the PEM holds a private key that is not RSA (GitHub Apps sign with RS256)"
+        )
+    return text
+
+
+def default_graphql_url(api_url: str) -> str:
+    """GitHub.com serves GraphQL at ``/graphql`` beside REST; GitHub Enterprise Server serves REST
+    at ``/api/v3`` and GraphQL at ``/api/graphql``."""
+    base = api_url.rstrip("/")
+    if base.endswith("/api/v3"):
+        return base.removesuffix("/v3") + "/graphql"
+    return base + "/graphql"
+
+
+def async_database_url(url: str) -> str:
+    """Map the URL forms operators paste (Heroku's ``postgres://``) to SQLAlchemy async drivers."""
+    for prefix in ("postgres://", "postgresql://", "postgresql+asyncpg://"):
+        if url.startswith(prefix):
+            return "postgresql+asyncpg://" + url.removeprefix(prefix)
+    for prefix in ("sqlite:///", "sqlite+aiosqlite:///"):
+        if url.startswith(prefix):
+            return "sqlite+aiosqlite:///" + url.removeprefix(prefix)
+    raise ConfigError("DATABASE_URL", "expected a postgres://, postgresql:// or sqlite:/// URL")
+
+
+class Settings(BaseSettings):
+    """The interface contract's environment variables (see DESIGN.md)."""
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    app_id: int = Field(gt=0)
+    private_key: SecretStr | None = None
+    private_key_path: Path | None = None
+    webhook_secret: SecretStr
+    github_api_url: str = DEFAULT_API_URL
+    github_graphql_url: str | None = None
+    database_url: str | None = None
+    app_slug: str | None = None
+    decoy_login: str | None = None
+    review_approve: bool = True
+    reviewer: Literal["builtin", "llm"] = "builtin"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    host: str = "0.0.0.0"
+    port: int = Field(default=3000, ge=1, le=65535)
+    webhook_path: str = "/api/github/webhooks"
+
+    @field_validator(
+        "private_key",
+        "private_key_path",
+        "github_graphql_url",
+        "database_url",
+        "app_slug",
+        "decoy_login",
+        mode="before",
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _secret_not_empty(cls, value: SecretStr) -> SecretStr:
+        if not value.get_secret_value().strip():
+            raise ValueError("must not be empty: the server never accepts unsigned deliveries")
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("github_api_url", "github_graphql_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/") if value else value
+
+    @field_validator("webhook_path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError("must start with '/'")
+        return value
+
+    @model_validator(mode="after")
+    def _key_source(self) -> Settings:
+        if self.private_key is None and self.private_key_path is None:
+            raise ValueError("PRIVATE_KEY or PRIVATE_KEY_PATH must be set")
+        return self
+
+    @property
+    def graphql_url(self) -> str:
+        return self.github_graphql_url or default_graphql_url(self.github_api_url)
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        if self.database_url:
+            return async_database_url(self.database_url)
+        return f"sqlite+aiosqlite:///{DEFAULT_DATABASE_PATH}"
+
+    def private_key_pem(self) -> str:
+        """The App's RSA private key as PEM text, from PRIVATE_KEY or the file at PRIVATE_KEY_PATH."""
+        if self.private_key is not None:
+            return _load_rsa_pem(self.private_key.get_secret_value(), "PRIVATE_KEY")
+        assert self.private_key_path is not None  # guaranteed by _key_source
+        try:
+            text = self.private_key_path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                "PRIVATE_KEY_PATH", f"cannot read {self.private_key_path}: {exc.strerror}"
+            ) from None
+        return _load_rsa_pem(text, "PRIVATE_KEY_PATH")
+
+    @property
+    def log_level_number(self) -> int:
+        return int(logging.getLevelName(self.log_level.upper()))
+
+
+def _first_problem(exc: ValidationError) -> ConfigError:
+    error = exc.errors()[0]
+    setting = str(error["loc"][0]).upper() if error["loc"] else "PRIVATE_KEY"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "missing":
+        message = "is required but not set"
+    return ConfigError(setting, message)
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> tuple[Settings, str]:
+    """Read and check every setting; return the settings and the private key PEM.
+
+    ``env`` replaces the process environment (tests, the demo). Raises ConfigError.
+    """
+    try:
+        if env is None:
+            settings = Settings()  # pydantic-settings fills it from os.environ
+        else:
+            settings = Settings.model_validate({k.lower(): v for k, v in env.items()})
+    except ValidationError as exc:
+        raise _first_problem(exc) from None
+    if settings.database_url:
+        async_database_url(settings.database_url)
+    return settings, settings.private_key_pem()

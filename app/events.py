@@ -1,0 +1,566 @@
+"""Flatten raw GitHub webhook payloads into small, frozen, typed models.
+
+Webhook payloads are deep, loosely typed dicts, and the same fact sits in a different place in
+every event (the PR number is ``pull_request.number`` here, ``issue.number`` there, a list under
+``check_run.pull_requests`` elsewhere). Everything downstream of the webhook receiver works on
+the flat models below instead, so each "where does GitHub put X" decision is made once, here,
+and is checked against GitHub's real example payloads in ``tests/test_events.py``.
+
+The module is pure: no I/O, no clock, no logging. Bump ``FLATTEN_VERSION`` whenever the meaning
+of a field changes, so anything that stored flattened events can tell old rows from new ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from app.guards import BotIdentity, is_own_app
+
+FLATTEN_VERSION = 1
+
+
+class FlattenError(ValueError):
+    """A payload is not shaped like the event it claims to be.
+
+    One exception type (instead of ``KeyError``/``TypeError``/``ValidationError`` leaking out)
+    lets the webhook receiver reject a bad delivery with a single ``except``.
+    """
+
+
+# --------------------------------------------------------------------------------------------
+# Models
+# --------------------------------------------------------------------------------------------
+
+
+class Event(BaseModel):
+    """Fields every delivery has; also the whole model for events the bot does not handle."""
+
+    model_config = ConfigDict(frozen=True)
+
+    delivery_id: str
+    event: str
+    action: str | None
+    installation_id: int | None
+    repo: str | None
+    repo_id: int | None
+    sender_login: str | None
+    sender_type: str | None
+    is_own_app: bool
+
+
+class PullRequestScoped(Event):
+    """Fields shared by every event that is about one pull request."""
+
+    pr_number: int
+    pr_url: str
+    head_sha: str
+    head_ref: str
+    base_ref: str
+    is_fork: bool
+    author_login: str | None
+    author_type: str | None
+    author_association: str | None
+    draft: bool
+
+
+class PullRequestEvent(PullRequestScoped):
+    """``pull_request``: opened, synchronize, review_requested, closed, ..."""
+
+    title: str
+    state: str
+    merged: bool
+    labels: tuple[str, ...]
+    requested_reviewer: str | None
+    requested_team: str | None
+    before: str | None
+    after: str | None
+
+
+class ReviewEvent(PullRequestScoped):
+    """``pull_request_review``: a review was submitted, edited or dismissed."""
+
+    review_id: int
+    review_state: str
+    body: str | None
+    commit_id: str | None
+    reviewer_login: str | None
+    reviewer_type: str | None
+
+
+class ReviewCommentEvent(PullRequestScoped):
+    """``pull_request_review_comment``: one inline (diff) comment."""
+
+    comment_id: int
+    review_id: int | None
+    in_reply_to_id: int | None
+    path: str
+    line: int | None
+    start_line: int | None
+    side: str | None
+    body: str
+    commit_id: str
+    commenter_login: str | None
+    commenter_type: str | None
+    commenter_association: str | None
+
+
+class ReviewThreadEvent(PullRequestScoped):
+    """``pull_request_review_thread``: a thread was resolved or unresolved."""
+
+    thread_node_id: str
+    comment_ids: tuple[int, ...]
+
+
+class IssueCommentEvent(Event):
+    """``issue_comment``: GitHub sends PR conversation comments as comments on an issue."""
+
+    issue_number: int
+    is_pull_request: bool
+    pr_number: int | None
+    title: str
+    author_login: str | None
+    author_type: str | None
+    author_association: str | None
+    comment_id: int
+    body: str
+    commenter_login: str | None
+    commenter_type: str | None
+    commenter_association: str | None
+
+
+class CheckRunEvent(Event):
+    """``check_run``: created, completed, rerequested, or a button on it was pressed."""
+
+    check_run_id: int
+    check_suite_id: int | None
+    name: str
+    head_sha: str
+    status: str
+    conclusion: str | None
+    app_slug: str | None
+    external_id: str | None
+    pr_numbers: tuple[int, ...]
+    requested_action: str | None
+
+
+class CheckSuiteEvent(Event):
+    """``check_suite``: requested, rerequested or completed."""
+
+    check_suite_id: int
+    head_sha: str
+    head_branch: str | None
+    status: str | None
+    conclusion: str | None
+    app_slug: str | None
+    pr_numbers: tuple[int, ...]
+
+
+class StatusEvent(Event):
+    """``status``: a commit status (the pre-checks API) changed."""
+
+    head_sha: str
+    context: str
+    state: str
+    description: str | None
+    target_url: str | None
+
+
+class PushEvent(Event):
+    """``push``: a ref moved, was created or was deleted."""
+
+    ref: str
+    before: str
+    after: str
+    forced: bool
+    deleted: bool
+    created: bool
+
+
+class InstallationEvent(Event):
+    """``installation`` and ``installation_repositories``: which repos the App can now see."""
+
+    account_login: str | None
+    repos_added: tuple[str, ...]
+    repos_removed: tuple[str, ...]
+
+
+AnyEvent: TypeAlias = (
+    Event
+    | PullRequestEvent
+    | ReviewEvent
+    | ReviewCommentEvent
+    | ReviewThreadEvent
+    | IssueCommentEvent
+    | CheckRunEvent
+    | CheckSuiteEvent
+    | StatusEvent
+    | PushEvent
+    | InstallationEvent
+)
+
+_Fields: TypeAlias = dict[str, Any]
+
+
+# --------------------------------------------------------------------------------------------
+# Small readers: never raise on odd shapes, so the only errors come from explicit checks
+# --------------------------------------------------------------------------------------------
+
+
+def _get(obj: Any, *path: str) -> Any:
+    """Walk nested mappings; None as soon as a step is missing or not a mapping.
+
+    Missing required values then reach pydantic as None and fail validation with a message that
+    names the field, instead of a bare ``KeyError``.
+    """
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _require(payload: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """The sub-object an event cannot be flattened without (e.g. ``pull_request``)."""
+    value = payload.get(key)
+    if not isinstance(value, Mapping):
+        raise FlattenError(f"payload has no {key!r} object")
+    return value
+
+
+def _mappings(value: Any, what: str) -> list[Mapping[str, Any]]:
+    """The object items of a JSON array; a missing/null array counts as empty."""
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise FlattenError(f"{what} is not a list")
+    return [item for item in value if isinstance(item, Mapping)]
+
+
+def _lower(value: Any) -> Any:
+    """Lowercase strings only; anything else goes on to validation untouched."""
+    return value.lower() if isinstance(value, str) else value
+
+
+def _full_names(value: Any, what: str) -> tuple[Any, ...]:
+    """Lowercased ``full_name`` of every repository in a list (GitHub names are case-insensitive)."""
+    return tuple(_lower(repo.get("full_name")) for repo in _mappings(value, what))
+
+
+def _pr_numbers(container: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Numbers of the PRs a check run/suite lists (only PRs whose head is in this repo)."""
+    items = _mappings(container.get("pull_requests"), "pull_requests")
+    return tuple(pr.get("number") for pr in items)
+
+
+# --------------------------------------------------------------------------------------------
+# Shared field groups
+# --------------------------------------------------------------------------------------------
+
+
+def _common_fields(
+    event_name: str, payload: Mapping[str, Any], delivery_id: str, identity: BotIdentity | None
+) -> _Fields:
+    """The ``Event`` fields; the sender (not any author) decides ``is_own_app``.
+
+    The sender is whoever caused this delivery, which is what loop prevention needs: a PR the bot
+    opened can still be pushed to by a human, and that push must wake the bot.
+    """
+    sender_login = _get(payload, "sender", "login")
+    return {
+        "delivery_id": delivery_id,
+        "event": event_name,
+        "action": payload.get("action"),
+        "installation_id": _get(payload, "installation", "id"),
+        "repo": _lower(_get(payload, "repository", "full_name")),
+        "repo_id": _get(payload, "repository", "id"),
+        "sender_login": sender_login,
+        "sender_type": _get(payload, "sender", "type"),
+        "is_own_app": is_own_app(sender_login if isinstance(sender_login, str) else None, identity),
+    }
+
+
+def _is_fork(pr: Mapping[str, Any]) -> bool:
+    """True when the head branch lives in another repository than the base.
+
+    A deleted fork shows up as ``head.repo: null``; it is still a fork for trust decisions.
+    Repository ids are compared rather than the ``fork`` flag: a PR between two branches *of* a
+    fork has ``fork: true`` but is not cross-repository.
+    """
+    head_repo_id = _get(pr, "head", "repo", "id")
+    return head_repo_id is None or head_repo_id != _get(pr, "base", "repo", "id")
+
+
+def _pr_fields(pr: Mapping[str, Any]) -> _Fields:
+    """The ``PullRequestScoped`` fields, read from a ``pull_request`` object.
+
+    ``draft`` is optional in the review-comment payload's PR schema, so absent means False.
+    """
+    return {
+        "pr_number": pr.get("number"),
+        "pr_url": pr.get("html_url"),
+        "head_sha": _get(pr, "head", "sha"),
+        "head_ref": _get(pr, "head", "ref"),
+        "base_ref": _get(pr, "base", "ref"),
+        "is_fork": _is_fork(pr),
+        "author_login": _get(pr, "user", "login"),
+        "author_type": _get(pr, "user", "type"),
+        "author_association": pr.get("author_association"),
+        "draft": pr.get("draft") or False,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# One builder per event
+# --------------------------------------------------------------------------------------------
+
+
+def _pull_request(payload: Mapping[str, Any], common: _Fields) -> PullRequestEvent:
+    pr = _require(payload, "pull_request")
+    return PullRequestEvent(
+        **common,
+        **_pr_fields(pr),
+        title=pr.get("title"),
+        state=pr.get("state"),
+        merged=pr.get("merged") or False,
+        labels=tuple(label.get("name") for label in _mappings(pr.get("labels"), "pull_request.labels")),
+        requested_reviewer=_get(payload, "requested_reviewer", "login"),
+        requested_team=_get(payload, "requested_team", "slug"),
+        before=payload.get("before"),
+        after=payload.get("after"),
+    )
+
+
+def _review(payload: Mapping[str, Any], common: _Fields) -> ReviewEvent:
+    review = _require(payload, "review")
+    return ReviewEvent(
+        **common,
+        **_pr_fields(_require(payload, "pull_request")),
+        review_id=review.get("id"),
+        # Webhooks send lowercase states, REST/GraphQL uppercase; one spelling for comparisons.
+        review_state=_lower(review.get("state")),
+        body=review.get("body"),
+        commit_id=review.get("commit_id"),
+        reviewer_login=_get(review, "user", "login"),
+        reviewer_type=_get(review, "user", "type"),
+    )
+
+
+def _review_comment(payload: Mapping[str, Any], common: _Fields) -> ReviewCommentEvent:
+    comment = _require(payload, "comment")
+    return ReviewCommentEvent(
+        **common,
+        **_pr_fields(_require(payload, "pull_request")),
+        comment_id=comment.get("id"),
+        review_id=comment.get("pull_request_review_id"),
+        in_reply_to_id=comment.get("in_reply_to_id"),
+        path=comment.get("path"),
+        line=comment.get("line"),
+        start_line=comment.get("start_line"),
+        side=comment.get("side"),
+        body=comment.get("body"),
+        commit_id=comment.get("commit_id"),
+        commenter_login=_get(comment, "user", "login"),
+        commenter_type=_get(comment, "user", "type"),
+        commenter_association=comment.get("author_association"),
+    )
+
+
+def _review_thread(payload: Mapping[str, Any], common: _Fields) -> ReviewThreadEvent:
+    thread = _require(payload, "thread")
+    comments = _mappings(thread.get("comments"), "thread.comments")
+    return ReviewThreadEvent(
+        **common,
+        **_pr_fields(_require(payload, "pull_request")),
+        thread_node_id=thread.get("node_id"),
+        comment_ids=tuple(comment.get("id") for comment in comments),
+    )
+
+
+def _issue_comment(payload: Mapping[str, Any], common: _Fields) -> IssueCommentEvent:
+    issue = _require(payload, "issue")
+    comment = _require(payload, "comment")
+    # The key's presence is GitHub's documented marker that the "issue" is really a PR.
+    is_pull_request = "pull_request" in issue
+    number = issue.get("number")
+    return IssueCommentEvent(
+        **common,
+        issue_number=number,
+        is_pull_request=is_pull_request,
+        pr_number=number if is_pull_request else None,
+        title=issue.get("title"),
+        author_login=_get(issue, "user", "login"),
+        author_type=_get(issue, "user", "type"),
+        author_association=issue.get("author_association"),
+        comment_id=comment.get("id"),
+        body=comment.get("body"),
+        commenter_login=_get(comment, "user", "login"),
+        commenter_type=_get(comment, "user", "type"),
+        commenter_association=comment.get("author_association"),
+    )
+
+
+def _check_run(payload: Mapping[str, Any], common: _Fields) -> CheckRunEvent:
+    run = _require(payload, "check_run")
+    return CheckRunEvent(
+        **common,
+        check_run_id=run.get("id"),
+        check_suite_id=_get(run, "check_suite", "id"),
+        name=run.get("name"),
+        head_sha=run.get("head_sha"),
+        status=run.get("status"),
+        conclusion=run.get("conclusion"),
+        app_slug=_get(run, "app", "slug"),
+        external_id=run.get("external_id"),
+        pr_numbers=_pr_numbers(run),
+        requested_action=_get(payload, "requested_action", "identifier"),
+    )
+
+
+def _check_suite(payload: Mapping[str, Any], common: _Fields) -> CheckSuiteEvent:
+    suite = _require(payload, "check_suite")
+    return CheckSuiteEvent(
+        **common,
+        check_suite_id=suite.get("id"),
+        head_sha=suite.get("head_sha"),
+        head_branch=suite.get("head_branch"),
+        status=suite.get("status"),
+        conclusion=suite.get("conclusion"),
+        app_slug=_get(suite, "app", "slug"),
+        pr_numbers=_pr_numbers(suite),
+    )
+
+
+def _status(payload: Mapping[str, Any], common: _Fields) -> StatusEvent:
+    return StatusEvent(
+        **common,
+        head_sha=payload.get("sha"),
+        context=payload.get("context"),
+        state=payload.get("state"),
+        description=payload.get("description"),
+        target_url=payload.get("target_url"),
+    )
+
+
+def _push(payload: Mapping[str, Any], common: _Fields) -> PushEvent:
+    return PushEvent(
+        **common,
+        ref=payload.get("ref"),
+        before=payload.get("before"),
+        after=payload.get("after"),
+        forced=payload.get("forced"),
+        deleted=payload.get("deleted"),
+        created=payload.get("created"),
+    )
+
+
+def _installation(payload: Mapping[str, Any], common: _Fields) -> InstallationEvent:
+    """Both installation events, normalised to "repos gained" / "repos lost".
+
+    ``installation`` lists the affected repos under ``repositories``: gained on ``created``, lost
+    on ``deleted``. ``installation_repositories`` has explicit added/removed lists.
+    """
+    _require(payload, "installation")
+    action = payload.get("action")
+    listed = _full_names(payload.get("repositories"), "repositories")
+    added = _full_names(payload.get("repositories_added"), "repositories_added")
+    removed = _full_names(payload.get("repositories_removed"), "repositories_removed")
+    if common["event"] == "installation":
+        added = listed if action == "created" else ()
+        removed = listed if action == "deleted" else ()
+    return InstallationEvent(
+        **common,
+        account_login=_get(payload, "installation", "account", "login"),
+        repos_added=added,
+        repos_removed=removed,
+    )
+
+
+_BUILDERS: dict[str, Callable[[Mapping[str, Any], _Fields], AnyEvent]] = {
+    "pull_request": _pull_request,
+    "pull_request_review": _review,
+    "pull_request_review_comment": _review_comment,
+    "pull_request_review_thread": _review_thread,
+    "issue_comment": _issue_comment,
+    "check_run": _check_run,
+    "check_suite": _check_suite,
+    "status": _status,
+    "push": _push,
+    "installation": _installation,
+    "installation_repositories": _installation,
+}
+
+
+def flatten(
+    event_name: str,
+    payload: Mapping[str, Any],
+    *,
+    delivery_id: str = "",
+    identity: BotIdentity | None = None,
+) -> AnyEvent:
+    """Turn one delivery into its flat model; the single entry point.
+
+    Events without a builder (``ping``, ``workflow_run``, ...) still get the common ``Event``
+    fields, so the receiver can record and route every delivery the same way. Any shape problem
+    comes out as ``FlattenError``, with pydantic's field-level message kept in the text.
+    """
+    if not isinstance(payload, Mapping):
+        kind = type(payload).__name__
+        raise FlattenError(f"{event_name} delivery {delivery_id!r}: payload is a {kind}, not an object")
+    try:
+        common = _common_fields(event_name, payload, delivery_id, identity)
+        builder = _BUILDERS.get(event_name)
+        return builder(payload, common) if builder else Event(**common)
+    except FlattenError as exc:
+        raise FlattenError(f"{event_name} delivery {delivery_id!r}: {exc}") from None
+    except ValidationError as exc:
+        raise FlattenError(f"{event_name} delivery {delivery_id!r} is malformed: {exc}") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# Queue key
+# --------------------------------------------------------------------------------------------
+
+_PR_EVENTS = frozenset(
+    {"pull_request", "pull_request_review", "pull_request_review_comment", "pull_request_review_thread"}
+)
+_CHECK_EVENTS = frozenset({"check_run", "check_suite"})
+
+
+def _int(value: Any) -> int | None:
+    """An int that really is one (``True`` is an int to Python, not a PR number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _subject_number(event_name: str, payload: Mapping[str, Any]) -> int | None:
+    """The PR/issue number a delivery is about, when it is about exactly one."""
+    if event_name in _PR_EVENTS:
+        return _int(_get(payload, "pull_request", "number")) or _int(payload.get("number"))
+    if event_name == "issue_comment":
+        return _int(_get(payload, "issue", "number"))
+    if event_name in _CHECK_EVENTS:
+        prs = _get(payload, event_name, "pull_requests")
+        if isinstance(prs, list) and len(prs) == 1:
+            return _int(_get(prs[0], "number"))
+    return None
+
+
+def subject_of(event_name: str, payload: Mapping[str, Any]) -> str:
+    """The queue key for the job this delivery becomes; never raises.
+
+    Deliveries about the same PR (or issue) serialise on ``owner/repo#N`` so the bot never works
+    on one PR twice at once; everything else about a repo shares the repo key. This runs on the
+    webhook's hot path before any validation, so it only peeks at a few keys and falls back to
+    ``"global"`` for anything it does not understand.
+    """
+    if not isinstance(payload, Mapping):
+        return "global"
+    full_name = _get(payload, "repository", "full_name")
+    if isinstance(full_name, str) and full_name:
+        repo = full_name.lower()
+        number = _subject_number(event_name, payload)
+        return f"{repo}#{number}" if number is not None else repo
+    installation_id = _int(_get(payload, "installation", "id"))
+    return f"installation:{installation_id}" if installation_id is not None else "global"

@@ -1,0 +1,54 @@
+"""Pure decisions about who caused an event and whether the bot may act on it.
+
+Every write the bot makes comes back as a webhook whose sender is the bot itself (or, for
+review requests, its decoy user); these functions are what keeps it from waking itself.
+No I/O here: inputs are plain values, outputs are booleans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BOT_SUFFIX = "[bot]"
+
+
+@dataclass(frozen=True, slots=True)
+class BotIdentity:
+    """Who the bot is on GitHub.
+
+    REST and webhooks show an App as ``slug[bot]``; GraphQL shows the bare slug. The decoy is a
+    real user account (by default named like the slug) that people request as a reviewer,
+    because an App itself cannot be requested.
+    """
+
+    slug: str
+    decoy_login: str
+
+    @classmethod
+    def from_slug(cls, slug: str, decoy_login: str | None = None) -> BotIdentity:
+        return cls(slug=slug, decoy_login=decoy_login or slug)
+
+    @property
+    def bot_login(self) -> str:
+        return f"{self.slug}{BOT_SUFFIX}"
+
+
+def is_bot_login(login: str | None, identity: BotIdentity) -> bool:
+    """True when a REST or webhook ``login`` is the App's own account (``slug[bot]``).
+
+    The bare slug is deliberately not accepted: that spelling belongs to the decoy user in REST,
+    and GraphQL's bare-slug form must be checked together with ``__typename == "Bot"``.
+    """
+    return login is not None and login.casefold() == identity.bot_login.casefold()
+
+
+def is_own_app(sender_login: str | None, identity: BotIdentity | None) -> bool:
+    """True when an event was caused by the bot or by its decoy user.
+
+    Logins are case-insensitive on GitHub. Without a known identity nothing is "own": the worker
+    does not dispatch at all until it knows who it is, so this default is never acted upon.
+    """
+    if not sender_login or identity is None:
+        return False
+    folded = sender_login.casefold()
+    return folded in (identity.bot_login.casefold(), identity.decoy_login.casefold())

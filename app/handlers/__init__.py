@@ -1,0 +1,18 @@
+"""Handlers, one module per concern, each with its own ``router``; composed here, once.
+
+``gidgethub.routing.Router(*others)`` copies the routes when it is built, so the composition
+happens after every concern module has registered its handlers (at import time below).
+"""
+
+from __future__ import annotations
+
+from gidgethub import routing
+
+CONCERNS: tuple[routing.Router, ...] = ()
+
+
+def compose(*routers: routing.Router) -> routing.Router:
+    return routing.Router(*routers)
+
+
+router = compose(*CONCERNS)

@@ -1,0 +1,100 @@
+"""Structured logging: one JSON object per line in production, readable lines in a terminal.
+
+Context (delivery id, event, repo, PR number, job id) travels in context variables so every line
+logged while handling a job carries it without threading it through calls. A last-line filter
+masks anything shaped like a GitHub token or a JWT, in case one slips into a message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import logging
+import re
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+CONTEXT_FIELDS = ("delivery_id", "event", "repo", "pr_number", "job_id")
+_context: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("revbot_log_context", default={})  # noqa: B039 - never mutated, only replaced
+
+_SECRET_PATTERNS = re.compile(
+    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----)"
+)
+
+
+def redact(text: str) -> str:
+    return _SECRET_PATTERNS.sub("[redacted]", text)
+
+
+@contextlib.contextmanager
+def log_context(**fields: Any) -> Iterator[None]:
+    """Add fields to every log line emitted inside the block (and tasks it starts)."""
+    token = _context.set({**_context.get(), **{k: v for k, v in fields.items() if v is not None}})
+    try:
+        yield
+    finally:
+        _context.reset(token)
+
+
+class _ContextFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        for key, value in _context.get().items():
+            if not hasattr(record, key):
+                setattr(record, key, value)
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": redact(record.getMessage()),
+        }
+        for key in CONTEXT_FIELDS:
+            value = getattr(record, key, None)
+            if value is not None:
+                entry[key] = value
+        if record.exc_info:
+            entry["exc"] = redact(self.formatException(record.exc_info))
+        return json.dumps(entry, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        context = " ".join(
+            f"{key}={getattr(record, key)}"
+            for key in CONTEXT_FIELDS
+            if getattr(record, key, None) is not None
+        )
+        when = datetime.fromtimestamp(record.created).strftime("%H:%M:%S")
+        line = f"{when} {record.levelname:<7} {record.name}: {redact(record.getMessage())}"
+        if context:
+            line += f"  [{context}]"
+        if record.exc_info:
+            line += "\n" + redact(self.formatException(record.exc_info))
+        return line
+
+
+def setup_logging(
+    level: int = logging.INFO, *, stream: TextIO | None = None, json_lines: bool | None = None
+) -> None:
+    """Configure the root logger once; JSON unless the stream is a terminal (or told otherwise)."""
+    out = stream or sys.stderr
+    use_json = json_lines if json_lines is not None else not out.isatty()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter() if use_json else TextFormatter())
+    handler.addFilter(_ContextFilter())
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        root.removeHandler(existing)
+    root.addHandler(handler)
+    root.setLevel(level)
+    # aiohttp's access log is one line per delivery at high volume; keep it at warning and above.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

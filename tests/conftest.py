@@ -1,0 +1,63 @@
+"""Shared fixtures: an RSA key, databases (SQLite always, PostgreSQL when configured), stores."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.config import async_database_url
+from app.store import Store, metadata
+
+PG_ENV = "DATABASE_URL_TEST_PG"
+
+
+@pytest.fixture(scope="session")
+def private_key_pem() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+def _pg_url() -> str | None:
+    url = os.environ.get(PG_ENV)
+    if url:
+        return async_database_url(url)
+    if os.environ.get("CI"):
+        pytest.fail(f"{PG_ENV} must be set in CI: the PostgreSQL tests are never skipped there")
+    return None
+
+
+async def _reset_pg(url: str) -> None:
+    engine = create_async_engine(url)
+    async with engine.begin() as conn:
+        await conn.run_sync(metadata.drop_all)
+    await engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A fresh, empty database of each kind."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'revbot.sqlite3'}"
+        return
+    url = _pg_url()
+    if url is None:
+        pytest.skip(f"{PG_ENV} is not set")
+    await _reset_pg(url)
+    yield url
+    await _reset_pg(url)
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[Store]:
+    s = Store(db_url)
+    await s.create_schema()
+    yield s
+    await s.close()
