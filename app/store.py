@@ -1,31 +1,41 @@
 """The delivery ledger and the job queue: one SQL database, one code path (SQLAlchemy 2 async Core).
 
-SQLite (WAL) by default, PostgreSQL when several processes share the work. The ledger row is a
-permanent claim on a delivery id: a redelivery of the same id is recognised forever, so nothing
-here ever prunes ``deliveries``. A delivery and its job are written in one transaction, so a 202
-means both are durable.
+SQLite (WAL) by default, PostgreSQL when several processes share the work. Each delivery is one
+row of ``deliveries``, which is both its ledger entry and its job: the unique ``delivery_id`` is a
+permanent claim (a redelivery of the same id is recognised forever, so rows are never deleted)
+and the row's queue columns say where its work stands. One row per delivery means one INSERT per
+batch on the webhook's answer path, and a 202 means the row is committed.
 
-Queue rules, enforced by the claim query itself so that any number of workers can share it:
-- jobs of one subject (``owner/repo#N``) run one at a time, in arrival (id) order: a job is
-  claimable only when no earlier job of its subject is still queued or running;
-- a claim is a lease; a job whose lease ran out (its process died) is claimable again;
+Queue rules, so that any number of workers can share it:
+- deliveries of one subject (``owner/repo#N``) are worked one at a time, in arrival (id) order.
+  Only the head of a subject is ``queued``; later ones are ``waiting`` and the next is promoted
+  in the transaction that ends the head. Claims therefore scan only subject heads, however long
+  one subject's backlog grows, and the claim query still refuses a row with an earlier
+  unfinished row of its subject (two web processes racing on one subject cannot break order);
+- a claim is a lease; a row whose lease ran out (its process died) is claimable again;
 - on PostgreSQL the claim uses ``FOR UPDATE SKIP LOCKED`` so workers never double-claim.
+
+Times are epoch seconds (floats): they compare the same on both databases and cost nothing to
+bind on the hot path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Sequence
+import time
+import zlib
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Column,
-    DateTime,
+    Float,
     Index,
     Integer,
     LargeBinary,
@@ -47,7 +57,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 log = logging.getLogger(__name__)
 
@@ -64,44 +74,34 @@ schema_version = Table(
 deliveries = Table(
     "deliveries",
     metadata,
-    Column("delivery_id", String(255), primary_key=True),
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("delivery_id", String(255), nullable=False, unique=True),
     Column("event", String(100), nullable=False),
     Column("action", String(100)),
     Column("installation_id", BigInteger),
     Column("repo", String(300)),
-    Column("received_at", DateTime, nullable=False),
-    # received -> done | failed | skipped; mirrors the job's outcome for operators.
-    Column("status", String(20), nullable=False),
-)
-
-jobs = Table(
-    "jobs",
-    metadata,
-    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
-    Column("delivery_id", String(255), nullable=False, unique=True),
     Column("subject", String(400), nullable=False),
-    Column("event", String(100), nullable=False),
-    Column("payload", LargeBinary, nullable=False),
-    # queued -> running -> done | failed | skipped (running -> queued again on retry or release)
+    Column("payload", LargeBinary, nullable=False),  # zlib-compressed delivery body
+    Column("received_at", Float, nullable=False),
+    # waiting -> queued -> running -> done | failed | skipped (running -> queued on retry or release)
     Column("status", String(20), nullable=False),
     Column("attempts", Integer, nullable=False, default=0),
-    Column("run_after", DateTime, nullable=False),
-    Column("lease_until", DateTime),
+    Column("run_after", Float, nullable=False),
+    Column("lease_until", Float),
     Column("worker_id", String(100)),
     Column("error", Text),
     Column("done_handlers", Text, nullable=False, default="[]"),
-    Column("created_at", DateTime, nullable=False),
-    Column("updated_at", DateTime, nullable=False),
-    Index("ix_jobs_status_id", "status", "id"),
-    Index("ix_jobs_subject_id", "subject", "id"),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_deliveries_status_id", "status", "id"),
+    Index("ix_deliveries_subject_status_id", "subject", "status", "id"),
 )
 
+# Payloads are kept zlib-compressed: webhook JSON shrinks about tenfold, and at level 1 the
+# compression costs less CPU than writing the uncompressed pages would.
+PAYLOAD_COMPRESSION = 1
+
 ACTIVE = ("queued", "running")
-
-
-def utcnow() -> datetime:
-    """Naive UTC: both SQLite and PostgreSQL store and compare it the same way."""
-    return datetime.now(UTC).replace(tzinfo=None)
+PENDING = ("waiting", "queued", "running")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ class IncomingDelivery:
 
 @dataclass(slots=True)
 class Job:
-    """A claimed job. ``done_handlers`` lists handlers that already succeeded in an earlier attempt."""
+    """A claimed delivery. ``done_handlers`` lists handlers that succeeded in an earlier attempt."""
 
     id: int
     delivery_id: str
@@ -136,6 +136,10 @@ class Store:
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
         self.url = url
         self.is_sqlite = make_url(url).get_backend_name() == "sqlite"
+        # SQLite allows one writer at a time and makes the others poll (busy_timeout); inside one
+        # process, queueing writers on an asyncio lock is far cheaper than that polling.
+        self._writer = asyncio.Lock() if self.is_sqlite else contextlib.nullcontext()
+        self._synchronous = sqlite_synchronous
         if self.is_sqlite:
             self._prepare_sqlite_path(url)
             self.engine: AsyncEngine = create_async_engine(url, pool_size=5, max_overflow=0)
@@ -147,14 +151,13 @@ class Store:
     def _prepare_sqlite_path(url: str) -> None:
         database = make_url(url).database
         if database and database != ":memory:":
-            from pathlib import Path
-
             Path(database).parent.mkdir(parents=True, exist_ok=True)
 
     @staticmethod
     def _configure_sqlite(engine: AsyncEngine, synchronous: str) -> None:
-        # pysqlite's implicit transactions start too late for concurrent writers; take the write
-        # lock at BEGIN (IMMEDIATE) so two connections never deadlock upgrading a read lock.
+        # pysqlite's implicit transactions start too late for concurrent writers: write
+        # transactions take the write lock at BEGIN (IMMEDIATE) so two connections never deadlock
+        # upgrading a read lock; reads begin DEFERRED and never block the writer (WAL).
         @event.listens_for(engine.sync_engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.isolation_level = None
@@ -166,7 +169,28 @@ class Store:
 
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(connection: Any) -> None:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            options = connection.get_execution_options()
+            if "sqlite_synchronous" in options:
+                connection.exec_driver_sql(f"PRAGMA synchronous={options['sqlite_synchronous']}")
+            connection.exec_driver_sql(f"BEGIN {options.get('sqlite_begin', 'DEFERRED')}")
+
+    @contextlib.asynccontextmanager
+    async def _write(self, *, durable: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A write transaction, serialised in-process on SQLite.
+
+        ``durable`` transactions (the ledger: a 202 promises the row survives) are synced to disk
+        at commit; queue bookkeeping is not, since SQLite's WAL makes it durable with the next
+        synced commit or checkpoint, and a job that reverts after a power loss is only redone
+        (its side effects are idempotent).
+        """
+        async with self._writer, self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn = await conn.execution_options(
+                    sqlite_begin="IMMEDIATE",
+                    sqlite_synchronous=self._synchronous if durable else "NORMAL",
+                )
+            async with conn.begin():
+                yield conn
 
     # ------------------------------------------------------------------ schema
     async def create_schema(self) -> None:
@@ -207,53 +231,51 @@ class Store:
         )
 
     async def record_deliveries(self, batch: Sequence[IncomingDelivery]) -> list[bool]:
-        """Write ledger rows and their jobs in one transaction; return, per delivery, whether it was new.
-
-        A delivery id seen before (in this batch or ever) is a duplicate: no row, no job.
-        """
+        """Record deliveries (each also its job) in one transaction; return, per delivery, whether
+        it was new. A delivery id seen before (in this batch or ever) is a duplicate: no row."""
         if not batch:
             return []
-        now = utcnow()
+        now = time.time()
         unique: dict[str, IncomingDelivery] = {}
         for item in batch:
             unique.setdefault(item.delivery_id, item)
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                self._insert_ignoring_duplicates(),
-                [
+        async with self._write(durable=True) as conn:
+            busy = set(
+                (
+                    await conn.execute(
+                        select(deliveries.c.subject)
+                        .where(
+                            deliveries.c.subject.in_({d.subject for d in unique.values()}),
+                            deliveries.c.status.in_(PENDING),
+                        )
+                        .distinct()
+                    )
+                ).scalars()
+            )
+            rows = []
+            for d in unique.values():
+                rows.append(
                     {
                         "delivery_id": d.delivery_id,
                         "event": d.event,
                         "action": d.action,
                         "installation_id": d.installation_id,
                         "repo": d.repo,
+                        "subject": d.subject,
+                        "payload": zlib.compress(d.payload, PAYLOAD_COMPRESSION),
                         "received_at": now,
-                        "status": "received",
+                        "status": "waiting" if d.subject in busy else "queued",
+                        "attempts": 0,
+                        "run_after": now,
+                        "done_handlers": "[]",
+                        "updated_at": now,
                     }
-                    for d in unique.values()
-                ],
-            )
-            inserted = {row[0] for row in result}
-            if inserted:
-                await conn.execute(
-                    insert(jobs),
-                    [
-                        {
-                            "delivery_id": d.delivery_id,
-                            "subject": d.subject,
-                            "event": d.event,
-                            "payload": d.payload,
-                            "status": "queued",
-                            "attempts": 0,
-                            "run_after": now,
-                            "done_handlers": "[]",
-                            "created_at": now,
-                            "updated_at": now,
-                        }
-                        for d in unique.values()
-                        if d.delivery_id in inserted
-                    ],
                 )
+                busy.add(d.subject)
+            inserted = set((await conn.execute(self._insert_ignoring_duplicates(), rows)).scalars())
+            if len(inserted) < len(rows):
+                skipped = {d.subject for d in unique.values() if d.delivery_id not in inserted}
+                await self._fix_heads(conn, skipped)
         # The first occurrence of an id inside the batch is the new one; later copies are duplicates.
         seen: set[str] = set()
         answers = []
@@ -262,11 +284,37 @@ class Store:
             seen.add(d.delivery_id)
         return answers
 
+    async def _fix_heads(self, conn: AsyncConnection, subjects: set[str]) -> None:
+        """A duplicate skipped inside a batch may have been the one that made a later row of its
+        subject ``waiting``; make sure every subject with waiting rows has a head."""
+        for subject in subjects:
+            head = (
+                await conn.execute(
+                    select(func.count()).where(
+                        deliveries.c.subject == subject, deliveries.c.status.in_(ACTIVE)
+                    )
+                )
+            ).scalar()
+            if not head:
+                await self._promote_next(conn, subject, time.time())
+
+    @staticmethod
+    async def _promote_next(conn: AsyncConnection, subject: str, now: float) -> None:
+        next_in_line = (
+            select(func.min(deliveries.c.id))
+            .where(deliveries.c.subject == subject, deliveries.c.status == "waiting")
+            .scalar_subquery()
+        )
+        await conn.execute(
+            update(deliveries)
+            .where(deliveries.c.id == next_in_line)
+            .values(status="queued", run_after=now, updated_at=now)
+        )
+
     async def delivery(self, delivery_id: str) -> dict[str, Any] | None:
         async with self.engine.connect() as conn:
-            row = (
-                await conn.execute(select(deliveries).where(deliveries.c.delivery_id == delivery_id))
-            ).first()
+            found = await conn.execute(select(deliveries).where(deliveries.c.delivery_id == delivery_id))
+            row = found.first()
         return dict(row._mapping) if row else None
 
     # ------------------------------------------------------------------ queue
@@ -274,8 +322,8 @@ class Store:
         """Claim up to ``limit`` runnable jobs, at most one per subject, oldest first."""
         if limit <= 0:
             return []
-        now = utcnow()
-        j, k = jobs.alias("j"), jobs.alias("k")
+        now = time.time()
+        j, k = deliveries.alias("j"), deliveries.alias("k")
         earlier_unfinished = (
             select(literal(1))
             .where(k.c.subject == j.c.subject, k.c.id < j.c.id, k.c.status.in_(ACTIVE))
@@ -292,28 +340,28 @@ class Store:
             .limit(limit)
             .with_for_update(skip_locked=True, of=j)
         )
-        async with self.engine.begin() as conn:
+        async with self._write() as conn:
             ids = [row[0] for row in await conn.execute(candidates)]
             if not ids:
                 return []
             rows = await conn.execute(
-                update(jobs)
-                .where(jobs.c.id.in_(ids))
+                update(deliveries)
+                .where(deliveries.c.id.in_(ids))
                 .values(
                     status="running",
-                    attempts=jobs.c.attempts + 1,
-                    lease_until=now + timedelta(seconds=lease_seconds),
+                    attempts=deliveries.c.attempts + 1,
+                    lease_until=now + lease_seconds,
                     worker_id=worker_id,
                     updated_at=now,
                 )
                 .returning(
-                    jobs.c.id,
-                    jobs.c.delivery_id,
-                    jobs.c.subject,
-                    jobs.c.event,
-                    jobs.c.payload,
-                    jobs.c.attempts,
-                    jobs.c.done_handlers,
+                    deliveries.c.id,
+                    deliveries.c.delivery_id,
+                    deliveries.c.subject,
+                    deliveries.c.event,
+                    deliveries.c.payload,
+                    deliveries.c.attempts,
+                    deliveries.c.done_handlers,
                 )
             )
             claimed = [
@@ -322,7 +370,7 @@ class Store:
                     delivery_id=r.delivery_id,
                     subject=r.subject,
                     event=r.event,
-                    payload=bytes(r.payload),
+                    payload=zlib.decompress(r.payload),
                     attempts=r.attempts,
                     done_handlers=list(json.loads(r.done_handlers)),
                 )
@@ -335,77 +383,90 @@ class Store:
         """Heartbeat: keep running jobs ours while they work."""
         if not job_ids:
             return
-        now = utcnow()
-        async with self.engine.begin() as conn:
+        now = time.time()
+        async with self._write() as conn:
             await conn.execute(
-                update(jobs)
+                update(deliveries)
                 .where(
-                    jobs.c.id.in_(list(job_ids)), jobs.c.worker_id == worker_id, jobs.c.status == "running"
+                    deliveries.c.id.in_(list(job_ids)),
+                    deliveries.c.worker_id == worker_id,
+                    deliveries.c.status == "running",
                 )
-                .values(lease_until=now + timedelta(seconds=lease_seconds), updated_at=now)
+                .values(lease_until=now + lease_seconds, updated_at=now)
             )
 
     async def mark_handler_done(self, job: Job, handler: str) -> None:
         """Remember a handler that succeeded, so a retry of the job does not run it again."""
         job.done_handlers.append(handler)
-        async with self.engine.begin() as conn:
+        async with self._write() as conn:
             await conn.execute(
-                update(jobs)
-                .where(jobs.c.id == job.id)
-                .values(done_handlers=json.dumps(job.done_handlers), updated_at=utcnow())
+                update(deliveries)
+                .where(deliveries.c.id == job.id)
+                .values(done_handlers=json.dumps(job.done_handlers), updated_at=time.time())
             )
 
     async def finish(self, job: Job, *, worker_id: str, status: str, error: str | None = None) -> bool:
-        """End a job as done, failed or skipped; the ledger row takes the same status.
+        """End a job as done, failed or skipped, and promote the next waiting one of its subject.
 
         Returns False when the job is no longer ours (its lease expired and another worker took it).
         """
-        now = utcnow()
-        async with self.engine.begin() as conn:
+        now = time.time()
+        async with self._write() as conn:
             result = await conn.execute(
-                update(jobs)
-                .where(jobs.c.id == job.id, jobs.c.worker_id == worker_id, jobs.c.status == "running")
-                .values(status=status, error=error, lease_until=None, updated_at=now)
+                update(deliveries)
+                .where(
+                    deliveries.c.id == job.id,
+                    deliveries.c.worker_id == worker_id,
+                    deliveries.c.status == "running",
+                )
+                # A success keeps the last transient error: it explains the extra attempts.
+                .values(
+                    status=status, lease_until=None, updated_at=now, **({"error": error} if error else {})
+                )
             )
-            if result.rowcount != 1:
+            if bool(result.rowcount != 1):
                 return False
-            await conn.execute(
-                update(deliveries).where(deliveries.c.delivery_id == job.delivery_id).values(status=status)
-            )
+            await self._promote_next(conn, job.subject, now)
         return True
 
     async def retry_later(self, job: Job, *, worker_id: str, delay: float, error: str) -> bool:
         """Put a job back in the queue to run after ``delay`` seconds; later jobs of its subject wait."""
-        now = utcnow()
-        async with self.engine.begin() as conn:
+        now = time.time()
+        async with self._write() as conn:
             result = await conn.execute(
-                update(jobs)
-                .where(jobs.c.id == job.id, jobs.c.worker_id == worker_id, jobs.c.status == "running")
+                update(deliveries)
+                .where(
+                    deliveries.c.id == job.id,
+                    deliveries.c.worker_id == worker_id,
+                    deliveries.c.status == "running",
+                )
                 .values(
                     status="queued",
                     error=error,
-                    run_after=now + timedelta(seconds=delay),
+                    run_after=now + delay,
                     lease_until=None,
                     worker_id=None,
                     updated_at=now,
                 )
             )
-        return result.rowcount == 1
+        return bool(result.rowcount == 1)
 
     async def release(self, job_ids: Sequence[int], *, worker_id: str) -> None:
         """Give running jobs back without counting the attempt (graceful shutdown)."""
         if not job_ids:
             return
-        now = utcnow()
-        async with self.engine.begin() as conn:
+        now = time.time()
+        async with self._write() as conn:
             await conn.execute(
-                update(jobs)
+                update(deliveries)
                 .where(
-                    jobs.c.id.in_(list(job_ids)), jobs.c.worker_id == worker_id, jobs.c.status == "running"
+                    deliveries.c.id.in_(list(job_ids)),
+                    deliveries.c.worker_id == worker_id,
+                    deliveries.c.status == "running",
                 )
                 .values(
                     status="queued",
-                    attempts=jobs.c.attempts - 1,
+                    attempts=deliveries.c.attempts - 1,
                     lease_until=None,
                     worker_id=None,
                     run_after=now,
@@ -415,17 +476,17 @@ class Store:
 
     async def job(self, job_id: int) -> dict[str, Any] | None:
         async with self.engine.connect() as conn:
-            row = (await conn.execute(select(jobs).where(jobs.c.id == job_id))).first()
+            row = (await conn.execute(select(deliveries).where(deliveries.c.id == job_id))).first()
         return dict(row._mapping) if row else None
 
     async def jobs_by_status(self) -> dict[str, int]:
         async with self.engine.connect() as conn:
-            rows = await conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status))
+            rows = await conn.execute(select(deliveries.c.status, func.count()).group_by(deliveries.c.status))
             return {status: count for status, count in rows}
 
     async def all_jobs(self) -> list[dict[str, Any]]:
         async with self.engine.connect() as conn:
-            rows = await conn.execute(select(jobs).order_by(jobs.c.id))
+            rows = await conn.execute(select(deliveries).order_by(deliveries.c.id))
             return [dict(r._mapping) for r in rows]
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from .config import MAX_BODY_BYTES
@@ -91,7 +91,7 @@ class WebhookView:
         self.ledger = ledger
         self.on_recorded = on_recorded
 
-    async def __call__(self, request: web.Request) -> web.Response:
+    async def handle(self, request: web.Request) -> web.Response:
         try:
             body = await _read_capped(request, self.config.max_body_bytes)
         except BodyTooLarge:
@@ -107,8 +107,8 @@ class WebhookView:
             return _answer(400, error="missing X-GitHub-Event or X-GitHub-Delivery")
         with log_context(delivery_id=delivery_id, event=event):
             try:
-                payload = json.loads(body)
-            except (UnicodeDecodeError, ValueError) as exc:
+                payload = orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
                 log.warning("delivery refused: body is not JSON (%s)", exc)
                 return _answer(400, error="body is not JSON")
             if not isinstance(payload, dict):
@@ -151,7 +151,7 @@ def create_app(
         yield
         await ledger.stop()
 
-    app.router.add_post(config.path, WebhookView(config, ledger, on_recorded))
+    app.router.add_post(config.path, WebhookView(config, ledger, on_recorded).handle)
     app.router.add_get("/healthz", healthz)
     app.cleanup_ctx.append(ledger_lifecycle)
     return app

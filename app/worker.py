@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import random
 import socket
@@ -24,6 +23,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import orjson
 from gidgethub import routing
 
 from .events import AnyEvent, FlattenError, PullRequestScoped, flatten
@@ -41,6 +41,7 @@ class WorkerOptions:
     concurrency: int = 8
     lease_seconds: float = 120.0
     poll_seconds: float = 1.0
+    claim_interval: float = 0.02
     max_attempts: int = 6
     backoff_base: float = 2.0
     backoff_cap: float = 300.0
@@ -133,6 +134,9 @@ class Worker:
     async def _idle(self) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout=self.options.poll_seconds)
+        # Coalesce a burst of wake-ups into one claim: during a flood of deliveries a claim per
+        # delivery would compete with the webhook endpoint for the database.
+        await asyncio.sleep(self.options.claim_interval)
         self._wakeup.clear()
 
     async def _heartbeat(self) -> None:
@@ -178,7 +182,7 @@ class Worker:
 
     async def _process(self, job: Job, identity: BotIdentity) -> tuple[str, str | None]:
         try:
-            payload = json.loads(job.payload)
+            payload = orjson.loads(job.payload)
             event = flatten(job.event, payload, delivery_id=job.delivery_id, identity=identity)
         except (ValueError, FlattenError) as exc:
             return "failed", _error_text(exc)
@@ -216,5 +220,5 @@ class Worker:
         delay = max(
             hint, backoff_delay(job.attempts, base=self.options.backoff_base, cap=self.options.backoff_cap)
         )
-        log.warning("attempt %d failed (%s); retrying in %.1fs", job.attempts, error, delay)
+        log.warning("attempt %d failed (%s); retrying in %.2fs", job.attempts, error, delay)
         await self.store.retry_later(job, worker_id=self.worker_id, delay=delay, error=error)

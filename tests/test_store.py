@@ -13,7 +13,9 @@ from app.store import SCHEMA_VERSION, IncomingDelivery, Ledger, Store, schema_ve
 _ids = itertools.count(1)
 
 
-def delivery(subject: str = "octo/app#1", delivery_id: str | None = None, payload: bytes = b"{}") -> IncomingDelivery:
+def delivery(
+    subject: str = "octo/app#1", delivery_id: str | None = None, payload: bytes = b"{}"
+) -> IncomingDelivery:
     return IncomingDelivery(
         delivery_id=delivery_id or f"delivery-{next(_ids)}",
         event="pull_request",
@@ -29,7 +31,10 @@ async def test_a_delivery_id_is_recorded_once_forever(store: Store) -> None:
     first = delivery(delivery_id="abc")
     assert await store.record_deliveries([first]) == [True]
     assert await store.record_deliveries([delivery(delivery_id="abc")]) == [False]
-    assert await store.record_deliveries([delivery(delivery_id="x"), delivery(delivery_id="x")]) == [True, False]
+    assert await store.record_deliveries([delivery(delivery_id="x"), delivery(delivery_id="x")]) == [
+        True,
+        False,
+    ]
     rows = await store.all_jobs()
     assert [r["delivery_id"] for r in rows] == ["abc", "x"]
     row = await store.delivery("abc")
@@ -39,7 +44,7 @@ async def test_a_delivery_id_is_recorded_once_forever(store: Store) -> None:
         "opened",
         42,
         "octo/app",
-        "received",
+        "queued",
     )
 
 
@@ -169,3 +174,15 @@ async def test_ledger_hands_a_database_failure_to_every_waiting_request() -> Non
     await ledger.stop()
     await unreachable.close()
     assert len(results) == 3 and all(isinstance(r, OSError) for r in results)
+
+
+async def test_a_duplicate_in_a_batch_never_strands_the_rows_behind_it(store: Store) -> None:
+    await store.record_deliveries([delivery("o/r#7", delivery_id="old")])
+    [old] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    await store.finish(old, worker_id="w", status="done")
+    assert await store.record_deliveries([delivery("o/r#7", "old"), delivery("o/r#7", "new")]) == [
+        False,
+        True,
+    ]
+    [new] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    assert new.delivery_id == "new"

@@ -1,0 +1,427 @@
+"""``FakeGitHub``: the public face of the sandbox.
+
+A test (or ``python -m app demo``) builds one, sets up installations, repositories, commits and
+pull requests, starts it on 127.0.0.1, points the bot's ``GITHUB_API_URL`` at ``base_url`` and its
+webhook URL at the bot, and then acts as the humans do (``request_review``, ``comment``,
+``push``...). Everything the bot sends is recorded in ``calls``, checked by the installed
+``Validator`` (problems land in ``problems``), and the webhooks GitHub would send back (with the
+bot as sender for its own writes) are delivered after each answer, in order.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from .actions import Actions, Emit
+from .auth import TokenStore, generate_private_key_pem, public_key_pem
+from .payloads import AppInfo, Shapes
+from .recording import Call, Validator
+from .server import WRITE_METHODS, Delay, Fault, Server
+from .state import Installation, NotFound, Pull, Repo, World, iso, node_id
+from .webhooks import Dispatcher, Outgoing
+
+PERMISSION_BY_ASSOCIATION = {"OWNER": "admin", "MEMBER": "write", "COLLABORATOR": "write"}
+
+
+class FakeGitHub:
+    def __init__(
+        self,
+        *,
+        app_id: int,
+        app_slug: str,
+        private_key_pem: str | None = None,
+        webhook_secret: str,
+        webhook_url: str | None = None,
+        validator: Validator | None = None,
+        token_lifetime: float = 3600.0,
+    ) -> None:
+        self.app_id = app_id
+        self.app_slug = app_slug
+        self.private_key_pem: str = private_key_pem or generate_private_key_pem()
+        self.public_key_pem: str = public_key_pem(self.private_key_pem)
+        self.webhook_secret = webhook_secret
+        self.webhook_url = webhook_url
+        self.validator = validator
+        self.base_url = "http://127.0.0.1:0"
+        self.calls: list[Call] = []
+        self.problems: list[str] = []
+        self.webhooks_sent: list[tuple[str, str, dict[str, Any], int]] = []
+        self.tokens_issued: list[tuple[int, str, str]] = []
+        self.world = World()
+        self.shapes = Shapes(
+            self.world, AppInfo(app_id, app_slug, f"{app_slug}-developer", iso()), self._base
+        )
+        self.actions = Actions(self.world, self.shapes)
+        self.tokens = TokenStore(token_lifetime)
+        self.dispatcher = Dispatcher(
+            secret=webhook_secret, url=lambda: self.webhook_url, app_id=app_id, record=self._record_delivery
+        )
+        self.world.user(self.bot_login, type="Bot")
+        self._server = Server(self)
+        self._runner: web.AppRunner | None = None
+
+    # ---------------------------------------------------------------- identity and urls
+    @property
+    def bot_login(self) -> str:
+        return f"{self.app_slug}[bot]"
+
+    @property
+    def graphql_url(self) -> str:
+        return f"{self.base_url}/graphql"
+
+    def _base(self) -> str:
+        return self.base_url
+
+    # ---------------------------------------------------------------- lifecycle
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        runner = web.AppRunner(self._server.application(), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        self._runner = runner
+        bound = runner.addresses[0][1] if runner.addresses else port
+        self.base_url = f"http://{host}:{bound}"
+        await self.dispatcher.start()
+        return self.base_url
+
+    async def stop(self) -> None:
+        await self.dispatcher.stop()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeGitHub:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
+    async def settle(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - the agreed API
+        """Wait until every queued webhook was delivered (and answered) by the bot."""
+        await self.dispatcher.settle(timeout)
+
+    # ---------------------------------------------------------------- recording
+    def writes(self) -> list[Call]:
+        """Calls that change something: REST writes (not token minting) and GraphQL mutations."""
+        out: list[Call] = []
+        for call in self.calls:
+            if call.path == "/graphql":
+                if call.is_graphql_mutation:
+                    out.append(call)
+                continue
+            if call.method not in WRITE_METHODS:
+                continue
+            if call.method == "POST" and re.fullmatch(r"/app/installations/[^/]+/access_tokens", call.path):
+                continue
+            out.append(call)
+        return out
+
+    def _record_delivery(self, event: str, delivery_id: str, payload: dict[str, Any], status: int) -> None:
+        self.webhooks_sent.append((event, delivery_id, payload, status))
+
+    # ---------------------------------------------------------------- faults, delays, tokens
+    def fail_next(
+        self,
+        method: str,
+        path_regex: str,
+        *,
+        status: int,
+        headers: dict[str, str] | None = None,
+        body: Any = None,
+        times: int = 1,
+    ) -> None:
+        fault = Fault(method.upper(), re.compile(path_regex), status, dict(headers or {}), body, times)
+        self._server.faults.append(fault)
+
+    def delay(self, method: str, path_regex: str, seconds: float) -> None:
+        self._server.delays.append(Delay(method.upper(), re.compile(path_regex), seconds))
+
+    def clear_delays(self) -> None:
+        self._server.delays.clear()
+
+    def revoke_tokens(self) -> None:
+        self.tokens.revoke_all()
+
+    # ---------------------------------------------------------------- state setup
+    def add_installation(self, installation_id: int, account: str) -> None:
+        self.world.user(account)
+        legacy_node_id = base64.b64encode(f"023:IntegrationInstallation{installation_id}".encode()).decode()
+        self.world.installations[installation_id] = Installation(
+            installation_id, account, legacy_node_id, iso()
+        )
+
+    def add_repo(
+        self, full_name: str, *, installation_id: int, default_branch: str = "main", private: bool = False
+    ) -> dict[str, Any]:
+        if installation_id not in self.world.installations:
+            raise ValueError(f"add_installation({installation_id}, ...) first")
+        if "/" not in full_name:
+            raise ValueError("full_name is owner/name")
+        repo_id = self.world.new_id()
+        repo = Repo(
+            full_name=full_name,
+            id=repo_id,
+            node_id=node_id("R", repo_id),
+            installation_id=installation_id,
+            default_branch=default_branch,
+            private=private,
+            created_at=iso(),
+        )
+        self.world.repos[repo.key] = repo
+        self.world.user(repo.owner)
+        return self.shapes.repo(repo)
+
+    def add_user(self, login: str, *, type: str = "User") -> dict[str, Any]:
+        user = self.world.user(login, type=type)
+        user.type = type
+        return self.shapes.user(user)
+
+    def add_commit(
+        self,
+        repo: str,
+        files: dict[str, str | None],
+        *,
+        parent: str | None = None,
+        message: str = "",
+        author: str = "octocat",
+    ) -> str:
+        return self.actions.add_commit(
+            self.world.repo(repo), files, parent=parent, message=message, author=author
+        )
+
+    def set_branch(self, repo: str, branch: str, sha: str) -> None:
+        found = self.world.repo(repo)
+        self.world.commit(found, sha)
+        found.branches[branch] = sha
+
+    def set_dismissal_forbidden(self, repo: str, forbidden: bool = True) -> None:
+        self.world.repo(repo).dismissal_forbidden = forbidden
+
+    def set_permission(self, repo: str, login: str, permission: str) -> None:
+        """What ``GET .../collaborators/{login}/permission`` answers: admin, write, read or none."""
+        self.world.user(login)
+        self.world.repo(repo).permissions[login.lower()] = permission
+
+    def set_association(self, repo: str, login: str, association: str) -> None:
+        """The ``author_association`` GitHub shows for this user's reviews and comments in ``repo``."""
+        self.world.repo(repo).associations[login.lower()] = association
+
+    def permission_of(self, repo: Repo, login: str) -> str:
+        explicit = repo.permissions.get(login.lower())
+        if explicit:
+            return explicit
+        association = self.actions.association(repo, login)
+        return PERMISSION_BY_ASSOCIATION.get(association, "read")
+
+    def open_pull(
+        self,
+        repo: str,
+        *,
+        head: str,
+        base: str = "main",
+        title: str = "A change",
+        body: str | None = "",
+        author: str = "octocat",
+        draft: bool = False,
+        author_association: str = "CONTRIBUTOR",
+        notify: bool = False,
+    ) -> dict[str, Any]:
+        """Open a pull request between two existing branches.
+
+        No webhook unless ``notify=True`` (then ``pull_request.opened`` is queued, sender the
+        author); tests usually send ``pull_request_payload(..., "opened")`` themselves.
+        """
+        found = self.world.repo(repo)
+        for branch in (head, base):
+            if branch not in found.branches:
+                raise ValueError(f"branch {branch!r} does not exist in {repo}; set_branch() first")
+        number = self.world.take_number(found)
+        pull_id, issue_id = self.world.new_id(), self.world.new_id()
+        now = iso()
+        pull = Pull(
+            repo=found.key,
+            number=number,
+            id=pull_id,
+            node_id=node_id("PR", pull_id),
+            issue_id=issue_id,
+            issue_node_id=node_id("I", issue_id),
+            title=title,
+            body=body,
+            author=self.world.user(author).login,
+            head_ref=head,
+            base_ref=base,
+            head_sha=found.branches[head],
+            draft=draft,
+            author_association=author_association,
+            created_at=now,
+            updated_at=now,
+        )
+        found.associations.setdefault(author.lower(), author_association)
+        self.world.pulls[(found.key, number)] = pull
+        if notify:
+            self._queue([("pull_request", self.pull_request_payload(repo, number, "opened", sender=author))])
+        return self.shapes.pull(pull)
+
+    def push(self, repo: str, branch: str, files: dict[str, str | None], *, message: str = "") -> str:
+        """Commit on top of ``branch`` (created from the default branch if new) and move it.
+
+        Every open pull request with that head gets the new head sha and a queued
+        ``pull_request.synchronize`` (sender: the PR author); ``settle()`` waits for them.
+        """
+        emitted: list[tuple[str, dict[str, Any]]] = []
+        sha = self.actions.push(
+            self.world.repo(repo), branch, files, message=message, emit=lambda e, p: emitted.append((e, p))
+        )
+        self._queue(emitted)
+        return sha
+
+    def review_decision(self, repo: str, number: int) -> str | None:
+        found = self.world.repo(repo)
+        return self.actions.review_decision(self.world.pull(found, number))
+
+    # ---------------------------------------------------------------- webhooks
+    def prepare_webhook(
+        self, event: str, payload: dict[str, Any], delivery_id: str | None = None
+    ) -> Outgoing:
+        """Fill in ``installation``, validate, and wrap one delivery (not queued yet)."""
+        if "installation" not in payload:
+            repo_name = (payload.get("repository") or {}).get("full_name")
+            try:
+                repo = self.world.repo(str(repo_name)) if repo_name else None
+            except NotFound:
+                repo = None
+            inst = self.world.installations.get(repo.installation_id) if repo else None
+            if inst is not None:
+                payload["installation"] = self.shapes.installation_lite(inst)
+        if self.validator is not None:
+            action = payload.get("action")
+            label = f"{event}.{action}" if action else event
+            self.problems.extend(f"webhook {label}: {p}" for p in self.validator.webhook(event, payload))
+        return Outgoing(event, payload, delivery_id or str(uuid.uuid4()))
+
+    def _queue(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        for event, payload in items:
+            self.dispatcher.enqueue(self.prepare_webhook(event, payload))
+
+    async def _deliver_all(self, items: list[tuple[str, dict[str, Any]]]) -> int:
+        """Queue deliveries and wait for the last; the bot's status for it (0 when none)."""
+        status = 0
+        for event, payload in items:
+            status = await self.dispatcher.deliver(self.prepare_webhook(event, payload))
+        return status
+
+    async def send_webhook(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        delivery_id: str | None = None,
+        sender: str | None = None,
+    ) -> int:
+        """Sign and POST one delivery to ``webhook_url`` (after anything already queued)."""
+        payload = dict(payload)
+        if sender is not None:
+            payload["sender"] = self.shapes.user(sender)
+        return await self.dispatcher.deliver(self.prepare_webhook(event, payload, delivery_id))
+
+    def pull_request_payload(
+        self, repo: str, number: int, action: str, *, sender: str, **extra: Any
+    ) -> dict[str, Any]:
+        found = self.world.repo(repo)
+        pull = self.world.pull(found, number)
+        return self.shapes.envelope(
+            action, found, sender, number=number, pull_request=self.shapes.pull(pull), **extra
+        )
+
+    def issue_comment_payload(
+        self, repo: str, number: int, comment_id: int, action: str = "created", *, sender: str
+    ) -> dict[str, Any]:
+        found = self.world.repo(repo)
+        pull = self.world.pull(found, number)
+        comment = self.world.issue_comments[comment_id]
+        return self.shapes.envelope(
+            action, found, sender, issue=self.shapes.issue(pull), comment=self.shapes.issue_comment(comment)
+        )
+
+    # ---------------------------------------------------------------- acting as humans
+    def _collector(self) -> tuple[list[tuple[str, dict[str, Any]]], Emit]:
+        items: list[tuple[str, dict[str, Any]]] = []
+        return items, lambda event, payload: items.append((event, payload))
+
+    async def request_review(self, repo: str, number: int, reviewer: str, *, by: str) -> int:
+        """``by`` requests a review from ``reviewer`` (a user; created if new); emits review_requested."""
+        found = self.world.repo(repo)
+        pull = self.world.pull(found, number)
+        pull.requested_reviewers = [r for r in pull.requested_reviewers if r.lower() != reviewer.lower()]
+        items, emit = self._collector()
+        self.actions.request_reviewers(found, pull, by, [reviewer], [], emit, create_users=True)
+        return await self._deliver_all(items)
+
+    async def comment(
+        self, repo: str, number: int, body: str, *, by: str, author_association: str = "CONTRIBUTOR"
+    ) -> dict[str, Any]:
+        """``by`` writes a conversation comment on the PR; emits issue_comment.created."""
+        found = self.world.repo(repo)
+        pull = self.world.pull(found, number)
+        items, emit = self._collector()
+        created = self.actions.add_issue_comment(found, pull, by, body, emit, association=author_association)
+        await self._deliver_all(items)
+        return self.shapes.issue_comment(created)
+
+    async def submit_review(
+        self,
+        repo: str,
+        number: int,
+        *,
+        by: str,
+        event: str | None,
+        body: str = "",
+        comments: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """``by`` submits a review, with GitHub's rules (an ``ApiError`` where GitHub says 422)."""
+        found = self.world.repo(repo)
+        pull = self.world.pull(found, number)
+        items, emit = self._collector()
+        review = self.actions.create_review(
+            found, pull, by, body=body, event=event, comments=comments, commit_id=None, emit=emit
+        )
+        await self._deliver_all(items)
+        return self.shapes.review(review)
+
+    async def reply(self, repo: str, number: int, comment_id: int, body: str, *, by: str) -> dict[str, Any]:
+        """``by`` replies in the thread of review comment ``comment_id``."""
+        found = self.world.repo(repo)
+        pull = self.world.pull(found, number)
+        items, emit = self._collector()
+        created = self.actions.reply(found, pull, comment_id, by, body, emit)
+        await self._deliver_all(items)
+        return self.shapes.review_comment(created)
+
+    async def resolve_thread(self, thread_id: str, *, by: str, resolved: bool = True) -> int:
+        """``by`` resolves (or unresolves) a review thread; emits pull_request_review_thread."""
+        items, emit = self._collector()
+        self.actions.set_thread_resolved(self.world.threads[thread_id], by, resolved, emit)
+        return await self._deliver_all(items)
+
+    async def rerequest_check_run(self, repo: str, check_run_id: int, *, by: str) -> int:
+        found = self.world.repo(repo)
+        run = self.world.check_runs[check_run_id]
+        items, emit = self._collector()
+        self.actions.rerequest_check_run(found, run, by, emit)
+        return await self._deliver_all(items)
+
+    # ---------------------------------------------------------------- inspection helpers
+    def threads(self, repo: str, number: int) -> list[dict[str, Any]]:
+        """Review threads of a PR: node id, resolved flag, and the comment ids in order."""
+        found = self.world.repo(repo)
+        pull = self.world.pull(found, number)
+        return [
+            {"id": t.node_id, "is_resolved": t.is_resolved, "comment_ids": list(t.comment_ids)}
+            for t in self.world.threads_of(pull)
+        ]

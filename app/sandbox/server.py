@@ -1,0 +1,306 @@
+"""The HTTP side: one aiohttp catch-all that runs every request through the same pipeline.
+
+record the call -> configured delay -> request validation (the test's validator) -> injected
+fault -> route -> authentication -> handler -> GitHub's headers -> send the answer -> only then
+queue the webhooks the write caused. Paths are taken with or without GHES's ``/api/v3`` prefix
+(and ``/api/graphql``), and recorded without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from .auth import AuthError, looks_like_jwt, split_authorization, verify_app_jwt
+from .context import Ctx, Reply
+from .errors import ApiError, not_found
+from .gql import Executor
+from .recording import Call
+from .rest import match
+from .webhooks import Outgoing
+
+if TYPE_CHECKING:
+    from .fake import FakeGitHub
+
+JSON_TYPE = "application/json; charset=utf-8"
+RATE_LIMIT = 5000
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass
+class Fault:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    headers: dict[str, str]
+    body: Any
+    times: int
+
+
+@dataclass
+class Delay:
+    method: str
+    pattern: re.Pattern[str]
+    seconds: float
+
+
+def _method_matches(wanted: str, method: str) -> bool:
+    return wanted in ("*", method)
+
+
+def normalise_path(raw: str) -> str:
+    if raw == "/api/graphql":
+        return "/graphql"
+    if raw.startswith("/api/v3/") or raw == "/api/v3":
+        return raw[len("/api/v3") :] or "/"
+    return raw
+
+
+class Server:
+    def __init__(self, fake: FakeGitHub) -> None:
+        self.fake = fake
+        self.faults: list[Fault] = []
+        self.delays: list[Delay] = []
+        self.rate_reset = int(time.time()) + 3600
+        self.remaining: dict[str, int] = {}
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    # ---------------------------------------------------------------- pipeline
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        fake = self.fake
+        method = request.method.upper()
+        path = normalise_path(request.path)
+        query = {k: v for k, v in request.query.items()}
+        raw = await request.read()
+        body: Any = None
+        bad_json = False
+        if raw.strip():
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                bad_json = True
+                body = raw.decode("utf-8", "replace")
+        authorization = split_authorization(request.headers.get("Authorization"))
+        auth_kind: str | None = None
+        token = None
+        if authorization is not None:
+            credential = authorization[1]
+            auth_kind = "jwt" if authorization[0] == "bearer" and looks_like_jwt(credential) else "token"
+            if auth_kind == "token":
+                token = fake.tokens.find(credential)
+        is_graphql = path == "/graphql" and method == "POST"
+        call = Call(
+            method=method,
+            path=path,
+            query=query,
+            body=body,
+            status=0,
+            auth=auth_kind,
+            installation_id=token.installation_id if token else None,
+            graphql=str(body.get("query"))
+            if is_graphql and isinstance(body, dict) and "query" in body
+            else None,
+            variables=body.get("variables") if is_graphql and isinstance(body, dict) else None,
+            raw_path=request.path,
+        )
+        fake.calls.append(call)
+        emitted: list[Outgoing] = []
+        try:
+            await self._delay(method, path)
+            reply = self._answer(request, call, emitted, bad_json=bad_json)
+        except ApiError as exc:
+            reply = Reply(exc.status, exc.body(), dict(exc.headers))
+        except Exception as exc:  # noqa: BLE001 - a bug in the fake must fail the test, not hang it
+            fake.problems.append(f"{method} {request.raw_path}: the fake crashed: {exc!r}")
+            reply = Reply(500, {"message": f"fake GitHub crashed: {exc!r}"})
+        if reply.status >= 400 and emitted:
+            fake.dispatcher.release(len(emitted))
+            emitted.clear()
+        call.status = reply.status
+        call.response = reply.body if reply.text is None else reply.text
+        response = self._response(reply, call)
+        try:
+            await response.prepare(request)
+            await response.write_eof()
+        finally:
+            for item in emitted:  # the answer is out: now the webhooks it caused may follow
+                fake.dispatcher.enqueue(item, reserved=True)
+        return response
+
+    async def _delay(self, method: str, path: str) -> None:
+        total = sum(
+            d.seconds for d in self.delays if _method_matches(d.method, method) and d.pattern.fullmatch(path)
+        )
+        if total > 0:
+            await asyncio.sleep(total)
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        for fault in self.faults:
+            if _method_matches(fault.method, method) and fault.pattern.fullmatch(path):
+                fault.times -= 1
+                if fault.times <= 0:
+                    self.faults.remove(fault)
+                return fault
+        return None
+
+    def _answer(self, request: web.Request, call: Call, emitted: list[Outgoing], *, bad_json: bool) -> Reply:
+        fake = self.fake
+        path_with_query = request.raw_path
+        problems: list[str] = []
+        if fake.validator is not None and not bad_json:
+            if call.path == "/graphql" and call.method == "POST":
+                if call.graphql is not None:
+                    variables = call.variables if isinstance(call.variables, dict) else None
+                    problems = fake.validator.graphql(call.graphql, variables)
+            else:
+                problems = fake.validator.request(call.method, path_with_query, call.body)
+        if problems:
+            fake.problems.extend(f"{call.method} {path_with_query}: {p}" for p in problems)
+            return Reply(
+                422, {"message": "Invalid request.", "errors": list(problems), "documentation_url": ""}
+            )
+        fault = self._take_fault(call.method, call.path)
+        if fault is not None:
+            body = fault.body
+            if body is None and fault.status not in (204, 304):
+                body = {"message": _reason(fault.status), "documentation_url": "https://docs.github.com/rest"}
+            return Reply(fault.status, body, dict(fault.headers))
+        if bad_json:
+            raise ApiError(400, "Problems parsing JSON")
+        if call.path == "/graphql":
+            if call.method != "POST":
+                raise not_found()
+            return self._graphql(request, call, emitted)
+        found = match(call.method, call.path)
+        if found is None:
+            raise not_found()
+        route, params = found
+        installation_id, actor = self._authenticate(request, route.auth)
+        ctx = self._ctx(request, call, params, installation_id, actor, emitted)
+        return route.handler(ctx)
+
+    def _authenticate(self, request: web.Request, wanted: str) -> tuple[int | None, str]:
+        fake = self.fake
+        authorization = split_authorization(request.headers.get("Authorization"))
+        if wanted == "jwt":
+            if authorization is None or authorization[0] != "bearer":
+                raise ApiError(401, "A JSON web token could not be decoded")
+            try:
+                verify_app_jwt(authorization[1], fake.public_key_pem, fake.app_id)
+            except AuthError as exc:
+                raise ApiError(401, exc.message) from None
+            return None, fake.bot_login
+        if authorization is None:
+            raise ApiError(401, "Requires authentication")
+        if looks_like_jwt(authorization[1]):
+            raise ApiError(401, "Bad credentials")
+        try:
+            token = fake.tokens.check(authorization[1])
+        except AuthError as exc:
+            raise ApiError(401, exc.message) from None
+        return token.installation_id, fake.bot_login
+
+    def _ctx(
+        self,
+        request: web.Request,
+        call: Call,
+        params: dict[str, str],
+        installation_id: int | None,
+        actor: str,
+        emitted: list[Outgoing],
+    ) -> Ctx:
+        def emit(event: str, payload: dict[str, Any]) -> None:
+            emitted.append(self.fake.prepare_webhook(event, payload))
+            self.fake.dispatcher.reserve()
+
+        key = self._rate_key(call)
+        return Ctx(
+            fake=self.fake,
+            method=call.method,
+            path=call.path,
+            url=request.url,
+            params=params,
+            query=call.query,
+            body=call.body,
+            headers={k.lower(): v for k, v in request.headers.items()},
+            installation_id=installation_id,
+            actor=actor,
+            emit=emit,
+            rate_remaining=lambda: self.remaining.get(key, RATE_LIMIT),
+        )
+
+    def _graphql(self, request: web.Request, call: Call, emitted: list[Outgoing]) -> Reply:
+        installation_id, actor = self._authenticate(request, "token")
+        assert installation_id is not None
+        body = call.body if isinstance(call.body, dict) else {}
+        if call.graphql is None:
+            raise ApiError(400, "A query attribute must be specified and must be a string.")
+        ctx = self._ctx(request, call, {}, installation_id, actor, emitted)
+        executor = Executor(
+            self.fake.world,
+            self.fake.actions,
+            installation_id=installation_id,
+            actor=actor,
+            emit=ctx.emit,
+            rate_remaining=ctx.rate_remaining,
+        )
+        operation_name = body.get("operationName")
+        outcome = executor.run(
+            call.graphql,
+            call.variables if isinstance(call.variables, dict) else None,
+            operation_name if isinstance(operation_name, str) else None,
+        )
+        if outcome.problems:
+            self.fake.problems.extend(f"POST /graphql: {p}" for p in outcome.problems)
+        return Reply(200, outcome.body)
+
+    # ---------------------------------------------------------------- answer
+    def _rate_key(self, call: Call) -> str:
+        resource = "graphql" if call.path == "/graphql" else "core"
+        who = f"installation:{call.installation_id}" if call.installation_id is not None else str(call.auth)
+        return f"{resource}:{who}"
+
+    def _response(self, reply: Reply, call: Call) -> web.Response:
+        key = self._rate_key(call)
+        remaining = max(0, self.remaining.get(key, RATE_LIMIT) - 1)
+        self.remaining[key] = remaining
+        headers = {
+            "X-RateLimit-Limit": str(RATE_LIMIT),
+            "X-RateLimit-Remaining": str(remaining),
+            "X-RateLimit-Reset": str(self.rate_reset),
+            "X-RateLimit-Used": str(RATE_LIMIT - remaining),
+            "X-RateLimit-Resource": key.split(":", 1)[0],
+            "X-GitHub-Media-Type": "github.v3; format=json",
+            "X-GitHub-Api-Version-Selected": "2022-11-28",
+            "X-GitHub-Request-Id": uuid.uuid4().hex[:20].upper(),
+        }
+        headers.update(reply.headers)
+        if reply.text is not None:
+            return web.Response(
+                status=reply.status,
+                body=reply.text.encode("utf-8"),
+                headers={**headers, "Content-Type": reply.content_type or "text/plain; charset=utf-8"},
+            )
+        if reply.body is None:
+            return web.Response(status=reply.status, headers=headers)
+        data = json.dumps(reply.body).encode()
+        return web.Response(status=reply.status, body=data, headers={**headers, "Content-Type": JSON_TYPE})
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"

@@ -1,0 +1,33 @@
+"""A worker process for the crash-recovery test: the real ``Runtime`` and ``work()`` loop, with
+a test concern that reads the PR and posts one comment per PR comment, and a short lease so that
+a killed process's claim expires quickly. Settings come from the environment, as for
+``python -m app worker``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from gidgethub import routing
+
+from app.config import load_settings
+from app.events import IssueCommentEvent
+from app.logs import setup_logging
+from app.routing import Context
+from app.runtime import Runtime, work
+from app.worker import WorkerOptions
+
+router = routing.Router()
+
+
+@router.register("issue_comment", action="created")
+async def answer(event: IssueCommentEvent, ctx: Context) -> None:
+    await ctx.gh.getitem(f"/repos/{event.repo}/pulls/{event.issue_number}")
+    await ctx.gh.post(f"/repos/{event.repo}/issues/{event.issue_number}/comments", data={"body": "answer"})
+
+
+if __name__ == "__main__":
+    settings, pem = load_settings()
+    setup_logging(logging.INFO)
+    options = WorkerOptions(lease_seconds=1.5, poll_seconds=0.05, claim_interval=0.0)
+    asyncio.run(work(Runtime(settings, pem, router=router, worker_options=options)))

@@ -1,0 +1,386 @@
+"""The worker end to end: signed deliveries in, the fake GitHub answering, the queue underneath.
+
+The handlers here are test concerns built like the real ones (a router, flat events, calls
+through ``ctx.gh``), so the foundation is exercised without depending on any review logic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gidgethub import routing
+
+from app.events import IssueCommentEvent
+from app.routing import Context, accepts_own_events
+from app.store import Store
+from app.worker import WorkerOptions
+from tests.harness import BOT, INSTALLATION, REPO, BotHarness, free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+HUMAN = "alice"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str | None]] = []
+
+
+def echo_router(recorder: Recorder) -> routing.Router:
+    """Answers every new PR comment with a comment of its own: without the self-loop guard,
+    the echo of that answer would be answered again, forever."""
+    router = routing.Router()
+
+    @router.register("issue_comment", action="created")
+    async def answer(event: IssueCommentEvent, ctx: Context) -> None:
+        recorder.seen.append(("answer", event.body, event.sender_login))
+        await ctx.gh.post(
+            f"/repos/{event.repo}/issues/{event.issue_number}/comments", data={"body": f"echo: {event.body}"}
+        )
+
+    @router.register("issue_comment", action="created")
+    @accepts_own_events
+    async def audit(event: IssueCommentEvent, ctx: Context) -> None:
+        recorder.seen.append(("audit", event.body, event.sender_login))
+
+    return router
+
+
+@pytest.fixture
+async def pull(tmp_path: Path) -> AsyncIterator[tuple[BotHarness, Recorder, int]]:
+    recorder = Recorder()
+    bot = BotHarness(tmp_path, router=echo_router(recorder))
+    number = bot.open_pull({"src/widget.py": "print('hi')\n"}, author=HUMAN)
+    await bot.start()
+    yield bot, recorder, number
+    await bot.stop()
+    bot.assert_conforms()
+
+
+def comment_posts(bot: BotHarness, number: int) -> list[Any]:
+    return [
+        c
+        for c in bot.fake.calls
+        if c.method == "POST" and c.path == f"/repos/{REPO}/issues/{number}/comments"
+    ]
+
+
+async def test_the_echo_of_the_bots_own_write_wakes_only_opted_in_handlers(
+    pull: tuple[BotHarness, Recorder, int],
+) -> None:
+    bot, recorder, number = pull
+    await bot.fake.comment(REPO, number, "hello", by=HUMAN)
+    await bot.drain()
+    assert recorder.seen == [
+        ("answer", "hello", HUMAN),
+        ("audit", "hello", HUMAN),
+        ("audit", "echo: hello", BOT),
+    ]
+    assert [c.body for c in comment_posts(bot, number)] == [{"body": "echo: hello"}]
+    assert [event for event, *_ in bot.fake.webhooks_sent].count("issue_comment") == 2
+
+
+async def test_a_comment_by_the_decoy_user_is_an_own_event_too(
+    pull: tuple[BotHarness, Recorder, int],
+) -> None:
+    bot, recorder, number = pull
+    bot.fake.add_user("revbot")
+    await bot.fake.comment(REPO, number, "from the decoy", by="revbot")
+    await bot.drain()
+    assert recorder.seen == [("audit", "from the decoy", "revbot")]
+    assert comment_posts(bot, number) == []
+
+
+async def test_one_installation_token_serves_many_deliveries(pull: tuple[BotHarness, Recorder, int]) -> None:
+    bot, _, number = pull
+    for n in range(3):
+        await bot.fake.comment(REPO, number, f"comment {n}", by=HUMAN)
+    await bot.drain()
+    assert len(comment_posts(bot, number)) == 3
+    assert [installation for installation, *_ in bot.fake.tokens_issued] == [INSTALLATION]
+
+
+async def test_a_502_is_retried_with_backoff_and_posts_once(pull: tuple[BotHarness, Recorder, int]) -> None:
+    bot, _, number = pull
+    bot.fake.fail_next(
+        "POST", rf"/repos/{REPO}/issues/{number}/comments", status=502, body={"message": "Bad Gateway"}
+    )
+    await bot.fake.comment(REPO, number, "flaky", by=HUMAN)
+    await bot.drain()
+    posts = comment_posts(bot, number)
+    assert [p.status for p in posts] == [502, 201]
+    [job] = [j for j in await bot.store.all_jobs() if j["event"] == "issue_comment" and j["attempts"] == 2]
+    assert (job["status"], job["error"]) == ("done", "GitHubBroken: Bad Gateway")
+
+
+async def test_a_short_secondary_rate_limit_is_waited_out_in_place(
+    pull: tuple[BotHarness, Recorder, int],
+) -> None:
+    bot, _, number = pull
+    bot.fake.fail_next(
+        "POST",
+        rf"/repos/{REPO}/issues/{number}/comments",
+        status=403,
+        headers={"Retry-After": "1"},
+        body={
+            "message": "You have exceeded a secondary rate limit. "
+            "Please wait a few minutes before you try again."
+        },
+    )
+    started = time.monotonic()
+    await bot.fake.comment(REPO, number, "busy", by=HUMAN)
+    await bot.drain()
+    assert time.monotonic() - started >= 1.0
+    assert [p.status for p in comment_posts(bot, number)] == [403, 201]
+    jobs = [j for j in await bot.store.all_jobs() if j["event"] == "issue_comment"]
+    assert {(j["status"], j["attempts"]) for j in jobs} == {("done", 1)}
+
+
+async def test_a_long_retry_after_puts_the_job_back_until_then(
+    pull: tuple[BotHarness, Recorder, int],
+) -> None:
+    bot, _, number = pull
+    bot.fake.fail_next(
+        "POST",
+        rf"/repos/{REPO}/issues/{number}/comments",
+        status=429,
+        headers={"Retry-After": "120"},
+        body={"message": "secondary rate limit"},
+    )
+    await bot.fake.comment(REPO, number, "later", by=HUMAN)
+    await bot.fake.settle()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        jobs = [j for j in await bot.store.all_jobs() if j["event"] == "issue_comment"]
+        if jobs and jobs[0]["error"]:
+            break
+        await asyncio.sleep(0.05)
+    [job] = jobs
+    assert job["status"] == "queued"
+    assert job["run_after"] - time.time() > 100
+    assert job["error"].startswith("RetryLater: GitHub rate limit on POST")
+
+
+async def test_a_revoked_token_is_dropped_and_the_call_retried_once(
+    pull: tuple[BotHarness, Recorder, int],
+) -> None:
+    bot, _, number = pull
+    await bot.fake.comment(REPO, number, "first", by=HUMAN)
+    await bot.drain()
+    bot.fake.revoke_tokens()
+    await bot.fake.comment(REPO, number, "second", by=HUMAN)
+    await bot.drain()
+    assert [p.status for p in comment_posts(bot, number)] == [201, 401, 201]
+    assert len(bot.fake.tokens_issued) == 2
+
+
+async def test_an_installation_the_app_lost_is_recorded_and_skipped(
+    pull: tuple[BotHarness, Recorder, int],
+) -> None:
+    bot, _, number = pull
+    comment = await bot.fake.comment(REPO, number, "seed", by=HUMAN)
+    await bot.drain()
+    payload = bot.fake.issue_comment_payload(REPO, number, int(comment["id"]), sender=HUMAN)
+    payload["installation"] = {"id": 999999, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTk5OTk5"}
+    assert await bot.post_signed("issue_comment", payload, "gone") == 202
+    await bot.drain()
+    row = await bot.store.delivery("gone")
+    assert row["status"] == "skipped"
+    assert "installation 999999: GitHub answered 404" in row["error"]
+    assert len(comment_posts(bot, number)) == 1
+
+
+async def test_a_delivery_without_installation_is_skipped(pull: tuple[BotHarness, Recorder, int]) -> None:
+    bot, _, number = pull
+    comment = await bot.fake.comment(REPO, number, "seed", by=HUMAN)
+    await bot.drain()
+    payload = bot.fake.issue_comment_payload(REPO, number, int(comment["id"]), sender=HUMAN)
+    payload.pop("installation")
+    assert await bot.post_signed("issue_comment", payload, "repo-hook") == 202
+    await bot.drain()
+    row = await bot.store.delivery("repo-hook")
+    assert (row["status"], row["error"]) == ("skipped", "delivery has no installation (not sent to an App)")
+
+
+async def test_a_payload_that_does_not_flatten_fails_with_its_reason(
+    pull: tuple[BotHarness, Recorder, int],
+) -> None:
+    bot, _, _ = pull
+    assert (
+        await bot.post_signed("pull_request", {"action": "opened", "installation": {"id": 1}}, "odd") == 202
+    )
+    await bot.drain()
+    row = await bot.store.delivery("odd")
+    assert row["status"] == "failed"
+    assert row["error"].startswith("FlattenError:") and "pull_request" in row["error"]
+
+
+def ordering_router(log: list[tuple[str, str, str]]) -> routing.Router:
+    router = routing.Router()
+
+    @router.register("issue_comment", action="created")
+    async def slow(event: IssueCommentEvent, ctx: Context) -> None:
+        subject = f"{event.repo}#{event.issue_number}"
+        log.append(("start", subject, event.body))
+        await asyncio.sleep(random.uniform(0.0, 0.02))
+        log.append(("end", subject, event.body))
+
+    return router
+
+
+async def test_one_job_per_subject_in_order_while_subjects_run_concurrently(tmp_path: Path) -> None:
+    log: list[tuple[str, str, str]] = []
+    bot = BotHarness(tmp_path, router=ordering_router(log))
+    numbers = [bot.open_pull({"a.py": "x = 1\n"}, branch=f"topic-{n}") for n in range(3)]
+    await bot.start()
+    try:
+        sent: dict[str, list[str]] = {}
+        for i in range(8):
+            for number in numbers:
+                body = f"comment {i} on #{number}"
+                sent.setdefault(f"{REPO}#{number}", []).append(body)
+                await bot.fake.comment(REPO, number, body, by=HUMAN)
+        await bot.drain()
+    finally:
+        await bot.stop()
+    bot.assert_conforms()
+    running: set[str] = set()
+    peak = 0
+    for kind, subject, _ in log:
+        if kind == "start":
+            assert subject not in running, f"two jobs of {subject} ran at once"
+            running.add(subject)
+            peak = max(peak, len(running))
+        else:
+            running.discard(subject)
+    for subject, bodies in sent.items():
+        assert [body for kind, s, body in log if kind == "start" and s == subject] == bodies
+    assert peak >= 2
+
+
+async def test_deliveries_are_recorded_while_github_is_unreachable_and_worked_once_it_answers(
+    tmp_path: Path,
+) -> None:
+    recorder = Recorder()
+    bot = BotHarness(tmp_path, router=echo_router(recorder), start_fake=False)
+    number = bot.open_pull({"a.py": "x = 1\n"})
+    await bot.start()
+    try:
+        assert bot.runtime is not None and bot.runtime.identity is not None
+        # GitHub's API is down, but a webhook still arrives (sent before the outage, or late).
+        await bot.fake.dispatcher.start()
+        await bot.fake.comment(REPO, number, "anyone there?", by=HUMAN)
+        await asyncio.sleep(0.5)
+        assert bot.runtime.identity.known is None
+        assert await bot.store.jobs_by_status() == {"queued": 1}
+        await bot.fake.start(port=bot.fake_port)
+        await bot.drain()
+    finally:
+        await bot.stop()
+    bot.assert_conforms()
+    assert next(c.path for c in bot.fake.calls if c.auth == "jwt") == "/app"
+    assert recorder.seen[0] == ("answer", "anyone there?", HUMAN)
+    assert [c.body for c in comment_posts(bot, number)] == [{"body": "echo: anyone there?"}]
+
+
+async def test_github_enterprise_urls_are_used_for_rest_and_app_calls(tmp_path: Path) -> None:
+    recorder = Recorder()
+    port = free_port()
+    bot = BotHarness(
+        tmp_path,
+        router=echo_router(recorder),
+        fake_port=port,
+        env={"GITHUB_API_URL": f"http://127.0.0.1:{port}/api/v3"},
+    )
+    number = bot.open_pull({"a.py": "x = 1\n"})
+    await bot.start()
+    try:
+        assert bot.runtime is not None
+        assert bot.runtime.settings.graphql_url == f"http://127.0.0.1:{port}/api/graphql"
+        await bot.fake.comment(REPO, number, "on enterprise", by=HUMAN)
+        await bot.drain()
+    finally:
+        await bot.stop()
+    bot.assert_conforms()
+    assert bot.fake.calls and all(c.raw_path.startswith("/api/v3/") for c in bot.fake.calls)
+    assert len(comment_posts(bot, number)) == 1
+
+
+async def test_a_job_of_a_killed_worker_is_redone_after_its_lease(tmp_path: Path) -> None:
+    bot = BotHarness(tmp_path, run_worker=False)
+    number = bot.open_pull({"a.py": "x = 1\n"})
+    await bot.start()
+    read = f"/repos/{REPO}/pulls/{number}"
+    env = {**os.environ, **bot.env(), "APP_SLUG": "revbot", "PYTHONPATH": str(ROOT)}
+    script = [sys.executable, str(ROOT / "tests" / "crashable_worker.py")]
+    worker = await asyncio.create_subprocess_exec(*script, env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
+    try:
+        bot.fake.delay("GET", read, 3)  # the first worker hangs mid-job, then dies
+        await bot.fake.comment(REPO, number, "please answer", by=HUMAN)
+        deadline = time.monotonic() + 20
+        while not [c for c in bot.fake.calls if c.path == read]:
+            assert time.monotonic() < deadline, "the worker process never called GitHub"
+            await asyncio.sleep(0.05)
+        worker.kill()
+        await asyncio.wait_for(worker.wait(), 10)
+        [job] = await bot.store.all_jobs()
+        assert (job["status"], job["attempts"]) == ("running", 1)
+        bot.fake.clear_delays()
+        worker = await asyncio.create_subprocess_exec(*script, env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while (await bot.store.job(job["id"]))["status"] != "done":
+            assert time.monotonic() < deadline, "the job was never redone"
+            await asyncio.sleep(0.1)
+        redone = await bot.store.job(job["id"])
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(worker.wait(), 30)
+        await bot.stop()
+    assert redone["attempts"] == 2
+    posts = [
+        c
+        for c in bot.fake.calls
+        if c.method == "POST" and c.path == f"/repos/{REPO}/issues/{number}/comments"
+    ]
+    assert [(c.status, c.body) for c in posts] == [(201, {"body": "answer"})]
+
+
+def sleepy_router() -> routing.Router:
+    router = routing.Router()
+
+    @router.register("issue_comment", action="created")
+    async def sleepy(event: IssueCommentEvent, ctx: Context) -> None:
+        await asyncio.sleep(0.2 if event.body == "quick" else 30)
+
+    return router
+
+
+async def test_shutdown_lets_running_jobs_finish_within_grace_and_hands_back_the_rest(tmp_path: Path) -> None:
+    options = WorkerOptions(poll_seconds=0.05, claim_interval=0.0, shutdown_grace=1.0)
+    bot = BotHarness(tmp_path, router=sleepy_router(), worker_options=options)
+    quick = bot.open_pull({"a.py": "x = 1\n"}, branch="quick")
+    slow = bot.open_pull({"b.py": "y = 2\n"}, branch="slow")
+    await bot.start()
+    await bot.fake.comment(REPO, slow, "slow", by=HUMAN)
+    await bot.fake.comment(REPO, slow, "behind the slow one", by=HUMAN)
+    await bot.fake.comment(REPO, quick, "quick", by=HUMAN)
+    deadline = time.monotonic() + 5
+    while (await bot.store.jobs_by_status()).get("running", 0) < 2:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    started = time.monotonic()
+    await bot.stop()
+    assert time.monotonic() - started < 5
+    store = Store(f"sqlite+aiosqlite:///{tmp_path / 'bot.sqlite3'}")
+    jobs = sorted((j["status"], j["attempts"]) for j in await store.all_jobs())
+    await store.close()
+    assert jobs == [("done", 1), ("queued", 0), ("waiting", 0)]
