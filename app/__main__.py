@@ -1,8 +1,9 @@
-"""Command line: ``python -m app serve | worker | doctor``.
+"""Command line: ``python -m app serve | worker | doctor | review``.
 
 ``serve`` runs the webhook server with the worker in-process (Procfile ``web:``); ``worker`` runs
 the worker alone (Procfile ``worker:``, for scaling out on PostgreSQL); ``doctor`` checks the
-settings, the database and GitHub, and says what is wrong in plain words.
+settings, the database and GitHub, and says what is wrong in plain words; ``review`` prints
+the review the bot would post, for a real PR or a local git range, without posting.
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
+import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import aiohttp
 import gidgethub
@@ -83,6 +87,77 @@ def _doctor(args: argparse.Namespace) -> int:
     return 0 if all(ok for _, ok, _ in results) else 1
 
 
+async def _review_remote(target: str, output: str) -> int:
+    """Print the review the bot would post on a real PR, without posting anything."""
+    from .config import RepoConfig, default_graphql_url
+    from .github import GitHubClient, get_pull
+    from .guards import BotIdentity
+    from .handlers.review import build_context, plan_for, policy_for
+    from .review.engine import BuiltinReviewer
+    from .review.report import as_json, as_text
+
+    match = re.fullmatch(r"([\w.-]+/[\w.-]+)#(\d+)", target)
+    if match is None:
+        print(f"revbot: expected OWNER/REPO#NUMBER, got {target!r}", file=sys.stderr)
+        return EXIT_CONFIG
+    token = os.environ.get("GITHUB_TOKEN", "").strip()
+    if not token:
+        print("revbot: GITHUB_TOKEN: is required to read the pull request", file=sys.stderr)
+        return EXIT_CONFIG
+    api_url = os.environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+    graphql_url = os.environ.get("GITHUB_GRAPHQL_URL") or default_graphql_url(api_url)
+    repo, number = match.group(1), int(match.group(2))
+    identity = BotIdentity.from_slug(os.environ.get("APP_SLUG") or "revbot")
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+        gh = GitHubClient(session, api_url=api_url, graphql_url=graphql_url, oauth_token=token)
+        pull = await get_pull(gh, repo=repo, pr_number=number)
+        config = RepoConfig()
+        context = await build_context(gh, repo=repo, pull=pull, config=config)
+        result = await BuiltinReviewer().review(context)
+    policy = policy_for(context, config=config, approve=True, identity=identity)
+    plan = plan_for(result, context, policy=policy, trigger="cli", identity=identity)
+    if output == "json":
+        print(as_json(result, head_sha=context.head_sha, event=plan.event))
+    else:
+        print(as_text(result, label=target, head_sha=context.head_sha))
+        print(f"\nWould post a {plan.event} review with {len(plan.comments)} inline comment(s):\n")
+        print(plan.body)
+    return 0
+
+
+async def _review_local(revisions: str, repo_path: str, output: str) -> int:
+    from .review.engine import BuiltinReviewer
+    from .review.local import GitError, context_from_git
+    from .review.report import as_json, as_text
+
+    base, dots, head = revisions.partition("..")
+    if not dots or not base or not head.lstrip("."):
+        print(f"revbot: --git expects BASE..HEAD, got {revisions!r}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        context = await context_from_git(Path(repo_path), base, head.lstrip("."))
+    except GitError as exc:
+        print(f"revbot: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    result = await BuiltinReviewer().review(context)
+    if output == "json":
+        print(as_json(result, head_sha=context.head_sha))
+    else:
+        print(as_text(result, label=revisions, head_sha=context.head_sha))
+    # Usable as a pre-commit hook or CI step: blockers fail it.
+    return 1 if result.verdict.value == "REQUEST_CHANGES" else 0
+
+
+def _review(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING)
+    if args.git:
+        return asyncio.run(_review_local(args.git, args.repo, args.format))
+    if not args.target:
+        print("revbot: give OWNER/REPO#NUMBER, or --git BASE..HEAD", file=sys.stderr)
+        return EXIT_CONFIG
+    return asyncio.run(_review_remote(args.target, args.format))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m app", description="revbot, a pull-request review GitHub App"
@@ -91,6 +166,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("serve", help="run the webhook server and the worker").set_defaults(run=_serve)
     commands.add_parser("worker", help="run only the worker").set_defaults(run=_worker)
     commands.add_parser("doctor", help="check settings, database and GitHub access").set_defaults(run=_doctor)
+    review = commands.add_parser(
+        "review",
+        help="print the review the bot would post (a GitHub PR, or a local git range) without posting",
+    )
+    review.add_argument("target", nargs="?", help="OWNER/REPO#NUMBER (reads GITHUB_TOKEN)")
+    review.add_argument("--git", metavar="BASE..HEAD", help="review a local git range instead (no network)")
+    review.add_argument("--repo", default=".", help="the local repository for --git (default: .)")
+    review.add_argument("--format", choices=("text", "json"), default="text")
+    review.set_defaults(run=_review)
     args = parser.parse_args(argv)
     result: int = args.run(args)
     return result

@@ -12,9 +12,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -183,3 +192,50 @@ def load_settings(env: Mapping[str, str] | None = None) -> tuple[Settings, str]:
     if settings.database_url:
         async_database_url(settings.database_url)
     return settings, settings.private_key_pem()
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-repository settings: an optional ``.github/{slug}.yml`` on the default branch.
+# ---------------------------------------------------------------------------------------------
+DEFAULT_ALLOWED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
+
+
+class ReviewConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    approve: bool | None = None  # None: the deployment's REVIEW_APPROVE decides
+    auto: bool = False  # review on opened / ready_for_review without being asked
+    teams: tuple[str, ...] = ()  # team slugs whose review requests the bot answers
+    paths_ignore: tuple[str, ...] = ()
+    max_files: int = Field(default=300, ge=1, le=3000)
+    max_comments: int = Field(default=30, ge=1, le=100)
+    allowed_associations: tuple[str, ...] = DEFAULT_ALLOWED_ASSOCIATIONS  # who may ask, besides the author
+
+
+class RepoConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    review: ReviewConfig = ReviewConfig()
+
+
+def parse_repo_config(text: str | None) -> tuple[RepoConfig, str | None]:
+    """The repository's settings and, if the file was unusable, why (the defaults apply then).
+
+    Never raises: a broken config file must not stop the bot from working on the repository.
+    """
+    if text is None or not text.strip():
+        return RepoConfig(), None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        return RepoConfig(), f"not valid YAML ({type(exc).__name__}); using the defaults"
+    if data is None:
+        return RepoConfig(), None
+    if not isinstance(data, dict):
+        return RepoConfig(), "expected a mapping at the top level; using the defaults"
+    try:
+        return RepoConfig.model_validate(data), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return RepoConfig(), f"{where}: {first['msg']}; using the defaults"

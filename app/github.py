@@ -13,9 +13,12 @@ Secondary rate limits (403/429 with ``Retry-After``) are handled in gidgethub 6'
 
 from __future__ import annotations
 
+import base64
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import gidgethub
@@ -145,35 +148,21 @@ class AppClient:
         return InstallationToken.from_response(data)
 
 
-class InstallationClient(_RetryingAPI):
-    """A gidgethub client scoped to one installation; its token comes from the shared cache."""
+class GitHubClient(_RetryingAPI):
+    """gidgethub over aiohttp, plus the deployment's GraphQL endpoint (REST base and GraphQL URL
+    differ on GitHub Enterprise Server)."""
 
     def __init__(
         self,
         session: aiohttp.ClientSession,
         *,
-        installation_id: int,
-        tokens: InstallationTokens,
         api_url: str,
         graphql_url: str,
         slug: str | None = None,
+        oauth_token: str | None = None,
     ) -> None:
-        super().__init__(session, user_agent(slug), base_url=api_url)
-        self.installation_id = installation_id
+        super().__init__(session, user_agent(slug), base_url=api_url, oauth_token=oauth_token)
         self.graphql_url = graphql_url
-        self._tokens = tokens
-
-    async def _request(
-        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
-    ) -> tuple[int, Mapping[str, str], bytes]:
-        token = await self._tokens.get(self.installation_id)
-        response = await super()._request(method, url, {**headers, "authorization": f"token {token}"}, body)
-        if response[0] != 401:
-            return response
-        # The token was revoked or expired early: drop it and try once more with a fresh one.
-        self._tokens.invalidate(self.installation_id, token)
-        token = await self._tokens.get(self.installation_id)
-        return await super()._request(method, url, {**headers, "authorization": f"token {token}"}, body)
 
     async def query(self, document: str, variables: Mapping[str, Any] | None = None) -> Any:
         """Run a GraphQL document against this deployment's GraphQL endpoint.
@@ -188,3 +177,188 @@ class InstallationClient(_RetryingAPI):
                 f"GraphQL variables may not be named {sorted(reserved)}: gidgethub reserves them"
             )
         return await self.graphql(document, endpoint=self.graphql_url, **variables)
+
+
+class InstallationClient(GitHubClient):
+    """A client scoped to one installation; its token comes from the shared cache on every
+    request, and a 401 drops that token and retries once with a fresh one."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        installation_id: int,
+        tokens: InstallationTokens,
+        api_url: str,
+        graphql_url: str,
+        slug: str | None = None,
+    ) -> None:
+        super().__init__(session, api_url=api_url, graphql_url=graphql_url, slug=slug)
+        self.installation_id = installation_id
+        self._tokens = tokens
+
+    async def _request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        token = await self._tokens.get(self.installation_id)
+        response = await super()._request(method, url, {**headers, "authorization": f"token {token}"}, body)
+        if response[0] != 401:
+            return response
+        self._tokens.invalidate(self.installation_id, token)
+        token = await self._tokens.get(self.installation_id)
+        return await super()._request(method, url, {**headers, "authorization": f"token {token}"}, body)
+
+
+# ---------------------------------------------------------------------------------------------
+# The REST and GraphQL calls the handlers make, one function each, keyword-only after ``gh``.
+# ---------------------------------------------------------------------------------------------
+PER_PAGE = 100
+BLOB_BATCH = 50  # aliases per GraphQL query: well under GitHub's node and complexity limits
+
+
+def _split(repo: str) -> tuple[str, str]:
+    owner, _, name = repo.partition("/")
+    return owner, name
+
+
+async def get_pull(gh: GitHubClient, *, repo: str, pr_number: int) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.getitem(f"/repos/{repo}/pulls/{pr_number}")
+    return data
+
+
+async def list_pull_files(gh: GitHubClient, *, repo: str, pr_number: int) -> list[dict[str, Any]]:
+    """Every changed file (GitHub pages them 100 at a time and stops at 3000)."""
+    return [f async for f in gh.getiter(f"/repos/{repo}/pulls/{pr_number}/files?per_page={PER_PAGE}")]
+
+
+async def list_reviews(gh: GitHubClient, *, repo: str, pr_number: int) -> list[dict[str, Any]]:
+    """Every review, oldest first (GitHub's default page is 30; a bot's review can sit on page 2+)."""
+    return [r async for r in gh.getiter(f"/repos/{repo}/pulls/{pr_number}/reviews?per_page={PER_PAGE}")]
+
+
+async def create_review(
+    gh: GitHubClient, *, repo: str, pr_number: int, payload: dict[str, Any]
+) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.post(f"/repos/{repo}/pulls/{pr_number}/reviews", data=payload)
+    return data
+
+
+async def list_issue_comments(gh: GitHubClient, *, repo: str, number: int) -> list[dict[str, Any]]:
+    return [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page={PER_PAGE}")]
+
+
+async def create_issue_comment(gh: GitHubClient, *, repo: str, number: int, body: str) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+    return data
+
+
+async def reply_to_review_comment(
+    gh: GitHubClient, *, repo: str, pr_number: int, comment_id: int, body: str
+) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.post(
+        f"/repos/{repo}/pulls/{pr_number}/comments/{comment_id}/replies", data={"body": body}
+    )
+    return data
+
+
+async def react(gh: GitHubClient, *, repo: str, target: str, target_id: int, content: str) -> None:
+    """Add a reaction to a PR (``target="pull"``), a conversation comment (``"issue_comment"``) or an
+    inline review comment (``"review_comment"``). GitHub answers 200 when it already exists."""
+    paths = {
+        "pull": f"/repos/{repo}/issues/{target_id}/reactions",
+        "issue_comment": f"/repos/{repo}/issues/comments/{target_id}/reactions",
+        "review_comment": f"/repos/{repo}/pulls/comments/{target_id}/reactions",
+    }
+    await gh.post(paths[target], data={"content": content})
+
+
+async def get_file_text(gh: GitHubClient, *, repo: str, path: str) -> str | None:
+    """A file on the default branch through the contents API; None if it does not exist."""
+    try:
+        data = await gh.getitem(f"/repos/{repo}/contents/{quote(path)}")
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) == 404:
+            return None
+        raise
+    if not isinstance(data, dict) or data.get("type") != "file" or data.get("encoding") != "base64":
+        return None
+    return base64.b64decode(str(data.get("content", ""))).decode("utf-8", errors="replace")
+
+
+BLOBS_QUERY = """
+query Blobs($owner: String!, $name: String!, {params}) {{
+  repository(owner: $owner, name: $name) {{
+{fields}
+  }}
+}}
+"""
+
+
+def blobs_query(count: int) -> str:
+    """A document reading ``count`` blobs by ``"<sha>:<path>"`` expressions passed as variables
+    (never spliced into the query text: paths come from the pull request)."""
+    params = ", ".join(f"$e{i}: String!" for i in range(count))
+    fields = "\n".join(
+        f"    f{i}: object(expression: $e{i}) {{ ... on Blob {{ text isBinary isTruncated byteSize }} }}"
+        for i in range(count)
+    )
+    return BLOBS_QUERY.format(params=params, fields=fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Blob:
+    text: str | None
+    size: int
+    is_binary: bool
+
+
+async def read_blobs(
+    gh: GitHubClient, *, repo: str, ref: str, paths: Sequence[str]
+) -> dict[str, Blob | None]:
+    """File contents at ``ref`` in batches of GraphQL aliases: one request per 50 files, not one per file."""
+    owner, name = _split(repo)
+    found: dict[str, Blob | None] = {}
+    unique = list(dict.fromkeys(paths))
+    for start in range(0, len(unique), BLOB_BATCH):
+        batch = unique[start : start + BLOB_BATCH]
+        variables: dict[str, Any] = {"owner": owner, "name": name}
+        variables.update({f"e{i}": f"{ref}:{path}" for i, path in enumerate(batch)})
+        data = await gh.query(blobs_query(len(batch)), variables)
+        repository = (data or {}).get("repository") or {}
+        for i, path in enumerate(batch):
+            node = repository.get(f"f{i}")
+            if not node or "byteSize" not in node:
+                found[path] = None
+                continue
+            binary = bool(node.get("isBinary"))
+            text = None if binary or node.get("isTruncated") else node.get("text")
+            found[path] = Blob(text=text, size=int(node.get("byteSize") or 0), is_binary=binary)
+    return found
+
+
+async def find_check_run(gh: GitHubClient, *, repo: str, head_sha: str, name: str) -> dict[str, Any] | None:
+    data = await gh.getitem(
+        f"/repos/{repo}/commits/{head_sha}/check-runs?check_name={quote(name)}&filter=latest&per_page={PER_PAGE}"
+    )
+    runs = data.get("check_runs", []) if isinstance(data, dict) else []
+    return runs[0] if runs else None
+
+
+async def create_check_run(gh: GitHubClient, *, repo: str, payload: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.post(f"/repos/{repo}/check-runs", data=payload)
+    return data
+
+
+async def update_check_run(
+    gh: GitHubClient, *, repo: str, check_run_id: int, payload: dict[str, Any]
+) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.patch(f"/repos/{repo}/check-runs/{check_run_id}", data=payload)
+    return data
+
+
+async def remove_requested_reviewers(
+    gh: GitHubClient, *, repo: str, pr_number: int, reviewers: Sequence[str]
+) -> None:
+    await gh.delete(
+        f"/repos/{repo}/pulls/{pr_number}/requested_reviewers", data={"reviewers": list(reviewers)}
+    )

@@ -23,6 +23,8 @@ from .guards import BotIdentity
 if TYPE_CHECKING:
     from .config import Settings
     from .github import InstallationClient
+    from .handlers.common import RepoConfigs
+    from .review.model import Reviewer
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +34,13 @@ OWN_EVENTS_ATTR = "__revbot_accepts_own_events__"
 @dataclass(frozen=True, slots=True)
 class Context:
     """What a handler gets besides its event: GitHub scoped to the event's installation, who the
-    bot is, and the deployment's settings."""
+    bot is, the deployment's settings, the review engine and the repositories' configs."""
 
     gh: InstallationClient
     identity: BotIdentity
     settings: Settings
+    reviewer: Reviewer
+    repo_configs: RepoConfigs
 
 
 Handler = Callable[[Any, Context], Awaitable[None]]

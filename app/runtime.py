@@ -24,6 +24,9 @@ from .config import Settings
 from .events import AnyEvent
 from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
+from .handlers.common import RepoConfigs
+from .review.engine import BuiltinReviewer
+from .review.model import Reviewer
 from .routing import Context
 from .store import Ledger, Store
 from .web import WebhookConfig, create_app
@@ -92,6 +95,7 @@ class Runtime:
         run_worker: bool = True,
         identity_backoff: tuple[float, float] = (1.0, 60.0),
         sqlite_synchronous: str = "FULL",
+        reviewer: Reviewer | None = None,
     ) -> None:
         if router is None:
             from .handlers import router as default_router
@@ -105,6 +109,8 @@ class Runtime:
         self._worker_options = worker_options
         self._run_worker = run_worker
         self._identity_backoff = identity_backoff
+        self.reviewer: Reviewer = reviewer or BuiltinReviewer()
+        self.repo_configs = RepoConfigs()
         self.session: aiohttp.ClientSession | None = None
         self.identity: IdentityResolver | None = None
         self.tokens: InstallationTokens | None = None
@@ -150,7 +156,13 @@ class Runtime:
             graphql_url=self.settings.graphql_url,
             slug=identity.slug,
         )
-        return Context(gh=gh, identity=identity, settings=self.settings)
+        return Context(
+            gh=gh,
+            identity=identity,
+            settings=self.settings,
+            reviewer=self.reviewer,
+            repo_configs=self.repo_configs,
+        )
 
     def web_app(self) -> web.Application:
         config = WebhookConfig(

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from gidgethub import routing
 
-CONCERNS: tuple[routing.Router, ...] = ()
+from . import decoy, review
+
+CONCERNS: tuple[routing.Router, ...] = (review.router, decoy.router)
 
 
 def compose(*routers: routing.Router) -> routing.Router:

@@ -1,0 +1,384 @@
+"""Review: when asked, post ONE formal review with inline findings, and a check run beside it.
+
+Triggers: a review request for the decoy user (or a configured team), an ``@slug`` mention by
+someone allowed to ask, the "Re-run" button of the bot's check run, and (when the repository
+opts in) a PR being opened or marked ready. Whatever the trigger, the work is the same:
+re-read the PR from GitHub, skip if this head was already reviewed, analyse, post, and finish
+the check run. Jobs of one PR run one at a time, so triggers that arrive while a review of the
+same head is queued or running find it done and coalesce into it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gidgethub
+from gidgethub import routing
+
+from .. import github
+from ..commands import HELP_TEXT, Command, parse_command
+from ..config import RepoConfig
+from ..events import CheckRunEvent, IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
+from ..github import GitHubClient
+from ..guards import BotIdentity, is_bot_login
+from ..review import render
+from ..review.diff import parse_patch
+from ..review.markers import ReviewMarker, encode
+from ..review.model import ChangedFile, FileContent, PullContext, ReviewResult, ReviewSettings
+from ..routing import Context
+from .decoy import drop_decoy
+
+log = logging.getLogger(__name__)
+
+router = routing.Router()
+
+ANNOTATIONS_PER_REQUEST = 50
+MAX_LISTED_FILES = 3000  # GitHub lists at most this many changed files
+
+
+def check_name(ctx: Context) -> str:
+    return f"{ctx.identity.slug} review"
+
+
+# ---------------------------------------------------------------------------------- triggers
+@router.register("pull_request", action="review_requested")
+async def on_review_requested(event: PullRequestEvent, ctx: Context) -> None:
+    """GitHub sends one delivery per requested reviewer: act on this delivery's reviewer only."""
+    if event.requested_reviewer is not None:
+        if event.requested_reviewer.casefold() != ctx.identity.decoy_login.casefold():
+            return
+        trigger = "decoy"
+    elif event.requested_team is not None:
+        config = await ctx.repo_configs.get(ctx.gh, repo=event.repo or "", slug=ctx.identity.slug)
+        if event.requested_team.casefold() not in {t.casefold() for t in config.review.teams}:
+            return
+        trigger = "team"
+    else:
+        return
+    assert event.repo is not None
+    await github.react(ctx.gh, repo=event.repo, target="pull", target_id=event.pr_number, content="eyes")
+    await review_pull(ctx, repo=event.repo, pr_number=event.pr_number, trigger=trigger)
+
+
+@router.register("pull_request", action="opened")
+@router.register("pull_request", action="ready_for_review")
+async def on_opened(event: PullRequestEvent, ctx: Context) -> None:
+    """Automatic review, only when the repository asks for it, and never of a draft."""
+    if event.draft or event.repo is None:
+        return
+    config = await ctx.repo_configs.get(ctx.gh, repo=event.repo, slug=ctx.identity.slug)
+    if config.review.auto:
+        await review_pull(ctx, repo=event.repo, pr_number=event.pr_number, trigger="auto")
+
+
+@router.register("issue_comment", action="created")
+async def on_conversation_comment(event: IssueCommentEvent, ctx: Context) -> None:
+    if not event.is_pull_request or event.repo is None or event.pr_number is None:
+        return
+    await answer_mention(
+        ctx,
+        repo=event.repo,
+        pr_number=event.pr_number,
+        body=event.body,
+        commenter=event.commenter_login,
+        association=event.commenter_association,
+        pr_author=event.author_login,
+        reaction=("issue_comment", event.comment_id),
+        thread_root=None,
+    )
+
+
+@router.register("pull_request_review_comment", action="created")
+async def on_inline_comment(event: ReviewCommentEvent, ctx: Context) -> None:
+    if event.repo is None:
+        return
+    await answer_mention(
+        ctx,
+        repo=event.repo,
+        pr_number=event.pr_number,
+        body=event.body,
+        commenter=event.commenter_login,
+        association=event.commenter_association,
+        pr_author=event.author_login,
+        reaction=("review_comment", event.comment_id),
+        thread_root=event.in_reply_to_id or event.comment_id,
+    )
+
+
+@router.register("check_run", action="rerequested")
+async def on_rerun(event: CheckRunEvent, ctx: Context) -> None:
+    """The Checks tab's "Re-run" on the bot's own check run reviews that PR again."""
+    if event.repo is None or event.app_slug != ctx.identity.slug or event.name != check_name(ctx):
+        return
+    numbers = set(event.pr_numbers)
+    if event.external_id and event.external_id.isdigit():
+        numbers.add(int(event.external_id))  # forks' check runs list no PRs; the bot noted it
+    for pr_number in sorted(numbers):
+        await review_pull(ctx, repo=event.repo, pr_number=pr_number, trigger="rerun", force=True)
+
+
+# ---------------------------------------------------------------------------------- mentions
+def may_ask(
+    *, commenter: str | None, association: str | None, pr_author: str | None, config: RepoConfig
+) -> bool:
+    """The PR's author may always ask; others by their association with the repository."""
+    if commenter is not None and pr_author is not None and commenter.casefold() == pr_author.casefold():
+        return True
+    return (association or "").upper() in {a.upper() for a in config.review.allowed_associations}
+
+
+async def answer_mention(
+    ctx: Context,
+    *,
+    repo: str,
+    pr_number: int,
+    body: str,
+    commenter: str | None,
+    association: str | None,
+    pr_author: str | None,
+    reaction: tuple[str, int],
+    thread_root: int | None,
+) -> None:
+    command = parse_command(body, ctx.identity.slug)
+    if command is None:
+        return
+    config = await ctx.repo_configs.get(ctx.gh, repo=repo, slug=ctx.identity.slug)
+    if not may_ask(commenter=commenter, association=association, pr_author=pr_author, config=config):
+        await refuse_once(ctx, repo=repo, pr_number=pr_number, login=commenter or "someone")
+        return
+    target, target_id = reaction
+    await github.react(ctx.gh, repo=repo, target=target, target_id=target_id, content="eyes")
+    if command is Command.HELP:
+        text = HELP_TEXT.format(slug=ctx.identity.slug, decoy=ctx.identity.decoy_login)
+        await say_once(
+            ctx, repo=repo, pr_number=pr_number, key=f"help:{target_id}", text=text, thread_root=thread_root
+        )
+        return
+    await review_pull(ctx, repo=repo, pr_number=pr_number, trigger="mention")
+
+
+async def refuse_once(ctx: Context, *, repo: str, pr_number: int, login: str) -> None:
+    """At most one polite answer per PR and person; after that, silence (never a reply war)."""
+    text = (
+        f"@{login} thanks for asking, but I review on request of the pull request's author and of "
+        "the repository's owners, members and collaborators."
+    )
+    await say_once(
+        ctx, repo=repo, pr_number=pr_number, key=f"refused:{login.casefold()}", text=text, thread_root=None
+    )
+
+
+async def say_once(
+    ctx: Context, *, repo: str, pr_number: int, key: str, text: str, thread_root: int | None
+) -> None:
+    """Post ``text`` unless the bot already posted it for ``key`` (a retried job must not repeat it)."""
+    marker = encode("note", key=key)
+    for comment in await github.list_issue_comments(ctx.gh, repo=repo, number=pr_number):
+        if is_bot_login((comment.get("user") or {}).get("login"), ctx.identity) and marker in (
+            comment.get("body") or ""
+        ):
+            return
+    body = f"{text}\n\n{marker}"
+    if thread_root is not None:
+        await github.reply_to_review_comment(
+            ctx.gh, repo=repo, pr_number=pr_number, comment_id=thread_root, body=body
+        )
+    else:
+        await github.create_issue_comment(ctx.gh, repo=repo, number=pr_number, body=body)
+
+
+# ---------------------------------------------------------------------------------- the review
+def existing_review_of(
+    reviews: Sequence[Mapping[str, Any]], *, head_sha: str, ctx: Context
+) -> Mapping[str, Any] | None:
+    """The bot's review of this head, if it posted one (read back from its hidden marker)."""
+    for review in reviews:
+        if not is_bot_login((review.get("user") or {}).get("login"), ctx.identity):
+            continue
+        marker = ReviewMarker.read(review.get("body"))
+        if marker is not None and marker.head_sha == head_sha:
+            return review
+    return None
+
+
+def changed_files(raw: Sequence[Mapping[str, Any]]) -> tuple[ChangedFile, ...]:
+    return tuple(
+        ChangedFile(
+            path=str(f["filename"]),
+            status=str(f.get("status", "modified")),
+            patch=f.get("patch"),
+            additions=int(f.get("additions") or 0),
+            deletions=int(f.get("deletions") or 0),
+            previous_path=f.get("previous_filename"),
+        )
+        for f in raw
+    )
+
+
+async def build_context(
+    gh: GitHubClient, *, repo: str, pull: Mapping[str, Any], config: RepoConfig
+) -> PullContext:
+    """The engine's view of a PR: its files (all pages) and a batched reader at the head commit."""
+    head_sha = str(pull["head"]["sha"])
+    raw_files = await github.list_pull_files(gh, repo=repo, pr_number=int(pull["number"]))
+
+    async def read(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
+        blobs = await github.read_blobs(gh, repo=repo, ref=head_sha, paths=paths)
+        return {
+            path: None
+            if blob is None
+            else FileContent(text=blob.text, size=blob.size, is_binary=blob.is_binary)
+            for path, blob in blobs.items()
+        }
+
+    return PullContext(
+        repo=repo,
+        pr_number=int(pull["number"]),
+        title=str(pull.get("title") or ""),
+        author_login=(pull.get("user") or {}).get("login"),
+        base_sha=str(pull["base"]["sha"]),
+        head_sha=head_sha,
+        files=changed_files(raw_files),
+        read=read,
+        settings=ReviewSettings(paths_ignore=config.review.paths_ignore, max_files=config.review.max_files),
+        files_truncated=len(raw_files) >= MAX_LISTED_FILES,
+    )
+
+
+def policy_for(
+    context: PullContext, *, config: RepoConfig, approve: bool, identity: BotIdentity
+) -> render.Policy:
+    """The repository's ``review.approve`` overrides the deployment's ``REVIEW_APPROVE``."""
+    return render.Policy(
+        approve=approve if config.review.approve is None else config.review.approve,
+        pr_by_bot=is_bot_login(context.author_login, identity),
+        max_comments=config.review.max_comments,
+    )
+
+
+def plan_for(
+    result: ReviewResult, context: PullContext, *, policy: render.Policy, trigger: str, identity: BotIdentity
+) -> render.ReviewPlan:
+    commentable = {f.path: parse_patch(f.patch).right_lines for f in context.files if f.patch is not None}
+    return render.plan_review(
+        result,
+        head_sha=context.head_sha,
+        commentable=commentable,
+        policy=policy,
+        trigger=trigger,
+        bot_name=identity.slug,
+    )
+
+
+async def review_pull(ctx: Context, *, repo: str, pr_number: int, trigger: str, force: bool = False) -> None:
+    """Review the PR's current head once. ``force`` (the check run's Re-run) reviews a head that
+    was already reviewed, as the person pressing the button asks."""
+    pull = await github.get_pull(ctx.gh, repo=repo, pr_number=pr_number)
+    if pull.get("state") != "open":
+        log.info("not reviewing: the pull request is %s", pull.get("state"))
+        return
+    head_sha = str(pull["head"]["sha"])
+    reviews = await github.list_reviews(ctx.gh, repo=repo, pr_number=pr_number)
+    done = existing_review_of(reviews, head_sha=head_sha, ctx=ctx)
+    if done is not None and not force:
+        log.info(
+            "head %s already reviewed (review %s); coalescing trigger %s",
+            head_sha[:12],
+            done.get("id"),
+            trigger,
+        )
+        if trigger == "decoy":
+            await drop_decoy(ctx, repo=repo, pr_number=pr_number, pull=pull)
+        return
+    config = await ctx.repo_configs.get(ctx.gh, repo=repo, slug=ctx.identity.slug)
+    check_run_id = await start_check_run(ctx, repo=repo, pr_number=pr_number, head_sha=head_sha)
+    context = await build_context(ctx.gh, repo=repo, pull=pull, config=config)
+    result = await ctx.reviewer.review(context)
+    policy = policy_for(context, config=config, approve=ctx.settings.review_approve, identity=ctx.identity)
+    plan = plan_for(result, context, policy=policy, trigger=trigger, identity=ctx.identity)
+    posted = await post_review(
+        ctx,
+        repo=repo,
+        pr_number=pr_number,
+        head_sha=head_sha,
+        plan=plan,
+        result=result,
+        trigger=trigger,
+        policy=policy,
+    )
+    log.info(
+        "posted review %s (%s, %d inline) at %s",
+        posted.get("id"),
+        posted.get("state"),
+        len(plan.comments),
+        head_sha[:12],
+    )
+    await finish_check_run(ctx, repo=repo, check_run_id=check_run_id, result=result, plan=plan)
+
+
+async def post_review(
+    ctx: Context,
+    *,
+    repo: str,
+    pr_number: int,
+    head_sha: str,
+    plan: render.ReviewPlan,
+    result: ReviewResult,
+    trigger: str,
+    policy: render.Policy,
+) -> Mapping[str, Any]:
+    """Post the review; if GitHub refuses an inline comment anyway, post it once more with every
+    finding in the body. The returned id and state are the proof that it exists."""
+    try:
+        posted = await github.create_review(
+            ctx.gh, repo=repo, pr_number=pr_number, payload=plan.payload(head_sha)
+        )
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) != 422 or not plan.comments:
+            raise
+        log.warning("GitHub refused the inline comments (%s); posting them in the body instead", exc)
+        fallback = render.move_all_to_body(
+            plan, result, head_sha=head_sha, trigger=trigger, bot_name=ctx.identity.slug, policy=policy
+        )
+        posted = await github.create_review(
+            ctx.gh, repo=repo, pr_number=pr_number, payload=fallback.payload(head_sha)
+        )
+    if not posted.get("id") or not posted.get("state"):
+        raise RuntimeError(f"GitHub did not confirm the review: {posted!r}")
+    return posted
+
+
+# ---------------------------------------------------------------------------------- check run
+async def start_check_run(ctx: Context, *, repo: str, pr_number: int, head_sha: str) -> int:
+    """The bot's check run for this head: reused if it exists (a retried job), else created."""
+    name = check_name(ctx)
+    existing = await github.find_check_run(ctx.gh, repo=repo, head_sha=head_sha, name=name)
+    if existing is not None:
+        await github.update_check_run(
+            ctx.gh, repo=repo, check_run_id=int(existing["id"]), payload={"status": "in_progress"}
+        )
+        return int(existing["id"])
+    created = await github.create_check_run(
+        ctx.gh,
+        repo=repo,
+        payload={"name": name, "head_sha": head_sha, "status": "in_progress", "external_id": str(pr_number)},
+    )
+    return int(created["id"])
+
+
+async def finish_check_run(
+    ctx: Context, *, repo: str, check_run_id: int, result: ReviewResult, plan: render.ReviewPlan
+) -> None:
+    """Complete the check run; annotations go 50 per request, as the Checks API requires."""
+    output = {"title": render.check_title(result), "summary": render.check_summary(plan)}
+    notes = render.check_annotations(result)
+    batches = [
+        notes[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(notes), ANNOTATIONS_PER_REQUEST)
+    ] or [[]]
+    for index, batch in enumerate(batches):
+        payload: dict[str, Any] = {"output": {**output, "annotations": batch} if batch else output}
+        if index == len(batches) - 1:
+            payload.update(status="completed", conclusion=render.check_conclusion(result))
+        await github.update_check_run(ctx.gh, repo=repo, check_run_id=check_run_id, payload=payload)

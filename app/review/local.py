@@ -1,0 +1,136 @@
+"""A pull-request context from a local git repository, for ``python -m app review --git BASE..HEAD``.
+
+The same engine then runs with no network at all: before installing the App, in pre-commit, or
+in CI. Patches are taken from ``git diff`` exactly as GitHub shows them (the hunks, without the
+``diff --git``/``---``/``+++`` header), file contents from ``git cat-file --batch`` at HEAD.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .model import ChangedFile, FileContent, PullContext, ReviewSettings
+
+STATUS = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "C": "copied", "T": "changed"}
+_DIFF_HEADER = re.compile(r"^diff --git ", re.MULTILINE)
+
+
+class GitError(RuntimeError):
+    pass
+
+
+async def git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    process = await asyncio.create_subprocess_exec(
+        "git",
+        "-C",
+        str(repo),
+        "-c",
+        "core.quotepath=off",
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate(stdin)
+    if process.returncode != 0:
+        raise GitError(f"git {' '.join(args)}: {err.decode(errors='replace').strip()}")
+    return out
+
+
+def _hunks_of(section: str) -> tuple[str | None, bool]:
+    """The hunks of one file's section of ``git diff`` output, and whether git called it binary."""
+    lines = section.split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith("@@"):
+            return "\n".join(lines[index:]).rstrip("\n"), False
+        if line.startswith("Binary files "):
+            return None, True
+    return "", False
+
+
+async def context_from_git(
+    repo: Path, base: str, head: str, *, settings: ReviewSettings | None = None
+) -> PullContext:
+    base_sha = (await git(repo, "rev-parse", "--verify", f"{base}^{{commit}}")).decode().strip()
+    head_sha = (await git(repo, "rev-parse", "--verify", f"{head}^{{commit}}")).decode().strip()
+    merge_base = (await git(repo, "merge-base", base_sha, head_sha)).decode().strip()
+    statuses = (
+        (await git(repo, "diff", "--name-status", "-z", "-M", merge_base, head_sha)).decode().split("\0")
+    )
+    entries: list[tuple[str, str, str | None]] = []
+    index = 0
+    while index < len(statuses) - 1:
+        code = statuses[index]
+        if code[:1] in ("R", "C"):
+            entries.append((code[:1], statuses[index + 2], statuses[index + 1]))
+            index += 3
+        else:
+            entries.append((code[:1], statuses[index + 1], None))
+            index += 2
+    diff = (await git(repo, "diff", "--no-color", "--no-ext-diff", "-M", "-U3", merge_base, head_sha)).decode(
+        errors="replace"
+    )
+    sections = [s for s in _DIFF_HEADER.split(diff) if s.strip()]
+    files: list[ChangedFile] = []
+    for (code, path, previous), section in zip(entries, sections, strict=False):
+        patch, binary = _hunks_of(section)
+        added = sum(1 for line in (patch or "").split("\n") if line.startswith("+"))
+        removed = sum(1 for line in (patch or "").split("\n") if line.startswith("-"))
+        files.append(
+            ChangedFile(
+                path=path,
+                status=STATUS.get(code, "modified"),
+                patch=None if binary else patch,
+                additions=added,
+                deletions=removed,
+                previous_path=previous,
+            )
+        )
+
+    async def read(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
+        return await read_at(repo, head_sha, paths)
+
+    return PullContext(
+        repo=str(repo),
+        pr_number=None,
+        title=f"{base}..{head}",
+        author_login=None,
+        base_sha=base_sha,
+        head_sha=head_sha,
+        files=tuple(files),
+        read=read,
+        settings=settings or ReviewSettings(),
+    )
+
+
+async def read_at(repo: Path, commit: str, paths: Sequence[str]) -> dict[str, FileContent | None]:
+    """Contents of several paths at ``commit`` through one ``git cat-file --batch`` process."""
+    unique = list(dict.fromkeys(paths))
+    if not unique:
+        return {}
+    request = "".join(f"{commit}:{path}\n" for path in unique).encode()
+    out = await git(repo, "cat-file", "--batch", stdin=request)
+    found: dict[str, FileContent | None] = {}
+    position = 0
+    for path in unique:
+        end = out.index(b"\n", position)
+        header = out[position:end].decode(errors="replace")
+        position = end + 1
+        if header.endswith(" missing") or header.endswith(" ambiguous"):
+            found[path] = None
+            continue
+        _, kind, size_text = header.rsplit(" ", 2)
+        size = int(size_text)
+        data = out[position : position + size]
+        position += size + 1
+        if kind != "blob":
+            found[path] = None
+            continue
+        binary = b"\0" in data[:8000]
+        found[path] = FileContent(
+            text=None if binary else data.decode(errors="replace"), size=size, is_binary=binary
+        )
+    return found

@@ -1,0 +1,109 @@
+"""The engine's vocabulary: plain dataclasses, no I/O."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class Severity(enum.IntEnum):
+    """Ordered: a higher value is more severe (used to pick which findings get inline comments)."""
+
+    NIT = 1
+    CONCERN = 2
+    BLOCKER = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class Verdict(enum.StrEnum):
+    """The review's decision, before policy (approval disabled, the bot's own PR) maps it to a
+    GitHub review event."""
+
+    REQUEST_CHANGES = "REQUEST_CHANGES"
+    COMMENT = "COMMENT"
+    APPROVE = "APPROVE"
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedFile:
+    """One entry of ``GET /pulls/{n}/files`` (or of a local ``git diff``)."""
+
+    path: str
+    status: str  # added | modified | removed | renamed | copied | changed | unchanged
+    patch: str | None  # unified diff hunks; None when GitHub omitted it (binary or too large)
+    additions: int = 0
+    deletions: int = 0
+    previous_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileContent:
+    """A file at the head commit. ``text`` is None for binary files."""
+
+    text: str | None
+    size: int
+    is_binary: bool = False
+
+
+ContentReader = Callable[[Sequence[str]], Awaitable[Mapping[str, FileContent | None]]]
+"""Reads several paths at the head commit in one go; a missing path maps to None."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewSettings:
+    """What the repository's config (or the defaults) says about reviewing."""
+
+    paths_ignore: tuple[str, ...] = ()
+    max_files: int = 300
+    max_file_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class PullContext:
+    repo: str  # "owner/name", or a local label for ``review --git``
+    pr_number: int | None
+    title: str
+    author_login: str | None
+    base_sha: str
+    head_sha: str
+    files: tuple[ChangedFile, ...]
+    read: ContentReader
+    settings: ReviewSettings = field(default_factory=ReviewSettings)
+    files_truncated: bool = False  # GitHub lists at most 3000 files
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    path: str
+    line: int  # RIGHT-side line at head (1-based); for a multi-line finding, its last line
+    severity: Severity
+    rule: str  # e.g. "python/F821", "secrets/private-key", "conflict-marker"
+    message: str  # one short sentence; never repeats a secret
+    fingerprint: str  # stable across line shifts: rule + path + normalised flagged text
+    start_line: int | None = None  # first line of a multi-line finding
+    suggestion: str | None = None  # replacement text for the lines start_line..line
+    inline: bool = True  # False: summarised in the review body, never an inline comment
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    path: str
+    reason: str  # "ignored by review.paths_ignore", "generated or vendored", "patch omitted by GitHub", ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewResult:
+    verdict: Verdict
+    summary: str
+    findings: tuple[Finding, ...]
+    skipped: tuple[Skipped, ...] = ()
+    analysed: tuple[str, ...] = ()
+
+
+class Reviewer(Protocol):
+    async def review(self, context: PullContext) -> ReviewResult: ...

@@ -1,0 +1,287 @@
+"""From a ``ReviewResult`` to what GitHub is sent: one review (event, body, inline comments) and a
+check run's conclusion and annotations. Pure: no I/O.
+
+Anchoring: GitHub accepts an inline comment only on a RIGHT-side line inside a hunk of the PR's
+diff (otherwise the whole review is refused with 422), so every comment is checked against the
+commentable lines first; a finding anywhere else is listed in the review body. At most
+``max_comments`` findings are inline, the most severe first; the rest go to the body too.
+
+Everything the PR controls (paths, messages quoting code) is escaped before it reaches
+Markdown, so it can neither break the layout nor forge a hidden marker.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .markers import FindingMarker, ReviewMarker
+from .model import Finding, ReviewResult, Severity, Verdict
+
+ANNOTATION_LEVEL = {Severity.BLOCKER: "failure", Severity.CONCERN: "warning", Severity.NIT: "notice"}
+HEADLINE = {
+    "REQUEST_CHANGES": "changes requested",
+    "COMMENT": "comments",
+    "APPROVE": "approved",
+}
+MAX_CHECK_TEXT = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    approve: bool  # REVIEW_APPROVE / repo ``review.approve``
+    pr_by_bot: bool  # never approve or block a PR the bot itself opened
+    max_comments: int = 30
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewPlan:
+    event: str  # APPROVE | REQUEST_CHANGES | COMMENT
+    body: str
+    comments: tuple[dict[str, Any], ...]
+    inline: tuple[Finding, ...]
+    in_body: tuple[Finding, ...]
+
+    def payload(self, head_sha: str) -> dict[str, Any]:
+        """The JSON body of ``POST /repos/{o}/{r}/pulls/{n}/reviews``."""
+        data: dict[str, Any] = {"commit_id": head_sha, "body": self.body, "event": self.event}
+        if self.comments:
+            data["comments"] = list(self.comments)
+        return data
+
+
+def review_event(verdict: Verdict, policy: Policy) -> str:
+    """The GitHub review event for a verdict under the deployment's policy."""
+    if verdict is Verdict.APPROVE:
+        return "APPROVE" if policy.approve and not policy.pr_by_bot else "COMMENT"
+    if verdict is Verdict.REQUEST_CHANGES and policy.pr_by_bot:
+        return "COMMENT"
+    return verdict.value
+
+
+def escape(text: str) -> str:
+    """Untrusted text for Markdown: no HTML (so no forged ``<!-- -->`` markers), no line breaks."""
+    return (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\r", " ")
+        .replace("\n", " ")
+    )
+
+
+def code(text: str) -> str:
+    """Untrusted text as inline code, whatever backticks it contains."""
+    cleaned = escape(text)
+    longest = 0
+    current = 0
+    for char in cleaned:
+        current = current + 1 if char == "`" else 0
+        longest = max(longest, current)
+    fence = "`" * (longest + 1)
+    padding = " " if cleaned.startswith("`") or cleaned.endswith("`") else ""
+    return f"{fence}{padding}{cleaned}{padding}{fence}"
+
+
+def _anchor(finding: Finding, commentable: frozenset[int]) -> dict[str, Any] | None:
+    if not finding.inline or finding.line not in commentable:
+        return None
+    comment: dict[str, Any] = {"path": finding.path, "line": finding.line, "side": "RIGHT"}
+    start = finding.start_line
+    if start is not None and start < finding.line:
+        if all(n in commentable for n in range(start, finding.line + 1)):
+            comment.update(start_line=start, start_side="RIGHT")
+        elif finding.suggestion is not None:
+            return None  # a multi-line suggestion cannot be shortened safely
+    return comment
+
+
+def _suggestion_block(suggestion: str) -> str:
+    fence = "```"
+    while fence in suggestion:
+        fence += "`"
+    text = suggestion if suggestion.endswith("\n") or not suggestion else suggestion + "\n"
+    return f"{fence}suggestion\n{text}{fence}"
+
+
+def _marker(finding: Finding, head_sha: str) -> str:
+    return FindingMarker(
+        head_sha=head_sha,
+        rule=finding.rule,
+        fingerprint=finding.fingerprint,
+        path=finding.path,
+        line=finding.line,
+        severity=finding.severity.label,
+    ).encode()
+
+
+def comment_body(finding: Finding, head_sha: str) -> str:
+    lines = [f"**{finding.severity.label}** · {code(finding.rule)} · {escape(finding.message)}"]
+    if finding.suggestion is not None:
+        lines += ["", _suggestion_block(finding.suggestion)]
+    lines += ["", _marker(finding, head_sha)]
+    return "\n".join(lines)
+
+
+def _location(finding: Finding) -> str:
+    if finding.start_line is not None and finding.start_line < finding.line:
+        return code(f"{finding.path}:{finding.start_line}-{finding.line}")
+    return code(f"{finding.path}:{finding.line}")
+
+
+def _ordered(findings: tuple[Finding, ...]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (-f.severity, f.path, f.line, f.rule))
+
+
+def plan_review(
+    result: ReviewResult,
+    *,
+    head_sha: str,
+    commentable: Mapping[str, frozenset[int]],
+    policy: Policy,
+    trigger: str,
+    bot_name: str,
+) -> ReviewPlan:
+    """Decide the event, which findings are inline, and write the body."""
+    event = review_event(result.verdict, policy)
+    inline: list[Finding] = []
+    comments: list[dict[str, Any]] = []
+    in_body: list[Finding] = []
+    for finding in _ordered(result.findings):
+        anchor = _anchor(finding, commentable.get(finding.path, frozenset()))
+        if anchor is not None and len(inline) < policy.max_comments:
+            anchor["body"] = comment_body(finding, head_sha)
+            comments.append(anchor)
+            inline.append(finding)
+        else:
+            in_body.append(finding)
+    body = render_body(
+        result,
+        event=event,
+        inline=inline,
+        in_body=in_body,
+        head_sha=head_sha,
+        trigger=trigger,
+        bot_name=bot_name,
+        policy=policy,
+    )
+    return ReviewPlan(
+        event=event, body=body, comments=tuple(comments), inline=tuple(inline), in_body=tuple(in_body)
+    )
+
+
+def move_all_to_body(
+    plan: ReviewPlan, result: ReviewResult, *, head_sha: str, trigger: str, bot_name: str, policy: Policy
+) -> ReviewPlan:
+    """The fallback when GitHub refuses the inline comments anyway: same review, all in the body."""
+    findings = plan.inline + plan.in_body
+    body = render_body(
+        result,
+        event=plan.event,
+        inline=[],
+        in_body=_ordered(findings),
+        head_sha=head_sha,
+        trigger=trigger,
+        bot_name=bot_name,
+        policy=policy,
+    )
+    return ReviewPlan(event=plan.event, body=body, comments=(), inline=(), in_body=tuple(_ordered(findings)))
+
+
+def severity_table(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
+    counts = Counter(f.severity for f in findings)
+    rows = ["| severity | findings |", "| --- | --- |"]
+    rows += [
+        f"| {severity.label} | {counts.get(severity, 0)} |" for severity in sorted(Severity, reverse=True)
+    ]
+    return rows
+
+
+def render_body(
+    result: ReviewResult,
+    *,
+    event: str,
+    inline: list[Finding],
+    in_body: list[Finding],
+    head_sha: str,
+    trigger: str,
+    bot_name: str,
+    policy: Policy,
+) -> str:
+    lines = [f"### {escape(bot_name)}: {HEADLINE[event]}", "", escape(result.summary)]
+    if result.findings:
+        lines += ["", *severity_table(result.findings)]
+    if result.verdict is Verdict.APPROVE and event == "COMMENT":
+        reason = (
+            "this pull request was opened by the bot itself" if policy.pr_by_bot else "approval is disabled"
+        )
+        lines += ["", f"No problems found; not approving because {reason}."]
+    if result.verdict is Verdict.REQUEST_CHANGES and event == "COMMENT":
+        lines += ["", "Blockers found; not requesting changes on a pull request the bot opened itself."]
+    listed = [f for f in in_body if f.inline]
+    summarised = [f for f in in_body if not f.inline]
+    if listed:
+        why = "outside the diff or over the limit of inline comments" if inline else "outside the diff"
+        lines += ["", f"**Findings not commented inline** ({why}):"]
+        lines += [
+            f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in listed
+        ]
+    if summarised:
+        lines += ["", "**Housekeeping** (summarised):"]
+        lines += [f"- {code(f.rule)} {code(f.path)}: {escape(f.message)}" for f in summarised]
+    if result.skipped:
+        lines += [
+            "",
+            f"**Not analysed** ({len(result.skipped)} file{'s' if len(result.skipped) != 1 else ''}):",
+        ]
+        lines += [f"- {code(s.path)}: {escape(s.reason)}" for s in result.skipped]
+    marker = ReviewMarker(head_sha=head_sha, trigger=trigger, verdict=event, findings=len(result.findings))
+    lines += ["", f"<sub>Reviewed at {head_sha[:12]}.</sub>", marker.encode()]
+    lines += [_marker(f, head_sha) for f in in_body]
+    return "\n".join(lines)
+
+
+def check_conclusion(result: ReviewResult) -> str:
+    severities = {f.severity for f in result.findings}
+    if Severity.BLOCKER in severities:
+        return "failure"
+    if Severity.CONCERN in severities:
+        return "neutral"
+    return "success"
+
+
+def check_title(result: ReviewResult) -> str:
+    if not result.findings:
+        return "No problems found"
+    counts = Counter(f.severity for f in result.findings)
+    parts = [
+        f"{counts[s]} {s.label}{'s' if counts[s] != 1 else ''}"
+        for s in sorted(Severity, reverse=True)
+        if counts[s]
+    ]
+    return ", ".join(parts)
+
+
+def check_summary(plan: ReviewPlan) -> str:
+    """The review body without its hidden markers, capped to what the Checks API accepts."""
+    visible = "\n".join(line for line in plan.body.splitlines() if not line.startswith("<!-- "))
+    return visible[:MAX_CHECK_TEXT]
+
+
+def check_annotations(result: ReviewResult) -> list[dict[str, Any]]:
+    out = []
+    for finding in _ordered(result.findings):
+        start = finding.start_line if finding.start_line is not None else finding.line
+        out.append(
+            {
+                "path": finding.path,
+                "start_line": start,
+                "end_line": finding.line,
+                "annotation_level": ANNOTATION_LEVEL[finding.severity],
+                "title": finding.rule,
+                "message": finding.message,
+            }
+        )
+    return out

@@ -1,0 +1,135 @@
+"""Benchmark: time from a review request to the posted review, and GitHub API calls per review.
+
+Runs the real bot (``Runtime``: webhook endpoint, ledger, worker, review engine) against the fake
+GitHub on loopback, for a 10-file and a 250-file pull request (Python files, a few with
+defects), and prints, per size: seconds from the ``review_requested`` delivery to the review's
+POST being answered, to the check run's completion, and the API calls the job made by kind.
+It is a script, not a test:
+
+    python bench/review_latency.py [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from aiohttp import web
+
+from app.config import load_settings
+from app.runtime import Runtime
+from app.sandbox import FakeGitHub
+from app.worker import WorkerOptions
+
+SLUG = "revbot"
+REPO = "bench/widgets"
+SECRET = "bench secret"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def files_for(count: int) -> dict[str, str | None]:
+    files: dict[str, str | None] = {}
+    for n in range(count):
+        body = "".join(f"def function_{n}_{k}(value):\n    return value + {k}\n\n\n" for k in range(20))
+        if n % 25 == 7:
+            body += "def broken():\n    return missing_name\n"
+        files[f"pkg/module_{n:03}.py"] = body
+    return files
+
+
+def kind(method: str, path: str) -> str:
+    parts = path.strip("/").split("/")
+    if path == "/graphql":
+        return "POST graphql"
+    if path.startswith("/app/"):
+        return f"{method} app token"
+    tail = [p for p in parts[3:] if not p.isdigit() and len(p) != 40]
+    return f"{method} {'/'.join(tail) or 'repo'}"
+
+
+async def one_run(size: int, work: Path) -> tuple[float, float, Counter[str]]:
+    fake = FakeGitHub(app_id=1, app_slug=SLUG, webhook_secret=SECRET)
+    fake.add_installation(7, "bench")
+    fake.add_repo(REPO, installation_id=7)
+    fake.add_user(SLUG)
+    fake.push(REPO, "main", {"README.md": "# bench\n"})
+    fake.push(REPO, "feature", files_for(size))
+    number = int(fake.open_pull(REPO, head="feature", author="alice")["number"])
+    fake_port, bot_port = free_port(), free_port()
+    fake.webhook_url = f"http://127.0.0.1:{bot_port}/api/github/webhooks"
+    await fake.start(port=fake_port)
+    settings, pem = load_settings(
+        {
+            "APP_ID": "1",
+            "PRIVATE_KEY": fake.private_key_pem,
+            "WEBHOOK_SECRET": SECRET,
+            "GITHUB_API_URL": fake.base_url,
+            "DATABASE_URL": f"sqlite:///{work / f'bench-{size}-{time.time_ns()}.sqlite3'}",
+        }
+    )
+    runtime = Runtime(settings, pem, worker_options=WorkerOptions(poll_seconds=0.05, claim_interval=0.0))
+    await runtime.start()
+    runner = web.AppRunner(runtime.web_app(), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", bot_port).start()
+    assert runtime.identity is not None
+    await runtime.identity.get()
+    try:
+        first_call = len(fake.calls)
+        started = time.perf_counter()
+        await fake.request_review(REPO, number, SLUG, by="alice")
+        reviewed = completed = 0.0
+        while not completed:
+            await asyncio.sleep(0.005)
+            for call in fake.calls[first_call:]:
+                if not reviewed and call.method == "POST" and call.path.endswith("/reviews") and call.status:
+                    reviewed = time.perf_counter() - started
+                if call.method == "PATCH" and (call.body or {}).get("status") == "completed" and call.status:
+                    completed = time.perf_counter() - started
+            if time.perf_counter() - started > 120:
+                raise TimeoutError("no review within 120 s")
+        await fake.settle()
+        calls = Counter(kind(c.method, c.path) for c in fake.calls[first_call:] if c.path != "/app")
+    finally:
+        await runner.cleanup()
+        await runtime.stop()
+        await fake.stop()
+    return reviewed, completed, calls
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="revbot-review-bench-") as tmp:
+        print(f"{'files':>6} {'review posted s (median)':>26} {'check done s':>13} {'API calls':>10}  by kind")
+        for size in (10, 250):
+            posted, done, calls = [], [], Counter[str]()
+            for _ in range(args.runs):
+                reviewed, completed, calls = await one_run(size, Path(tmp))
+                posted.append(reviewed)
+                done.append(completed)
+            breakdown = ", ".join(f"{k}: {v}" for k, v in sorted(calls.items()))
+            print(
+                f"{size:>6} {statistics.median(posted):>26.3f} {statistics.median(done):>13.3f}"
+                f" {sum(calls.values()):>10}  {breakdown}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,212 @@
+"""Pure decisions of the renderer, the markers and the mention parser, table-driven."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.commands import Command, parse_command, prose
+from app.config import RepoConfig, parse_repo_config
+from app.review import render
+from app.review.markers import FindingMarker, ReviewMarker, decode_all, encode
+from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
+
+HEAD = "a" * 40
+
+
+def finding(
+    path: str = "a.py", line: int = 3, severity: Severity = Severity.BLOCKER, **kw: object
+) -> Finding:
+    fields: dict[str, object] = {
+        "path": path,
+        "line": line,
+        "severity": severity,
+        "rule": "python/F821",
+        "message": "Undefined name `x`",
+        "fingerprint": f"fp-{path}-{line}",
+    }
+    fields.update(kw)
+    return Finding(**fields)  # type: ignore[arg-type]
+
+
+def result(
+    *findings: Finding, verdict: Verdict | None = None, skipped: tuple[Skipped, ...] = ()
+) -> ReviewResult:
+    if verdict is None:
+        severities = {f.severity for f in findings}
+        verdict = (
+            Verdict.REQUEST_CHANGES
+            if Severity.BLOCKER in severities
+            else Verdict.COMMENT
+            if findings
+            else Verdict.APPROVE
+        )
+    return ReviewResult(verdict=verdict, summary="summary", findings=findings, skipped=skipped)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "approve", "by_bot", "event"),
+    [
+        (Verdict.APPROVE, True, False, "APPROVE"),
+        (Verdict.APPROVE, False, False, "COMMENT"),
+        (Verdict.APPROVE, True, True, "COMMENT"),
+        (Verdict.REQUEST_CHANGES, True, False, "REQUEST_CHANGES"),
+        (Verdict.REQUEST_CHANGES, False, False, "REQUEST_CHANGES"),
+        (Verdict.REQUEST_CHANGES, True, True, "COMMENT"),
+        (Verdict.COMMENT, True, False, "COMMENT"),
+        (Verdict.COMMENT, False, True, "COMMENT"),
+    ],
+)
+def test_review_event_under_policy(verdict: Verdict, approve: bool, by_bot: bool, event: str) -> None:
+    assert render.review_event(verdict, render.Policy(approve=approve, pr_by_bot=by_bot)) == event
+
+
+def plan(
+    res: ReviewResult, commentable: dict[str, frozenset[int]], max_comments: int = 30
+) -> render.ReviewPlan:
+    policy = render.Policy(approve=True, pr_by_bot=False, max_comments=max_comments)
+    return render.plan_review(
+        res, head_sha=HEAD, commentable=commentable, policy=policy, trigger="decoy", bot_name="revbot"
+    )
+
+
+def test_findings_outside_the_diff_go_to_the_body() -> None:
+    inside, outside = finding(line=3), finding(line=50)
+    p = plan(result(inside, outside), {"a.py": frozenset({1, 2, 3, 4})})
+    assert [c["line"] for c in p.comments] == [3]
+    assert p.in_body == (outside,)
+    assert "`a.py:50`" in p.body
+    assert [m.line for m in FindingMarker.read_all(p.body)] == [50]
+
+
+def test_the_most_severe_findings_get_the_inline_slots() -> None:
+    nits = [finding(line=n, severity=Severity.NIT) for n in range(1, 4)]
+    blocker = finding(line=9)
+    p = plan(result(*nits, blocker), {"a.py": frozenset(range(1, 20))}, max_comments=2)
+    assert [c["line"] for c in p.comments] == [9, 1]
+    assert [f.line for f in p.in_body] == [2, 3]
+    assert "over the limit of inline comments" in p.body
+
+
+def test_multi_line_findings_use_start_line_only_within_one_hunk() -> None:
+    spanning = finding(line=6, start_line=4)
+    broken = finding(path="b.py", line=6, start_line=4)
+    p = plan(result(spanning, broken), {"a.py": frozenset({4, 5, 6}), "b.py": frozenset({4, 6})})
+    by_path = {c["path"]: c for c in p.comments}
+    assert (by_path["a.py"]["start_line"], by_path["a.py"]["start_side"], by_path["a.py"]["line"]) == (
+        4,
+        "RIGHT",
+        6,
+    )
+    assert "start_line" not in by_path["b.py"]
+
+
+def test_suggestions_use_github_suggestion_blocks() -> None:
+    p = plan(result(finding(suggestion="")), {"a.py": frozenset({3})})
+    assert "```suggestion\n```" in p.comments[0]["body"]
+    p = plan(result(finding(suggestion="x = ```\n")), {"a.py": frozenset({3})})
+    assert "````suggestion\nx = ```\n````" in p.comments[0]["body"]
+
+
+def test_housekeeping_is_summarised_and_skipped_files_are_named() -> None:
+    tidy = finding(
+        severity=Severity.NIT, rule="hygiene/trailing-whitespace", message="lines 3, 4", inline=False
+    )
+    p = plan(result(tidy, skipped=(Skipped("yarn.lock", "generated or vendored"),)), {"a.py": frozenset({3})})
+    assert p.comments == ()
+    assert "**Housekeeping**" in p.body and "`yarn.lock`: generated or vendored" in p.body
+    assert p.event == "COMMENT"
+
+
+def test_untrusted_text_cannot_forge_a_marker_or_break_markdown() -> None:
+    evil = finding(
+        path="x`<!-- revbot:review {}-->.py", message='<!-- revbot:review {"head_sha": 1} -->\nline'
+    )
+    p = plan(result(evil), {})
+    assert ReviewMarker.read(p.body) == ReviewMarker(
+        head_sha=HEAD, trigger="decoy", verdict="REQUEST_CHANGES", findings=1
+    )
+    assert len(decode_all(p.body, "review")) == 1
+    assert "&lt;!-- revbot" in p.body
+
+
+def test_markers_round_trip_and_ignore_malformed_ones() -> None:
+    marker = ReviewMarker(head_sha=HEAD, trigger="mention", verdict="APPROVE", findings=0)
+    body = f"text\n{marker.encode()}\n<!-- revbot:review {{not json}} -->"
+    assert ReviewMarker.read(body) == marker
+    assert decode_all(encode("note", key="a--b"), "note") == [{"key": "a--b"}]
+    assert "--" not in encode("note", key="a--b")[len("<!-- ") : -len(" -->")]
+    assert ReviewMarker.read("no marker") is None
+
+
+def test_check_run_outcome_follows_the_worst_finding() -> None:
+    assert render.check_conclusion(result(finding())) == "failure"
+    assert render.check_conclusion(result(finding(severity=Severity.CONCERN))) == "neutral"
+    assert render.check_conclusion(result(finding(severity=Severity.NIT))) == "success"
+    assert render.check_conclusion(result()) == "success"
+    assert (
+        render.check_title(result(finding(), finding(line=4), finding(severity=Severity.NIT)))
+        == "2 blockers, 1 nit"
+    )
+    notes = render.check_annotations(result(finding(start_line=2)))
+    assert notes == [
+        {
+            "path": "a.py",
+            "start_line": 2,
+            "end_line": 3,
+            "annotation_level": "failure",
+            "title": "python/F821",
+            "message": "Undefined name `x`",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "command"),
+    [
+        ("@revbot review", Command.REVIEW),
+        ("@RevBot REVIEW please", Command.REVIEW),
+        ("@revbot", Command.REVIEW),
+        ("hey @revbot can you take a look?", Command.REVIEW),
+        ("@revbot help", Command.HELP),
+        ("@revbot: help!", Command.HELP),
+        ("thanks @revbot!", None),
+        ("nothing for the bot", None),
+        ("`@revbot review`", None),
+        ("```\n@revbot review\n```", None),
+        ("~~~python\n@revbot review\n~~~\nlater text", None),
+        ("> @revbot review\nI agree with the above", None),
+        ("mail me at me@revbot.dev about the review", None),
+        ("@revbot-ci review", None),
+        ("@revbot[bot] review", None),
+        ("```\ncode\n```\n@revbot review", Command.REVIEW),
+    ],
+)
+def test_mentions(body: str, command: Command | None) -> None:
+    assert parse_command(body, "revbot") == command
+
+
+def test_prose_keeps_text_between_code_blocks() -> None:
+    assert prose("a\n```\nb\n```\nc `d` e\n> f").split() == ["a", "c", "e"]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (None, None),
+        ("", None),
+        ("review:\n  auto: true\n  max_comments: 5\n", None),
+        ("review: [1, 2", "not valid YAML"),
+        ("- a list", "expected a mapping"),
+        ("review:\n  colour: blue\n", "review.colour"),
+        ("review:\n  max_files: 0\n", "review.max_files"),
+    ],
+)
+def test_repo_config_never_raises(text: str | None, problem: str | None) -> None:
+    config, found = parse_repo_config(text)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found
+        assert config == RepoConfig()
+    if text and "auto: true" in text:
+        assert config.review.auto and config.review.max_comments == 5
