@@ -205,6 +205,7 @@ class ReviewConfig(BaseModel):
 
     approve: bool | None = None  # None: the deployment's REVIEW_APPROVE decides
     auto: bool = False  # review on opened / ready_for_review without being asked
+    on_push: bool = False  # re-review on a push to a PR the bot has blocked
     teams: tuple[str, ...] = ()  # team slugs whose review requests the bot answers
     paths_ignore: tuple[str, ...] = ()
     max_files: int = Field(default=300, ge=1, le=3000)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -362,3 +362,94 @@ async def remove_requested_reviewers(
     await gh.delete(
         f"/repos/{repo}/pulls/{pr_number}/requested_reviewers", data={"reviewers": list(reviewers)}
     )
+
+
+async def list_review_comments(
+    gh: GitHubClient, *, repo: str, pr_number: int, review_id: int
+) -> list[dict[str, Any]]:
+    """The inline comments of one review."""
+    url = f"/repos/{repo}/pulls/{pr_number}/reviews/{review_id}/comments?per_page={PER_PAGE}"
+    return [c async for c in gh.getiter(url)]
+
+
+async def dismiss_review(
+    gh: GitHubClient, *, repo: str, pr_number: int, review_id: int, message: str
+) -> None:
+    await gh.put(
+        f"/repos/{repo}/pulls/{pr_number}/reviews/{review_id}/dismissals",
+        data={"message": message, "event": "DISMISS"},
+    )
+
+
+THREADS_QUERY = """
+query ReviewThreads($owner: String!, $name: String!, $number: Int!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100, after: $after) {
+        pageInfo { hasNextPage endCursor }
+        nodes {
+          id
+          isResolved
+          isOutdated
+          path
+          line
+          comments(first: 1) {
+            nodes { databaseId body author { __typename login } }
+          }
+        }
+      }
+    }
+  }
+}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewThread:
+    node_id: str  # PRRT_..., what resolveReviewThread takes
+    is_resolved: bool
+    is_outdated: bool
+    path: str
+    line: int | None
+    root_comment_id: int
+    root_body: str
+    root_author_login: str | None
+    root_author_type: str | None  # GraphQL __typename: "Bot" for Apps (login without "[bot]")
+
+
+def _thread(node: Mapping[str, Any]) -> ReviewThread | None:
+    roots = (node.get("comments") or {}).get("nodes") or []
+    if not roots or roots[0].get("databaseId") is None:
+        return None
+    root = roots[0]
+    author = root.get("author") or {}
+    return ReviewThread(
+        node_id=str(node["id"]),
+        is_resolved=bool(node.get("isResolved")),
+        is_outdated=bool(node.get("isOutdated")),
+        path=str(node.get("path") or ""),
+        line=node.get("line"),
+        root_comment_id=int(root["databaseId"]),
+        root_body=str(root.get("body") or ""),
+        root_author_login=author.get("login"),
+        root_author_type=author.get("__typename"),
+    )
+
+
+async def iter_review_threads(gh: GitHubClient, *, repo: str, pr_number: int) -> AsyncIterator[ReviewThread]:
+    """Every review thread of a PR, 100 per page, lazily: a caller looking for one stops early."""
+    owner, name = _split(repo)
+    after: str | None = None
+    while True:
+        data = await gh.query(
+            THREADS_QUERY, {"owner": owner, "name": name, "number": pr_number, "after": after}
+        )
+        threads = (((data or {}).get("repository") or {}).get("pullRequest") or {}).get("reviewThreads") or {}
+        for node in threads.get("nodes") or []:
+            thread = _thread(node)
+            if thread is not None:
+                yield thread
+        page = threads.get("pageInfo") or {}
+        if not page.get("hasNextPage"):
+            return
+        after = page.get("endCursor")

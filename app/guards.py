@@ -52,3 +52,17 @@ def is_own_app(sender_login: str | None, identity: BotIdentity | None) -> bool:
         return False
     folded = sender_login.casefold()
     return folded in (identity.bot_login.casefold(), identity.decoy_login.casefold())
+
+
+def is_bot_author(typename: str | None, login: str | None, identity: BotIdentity) -> bool:
+    """True when a GraphQL ``author { __typename login }`` is the App itself.
+
+    GraphQL shows an App's login without the ``[bot]`` suffix that REST shows, so the bare slug
+    alone would also match the decoy (a real user named like the slug): the type decides.
+    REST's ``slug[bot]`` spelling is accepted too, whatever the type says.
+    """
+    if not login:
+        return False
+    if login.casefold() == identity.bot_login.casefold():
+        return True
+    return typename == "Bot" and login.casefold() == identity.slug.casefold()

@@ -23,7 +23,7 @@ from .guards import BotIdentity
 if TYPE_CHECKING:
     from .config import Settings
     from .github import InstallationClient
-    from .handlers.common import RepoConfigs
+    from .handlers.common import AnalysisCache, RepoConfigs
     from .review.model import Reviewer
 
 log = logging.getLogger(__name__)
@@ -34,13 +34,15 @@ OWN_EVENTS_ATTR = "__revbot_accepts_own_events__"
 @dataclass(frozen=True, slots=True)
 class Context:
     """What a handler gets besides its event: GitHub scoped to the event's installation, who the
-    bot is, the deployment's settings, the review engine and the repositories' configs."""
+    bot is, the deployment's settings, the review engine, and the shared caches."""
 
     gh: InstallationClient
     identity: BotIdentity
     settings: Settings
     reviewer: Reviewer
     repo_configs: RepoConfigs
+    analyses: AnalysisCache
+    received_at: float  # when this job's delivery reached the webhook endpoint (epoch seconds)
 
 
 Handler = Callable[[Any, Context], Awaitable[None]]

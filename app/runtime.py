@@ -24,7 +24,7 @@ from .config import Settings
 from .events import AnyEvent
 from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
-from .handlers.common import RepoConfigs
+from .handlers.common import AnalysisCache, RepoConfigs
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
 from .routing import Context
@@ -111,6 +111,7 @@ class Runtime:
         self._identity_backoff = identity_backoff
         self.reviewer: Reviewer = reviewer or BuiltinReviewer()
         self.repo_configs = RepoConfigs()
+        self.analyses = AnalysisCache()
         self.session: aiohttp.ClientSession | None = None
         self.identity: IdentityResolver | None = None
         self.tokens: InstallationTokens | None = None
@@ -146,7 +147,7 @@ class Runtime:
             )
             self.worker.start()
 
-    async def context_for(self, event: AnyEvent, identity: BotIdentity) -> Context:
+    async def context_for(self, event: AnyEvent, identity: BotIdentity, received_at: float) -> Context:
         assert self.session is not None and self.tokens is not None and event.installation_id is not None
         gh = InstallationClient(
             self.session,
@@ -162,6 +163,8 @@ class Runtime:
             settings=self.settings,
             reviewer=self.reviewer,
             repo_configs=self.repo_configs,
+            analyses=self.analyses,
+            received_at=received_at,
         )
 
     def web_app(self) -> web.Application:

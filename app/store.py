@@ -127,6 +127,7 @@ class Job:
     event: str
     payload: bytes
     attempts: int
+    received_at: float = 0.0
     done_handlers: list[str] = field(default_factory=list)
 
 
@@ -361,6 +362,7 @@ class Store:
                     deliveries.c.event,
                     deliveries.c.payload,
                     deliveries.c.attempts,
+                    deliveries.c.received_at,
                     deliveries.c.done_handlers,
                 )
             )
@@ -372,6 +374,7 @@ class Store:
                     event=r.event,
                     payload=zlib.decompress(r.payload),
                     attempts=r.attempts,
+                    received_at=r.received_at,
                     done_handlers=list(json.loads(r.done_handlers)),
                 )
                 for r in rows

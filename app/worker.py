@@ -69,7 +69,7 @@ class Worker:
         router: routing.Router,
         *,
         identity: Callable[[], Awaitable[BotIdentity]],
-        context_for: Callable[[AnyEvent, BotIdentity], Awaitable[Context]],
+        context_for: Callable[[AnyEvent, BotIdentity, float], Awaitable[Context]],
         options: WorkerOptions | None = None,
         worker_id: str | None = None,
     ) -> None:
@@ -198,7 +198,7 @@ class Worker:
             if event.installation_id is None:
                 return "skipped", "delivery has no installation (not sent to an App)"
             try:
-                context = await self._context_for(event, identity)
+                context = await self._context_for(event, identity, job.received_at)
                 await run_handlers(
                     handlers,
                     event,

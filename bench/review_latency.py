@@ -101,7 +101,11 @@ async def one_run(size: int, work: Path) -> tuple[float, float, Counter[str]]:
                     completed = time.perf_counter() - started
             if time.perf_counter() - started > 120:
                 raise TimeoutError("no review within 120 s")
-        await fake.settle()
+        # Let the echoes (review submitted, decoy removed, check run events) run their course.
+        for _ in range(3):
+            await fake.settle()
+            while {"waiting", "queued", "running"} & (await runtime.store.jobs_by_status()).keys():
+                await asyncio.sleep(0.01)
         calls = Counter(kind(c.method, c.path) for c in fake.calls[first_call:] if c.path != "/app")
     finally:
         await runner.cleanup()

@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,10 @@ BOT = f"{SLUG}[bot]"
 SECRET = "test webhook secret"
 REPO = "octo/widgets"
 INSTALLATION = 77
+
+# GitHub answers with these although its REST description forbids them: an outdated review comment
+# (its line no longer in the diff) has ``line`` and ``position`` null.
+KNOWN_DRIFT = re.compile(r"^response(\[\d+\])?\.(line|position): None is not of type 'integer'$")
 
 FAST = WorkerOptions(
     concurrency=8, lease_seconds=30, poll_seconds=0.05, claim_interval=0.0, backoff_base=0.05, backoff_cap=0.2
@@ -165,8 +170,10 @@ class BotHarness:
             await asyncio.sleep(0.03)
 
     def assert_conforms(self) -> None:
-        """Nothing the bot sent broke GitHub's descriptions; every answer of the fake fits them."""
+        """Nothing the bot sent broke GitHub's descriptions; every answer of the fake fits them
+        (except where GitHub itself departs from its description, listed in KNOWN_DRIFT)."""
         assert self.fake.problems == []
         for call in self.fake.calls:
             if call.path != "/graphql" and call.response is not None and 200 <= call.status < 300:
-                assert validate_response(call.method, call.path, call.status, call.response) == [], call
+                problems = validate_response(call.method, call.path, call.status, call.response)
+                assert [p for p in problems if not KNOWN_DRIFT.search(p)] == [], call

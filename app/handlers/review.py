@@ -11,7 +11,9 @@ same head is queued or running find it done and coalesce into it.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import gidgethub
@@ -22,10 +24,10 @@ from ..commands import HELP_TEXT, Command, parse_command
 from ..config import RepoConfig
 from ..events import CheckRunEvent, IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
 from ..github import GitHubClient
-from ..guards import BotIdentity, is_bot_login
-from ..review import render
+from ..guards import BotIdentity, is_bot_author, is_bot_login
+from ..review import decide, render
 from ..review.diff import parse_patch
-from ..review.markers import ReviewMarker, encode
+from ..review.markers import FindingMarker, ReviewMarker, encode, problem_key
 from ..review.model import ChangedFile, FileContent, PullContext, ReviewResult, ReviewSettings
 from ..routing import Context
 from .decoy import drop_decoy
@@ -71,6 +73,18 @@ async def on_opened(event: PullRequestEvent, ctx: Context) -> None:
     config = await ctx.repo_configs.get(ctx.gh, repo=event.repo, slug=ctx.identity.slug)
     if config.review.auto:
         await review_pull(ctx, repo=event.repo, pr_number=event.pr_number, trigger="auto")
+
+
+@router.register("pull_request", action="synchronize")
+async def on_push(event: PullRequestEvent, ctx: Context) -> None:
+    """With ``review.on_push``, a push to a PR the bot has blocked re-reviews it."""
+    if event.repo is None:
+        return
+    config = await ctx.repo_configs.get(ctx.gh, repo=event.repo, slug=ctx.identity.slug)
+    if config.review.on_push:
+        await review_pull(
+            ctx, repo=event.repo, pr_number=event.pr_number, trigger="push", only_if_blocked=True
+        )
 
 
 @router.register("issue_comment", action="created")
@@ -190,19 +204,6 @@ async def say_once(
 
 
 # ---------------------------------------------------------------------------------- the review
-def existing_review_of(
-    reviews: Sequence[Mapping[str, Any]], *, head_sha: str, ctx: Context
-) -> Mapping[str, Any] | None:
-    """The bot's review of this head, if it posted one (read back from its hidden marker)."""
-    for review in reviews:
-        if not is_bot_login((review.get("user") or {}).get("login"), ctx.identity):
-            continue
-        marker = ReviewMarker.read(review.get("body"))
-        if marker is not None and marker.head_sha == head_sha:
-            return review
-    return None
-
-
 def changed_files(raw: Sequence[Mapping[str, Any]]) -> tuple[ChangedFile, ...]:
     return tuple(
         ChangedFile(
@@ -212,6 +213,7 @@ def changed_files(raw: Sequence[Mapping[str, Any]]) -> tuple[ChangedFile, ...]:
             additions=int(f.get("additions") or 0),
             deletions=int(f.get("deletions") or 0),
             previous_path=f.get("previous_filename"),
+            blob_sha=f.get("sha"),
         )
         for f in raw
     )
@@ -259,7 +261,13 @@ def policy_for(
 
 
 def plan_for(
-    result: ReviewResult, context: PullContext, *, policy: render.Policy, trigger: str, identity: BotIdentity
+    result: ReviewResult,
+    context: PullContext,
+    *,
+    policy: render.Policy,
+    trigger: str,
+    identity: BotIdentity,
+    rereview: render.Rereview | None = None,
 ) -> render.ReviewPlan:
     commentable = {f.path: parse_patch(f.patch).right_lines for f in context.files if f.patch is not None}
     return render.plan_review(
@@ -269,35 +277,56 @@ def plan_for(
         policy=policy,
         trigger=trigger,
         bot_name=identity.slug,
+        rereview=rereview,
+        issued_at=time.time(),
     )
 
 
-async def review_pull(ctx: Context, *, repo: str, pr_number: int, trigger: str, force: bool = False) -> None:
-    """Review the PR's current head once. ``force`` (the check run's Re-run) reviews a head that
-    was already reviewed, as the person pressing the button asks."""
+async def review_pull(
+    ctx: Context,
+    *,
+    repo: str,
+    pr_number: int,
+    trigger: str,
+    force: bool = False,
+    only_if_blocked: bool = False,
+) -> None:
+    """Review the PR's current head, re-reading everything from GitHub first.
+
+    If the bot's latest decision on the PR requested changes, this is a re-review and must
+    re-decide: request changes again, approve, or (approval disabled) dismiss the old block.
+    """
     pull = await github.get_pull(ctx.gh, repo=repo, pr_number=pr_number)
     if pull.get("state") != "open":
         log.info("not reviewing: the pull request is %s", pull.get("state"))
         return
     head_sha = str(pull["head"]["sha"])
-    reviews = await github.list_reviews(ctx.gh, repo=repo, pr_number=pr_number)
-    done = existing_review_of(reviews, head_sha=head_sha, ctx=ctx)
-    if done is not None and not force:
-        log.info(
-            "head %s already reviewed (review %s); coalescing trigger %s",
-            head_sha[:12],
-            done.get("id"),
-            trigger,
-        )
+    mine = decide.bot_reviews(await github.list_reviews(ctx.gh, repo=repo, pr_number=pr_number), ctx.identity)
+    block = decide.blocking_review(mine)
+    if only_if_blocked and block is None:
+        return
+    existing = decide.review_of_head(mine, head_sha)
+    if decide.coalesces(existing, received_at=ctx.received_at, blocked=block is not None, force=force):
+        log.info("head %s already reviewed; trigger %s coalesces into it", head_sha[:12], trigger)
         if trigger == "decoy":
             await drop_decoy(ctx, repo=repo, pr_number=pr_number, pull=pull)
         return
     config = await ctx.repo_configs.get(ctx.gh, repo=repo, slug=ctx.identity.slug)
     check_run_id = await start_check_run(ctx, repo=repo, pr_number=pr_number, head_sha=head_sha)
     context = await build_context(ctx.gh, repo=repo, pull=pull, config=config)
-    result = await ctx.reviewer.review(context)
+    result = await analyse(ctx, context)
     policy = policy_for(context, config=config, approve=ctx.settings.review_approve, identity=ctx.identity)
-    plan = plan_for(result, context, policy=policy, trigger=trigger, identity=ctx.identity)
+    rereview = None
+    if block is not None and not policy.pr_by_bot:
+        rereview = await prepare_rereview(ctx, repo=repo, pr_number=pr_number, block=block, result=result)
+    plan = plan_for(result, context, policy=policy, trigger=trigger, identity=ctx.identity, rereview=rereview)
+    if rereview is not None and plan.event == "COMMENT":
+        # No blockers remain but approval is disabled: only dismissing clears the sticky block.
+        outcome = await dismiss_blocks(ctx, repo=repo, pr_number=pr_number, mine=mine, head_sha=head_sha)
+        rereview = replace(rereview, dismissal=outcome)
+        plan = plan_for(
+            result, context, policy=policy, trigger=trigger, identity=ctx.identity, rereview=rereview
+        )
     posted = await post_review(
         ctx,
         repo=repo,
@@ -307,6 +336,7 @@ async def review_pull(ctx: Context, *, repo: str, pr_number: int, trigger: str, 
         result=result,
         trigger=trigger,
         policy=policy,
+        rereview=rereview,
     )
     log.info(
         "posted review %s (%s, %d inline) at %s",
@@ -316,6 +346,67 @@ async def review_pull(ctx: Context, *, repo: str, pr_number: int, trigger: str, 
         head_sha[:12],
     )
     await finish_check_run(ctx, repo=repo, check_run_id=check_run_id, result=result, plan=plan)
+
+
+async def analyse(ctx: Context, context: PullContext) -> ReviewResult:
+    """Run the engine, or re-use its result for exactly the same analysed content."""
+    key = ctx.analyses.key(context.repo, context.files, context.settings)
+    cached = ctx.analyses.get(key)
+    if cached is not None:
+        log.info("analysed files unchanged since an earlier review; re-using its analysis")
+        return cached
+    result = await ctx.reviewer.review(context)
+    ctx.analyses.put(key, result)
+    return result
+
+
+async def prepare_rereview(
+    ctx: Context, *, repo: str, pr_number: int, block: Mapping[str, Any], result: ReviewResult
+) -> render.Rereview:
+    """What the blocking review asked for, what of it is fixed, and which findings already have
+    an open thread of the bot (not to be posted again)."""
+    comments = await github.list_review_comments(
+        ctx.gh, repo=repo, pr_number=pr_number, review_id=int(block["id"])
+    )
+    blockers = decide.prior_blockers(block.get("body"), (c.get("body") for c in comments))
+    current = {f.fingerprint for f in result.findings} | {
+        problem_key(f.rule, f.path, f.message) for f in result.findings
+    }
+    open_fingerprints: set[str] = set()
+    async for thread in github.iter_review_threads(ctx.gh, repo=repo, pr_number=pr_number):
+        if not thread.is_resolved and is_bot_author(
+            thread.root_author_type, thread.root_author_login, ctx.identity
+        ):
+            open_fingerprints.update(m.fingerprint for m in FindingMarker.read_all(thread.root_body))
+    marker = ReviewMarker.read(block.get("body"))
+    return render.Rereview(
+        prior_head_sha=marker.head_sha if marker else str(block.get("commit_id") or ""),
+        fixed=tuple(m for m in blockers if m.fingerprint not in current and m.key not in current),
+        still_open=tuple(m for m in blockers if m.fingerprint in current or m.key in current),
+        open_thread_fingerprints=frozenset(open_fingerprints),
+    )
+
+
+async def dismiss_blocks(
+    ctx: Context, *, repo: str, pr_number: int, mine: Sequence[Mapping[str, Any]], head_sha: str
+) -> str:
+    """Dismiss every active request for changes of the bot: "dismissed", or "forbidden" when
+    GitHub refuses (the installation may not dismiss reviews on this branch)."""
+    message = (
+        f"The blockers of this review are verified fixed at {head_sha[:12]}; "
+        "dismissing it (approval is disabled)."
+    )
+    for review in decide.active_blocks(mine):
+        try:
+            await github.dismiss_review(
+                ctx.gh, repo=repo, pr_number=pr_number, review_id=int(review["id"]), message=message
+            )
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) in (403, 404):
+                log.warning("may not dismiss review %s: %s", review.get("id"), exc)
+                return "forbidden"
+            raise
+    return "dismissed"
 
 
 async def post_review(
@@ -328,6 +419,7 @@ async def post_review(
     result: ReviewResult,
     trigger: str,
     policy: render.Policy,
+    rereview: render.Rereview | None = None,
 ) -> Mapping[str, Any]:
     """Post the review; if GitHub refuses an inline comment anyway, post it once more with every
     finding in the body. The returned id and state are the proof that it exists."""
@@ -340,7 +432,14 @@ async def post_review(
             raise
         log.warning("GitHub refused the inline comments (%s); posting them in the body instead", exc)
         fallback = render.move_all_to_body(
-            plan, result, head_sha=head_sha, trigger=trigger, bot_name=ctx.identity.slug, policy=policy
+            plan,
+            result,
+            head_sha=head_sha,
+            trigger=trigger,
+            bot_name=ctx.identity.slug,
+            policy=policy,
+            rereview=rereview,
+            issued_at=time.time(),
         )
         posted = await github.create_review(
             ctx.gh, repo=repo, pr_number=pr_number, payload=fallback.payload(head_sha)

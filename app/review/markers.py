@@ -12,6 +12,7 @@ the bot (see ``guards.is_bot_login``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass
@@ -55,6 +56,7 @@ class ReviewMarker:
     trigger: str  # decoy | team | mention | rerun | auto | push
     verdict: str  # the GitHub review event that was posted
     findings: int
+    issued_at: float = 0.0  # epoch seconds, sub-second (GitHub's submitted_at has whole seconds)
 
     KIND = "review"
 
@@ -72,6 +74,7 @@ class ReviewMarker:
                 trigger=str(data["trigger"]),
                 verdict=str(data["verdict"]),
                 findings=int(data["findings"]),
+                issued_at=float(data.get("issued_at", 0.0)),
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -87,6 +90,9 @@ class FindingMarker:
     path: str
     line: int
     severity: str
+    # rule + path + message: recognises the same problem after its line's text was edited
+    # (the fingerprint, built from that text, changes then).
+    key: str = ""
 
     KIND = "finding"
 
@@ -106,8 +112,13 @@ class FindingMarker:
                         path=str(data["path"]),
                         line=int(data["line"]),
                         severity=str(data["severity"]),
+                        key=str(data.get("key", "")),
                     )
                 )
             except (KeyError, TypeError, ValueError):
                 continue
         return markers
+
+
+def problem_key(rule: str, path: str, message: str) -> str:
+    return hashlib.sha1(f"{rule}\0{path}\0{message}".encode(), usedforsecurity=False).hexdigest()[:16]

@@ -39,6 +39,7 @@ class ChangedFile:
     additions: int = 0
     deletions: int = 0
     previous_path: str | None = None
+    blob_sha: str | None = None  # the file's blob at head; None when unknown
 
 
 @dataclass(frozen=True, slots=True)

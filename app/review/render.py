@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .markers import FindingMarker, ReviewMarker
+from .markers import FindingMarker, ReviewMarker, problem_key
 from .model import Finding, ReviewResult, Severity, Verdict
 
 ANNOTATION_LEVEL = {Severity.BLOCKER: "failure", Severity.CONCERN: "warning", Severity.NIT: "notice"}
@@ -37,12 +37,30 @@ class Policy:
 
 
 @dataclass(frozen=True, slots=True)
+class Rereview:
+    """The bot's latest decision on this PR was a request for changes: this review must re-decide.
+
+    ``fixed`` and ``still_open`` are the earlier review's blockers (read back from its markers)
+    that are gone from, or still in, the current findings. Findings whose fingerprint an open bot
+    thread already carries are not posted inline again. ``dismissal`` is what happened to the
+    earlier block when approval is disabled: "dismissed" or "forbidden" (GitHub answered 403).
+    """
+
+    prior_head_sha: str
+    fixed: tuple[FindingMarker, ...] = ()
+    still_open: tuple[FindingMarker, ...] = ()
+    open_thread_fingerprints: frozenset[str] = frozenset()
+    dismissal: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ReviewPlan:
     event: str  # APPROVE | REQUEST_CHANGES | COMMENT
     body: str
     comments: tuple[dict[str, Any], ...]
     inline: tuple[Finding, ...]
     in_body: tuple[Finding, ...]
+    in_threads: tuple[Finding, ...] = ()  # already carried by an open thread of the bot
 
     def payload(self, head_sha: str) -> dict[str, Any]:
         """The JSON body of ``POST /repos/{o}/{r}/pulls/{n}/reviews``."""
@@ -52,8 +70,15 @@ class ReviewPlan:
         return data
 
 
-def review_event(verdict: Verdict, policy: Policy) -> str:
-    """The GitHub review event for a verdict under the deployment's policy."""
+def review_event(verdict: Verdict, policy: Policy, *, rereview: bool = False) -> str:
+    """The GitHub review event for a verdict under the deployment's policy.
+
+    A re-review never ends in a plain comment while it could decide: GitHub's request for changes
+    is sticky, so it is either asserted again (blockers remain) or cleared by an approval (or,
+    with approval disabled, by dismissing it; the review itself is then a comment).
+    """
+    if rereview and verdict is not Verdict.REQUEST_CHANGES:
+        verdict = Verdict.APPROVE
     if verdict is Verdict.APPROVE:
         return "APPROVE" if policy.approve and not policy.pr_by_bot else "COMMENT"
     if verdict is Verdict.REQUEST_CHANGES and policy.pr_by_bot:
@@ -114,6 +139,7 @@ def _marker(finding: Finding, head_sha: str) -> str:
         path=finding.path,
         line=finding.line,
         severity=finding.severity.label,
+        key=problem_key(finding.rule, finding.path, finding.message),
     ).encode()
 
 
@@ -143,13 +169,20 @@ def plan_review(
     policy: Policy,
     trigger: str,
     bot_name: str,
+    rereview: Rereview | None = None,
+    issued_at: float = 0.0,
 ) -> ReviewPlan:
     """Decide the event, which findings are inline, and write the body."""
-    event = review_event(result.verdict, policy)
+    event = review_event(result.verdict, policy, rereview=rereview is not None)
     inline: list[Finding] = []
     comments: list[dict[str, Any]] = []
     in_body: list[Finding] = []
+    in_threads: list[Finding] = []
+    known = rereview.open_thread_fingerprints if rereview else frozenset()
     for finding in _ordered(result.findings):
+        if finding.inline and finding.fingerprint in known:
+            in_threads.append(finding)
+            continue
         anchor = _anchor(finding, commentable.get(finding.path, frozenset()))
         if anchor is not None and len(inline) < policy.max_comments:
             anchor["body"] = comment_body(finding, head_sha)
@@ -166,14 +199,30 @@ def plan_review(
         trigger=trigger,
         bot_name=bot_name,
         policy=policy,
+        rereview=rereview,
+        in_threads=in_threads,
+        issued_at=issued_at,
     )
     return ReviewPlan(
-        event=event, body=body, comments=tuple(comments), inline=tuple(inline), in_body=tuple(in_body)
+        event=event,
+        body=body,
+        comments=tuple(comments),
+        inline=tuple(inline),
+        in_body=tuple(in_body),
+        in_threads=tuple(in_threads),
     )
 
 
 def move_all_to_body(
-    plan: ReviewPlan, result: ReviewResult, *, head_sha: str, trigger: str, bot_name: str, policy: Policy
+    plan: ReviewPlan,
+    result: ReviewResult,
+    *,
+    head_sha: str,
+    trigger: str,
+    bot_name: str,
+    policy: Policy,
+    rereview: Rereview | None = None,
+    issued_at: float = 0.0,
 ) -> ReviewPlan:
     """The fallback when GitHub refuses the inline comments anyway: same review, all in the body."""
     findings = plan.inline + plan.in_body
@@ -186,8 +235,18 @@ def move_all_to_body(
         trigger=trigger,
         bot_name=bot_name,
         policy=policy,
+        rereview=rereview,
+        in_threads=list(plan.in_threads),
+        issued_at=issued_at,
     )
-    return ReviewPlan(event=plan.event, body=body, comments=(), inline=(), in_body=tuple(_ordered(findings)))
+    return ReviewPlan(
+        event=plan.event,
+        body=body,
+        comments=(),
+        inline=(),
+        in_body=tuple(_ordered(findings)),
+        in_threads=plan.in_threads,
+    )
 
 
 def severity_table(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
@@ -209,17 +268,27 @@ def render_body(
     trigger: str,
     bot_name: str,
     policy: Policy,
+    rereview: Rereview | None = None,
+    in_threads: list[Finding] | None = None,
+    issued_at: float = 0.0,
 ) -> str:
     lines = [f"### {escape(bot_name)}: {HEADLINE[event]}", "", escape(result.summary)]
     if result.findings:
         lines += ["", *severity_table(result.findings)]
-    if result.verdict is Verdict.APPROVE and event == "COMMENT":
+    if rereview is not None:
+        lines += ["", *_rereview_lines(rereview, event=event, head_sha=head_sha)]
+    elif result.verdict is Verdict.APPROVE and event == "COMMENT":
         reason = (
             "this pull request was opened by the bot itself" if policy.pr_by_bot else "approval is disabled"
         )
         lines += ["", f"No problems found; not approving because {reason}."]
     if result.verdict is Verdict.REQUEST_CHANGES and event == "COMMENT":
         lines += ["", "Blockers found; not requesting changes on a pull request the bot opened itself."]
+    if in_threads:
+        lines += ["", "**Still open** (discussed in the existing threads):"]
+        lines += [
+            f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in in_threads
+        ]
     listed = [f for f in in_body if f.inline]
     summarised = [f for f in in_body if not f.inline]
     if listed:
@@ -237,10 +306,41 @@ def render_body(
             f"**Not analysed** ({len(result.skipped)} file{'s' if len(result.skipped) != 1 else ''}):",
         ]
         lines += [f"- {code(s.path)}: {escape(s.reason)}" for s in result.skipped]
-    marker = ReviewMarker(head_sha=head_sha, trigger=trigger, verdict=event, findings=len(result.findings))
+    marker = ReviewMarker(
+        head_sha=head_sha, trigger=trigger, verdict=event, findings=len(result.findings), issued_at=issued_at
+    )
     lines += ["", f"<sub>Reviewed at {head_sha[:12]}.</sub>", marker.encode()]
     lines += [_marker(f, head_sha) for f in in_body]
     return "\n".join(lines)
+
+
+def _marker_line(marker: FindingMarker) -> str:
+    return f"- {code(marker.rule)} {code(f'{marker.path}:{marker.line}')}"
+
+
+def _rereview_lines(rereview: Rereview, *, event: str, head_sha: str) -> list[str]:
+    short = head_sha[:12]
+    lines = [f"Re-review: I requested changes at {rereview.prior_head_sha[:12]}; this is {short}."]
+    if rereview.fixed:
+        lines += ["", f"**Verified fixed** at {short}:", *(_marker_line(m) for m in rereview.fixed)]
+    if rereview.still_open:
+        lines += [
+            "",
+            f"**Blockers still present** at {short}:",
+            *(_marker_line(m) for m in rereview.still_open),
+        ]
+    if event == "APPROVE":
+        lines += ["", "No blockers remain, so this approval replaces my request for changes."]
+    elif event == "COMMENT" and rereview.dismissal == "dismissed":
+        lines += ["", "No blockers remain: I dismissed my request for changes (approval is disabled here)."]
+    elif event == "COMMENT" and rereview.dismissal == "forbidden":
+        lines += [
+            "",
+            "**My earlier request for changes still stands.** No blockers remain at "
+            f"{short}, but I am not allowed to dismiss reviews on this branch, and approval is disabled. "
+            "A maintainer needs to dismiss my earlier review to unblock this pull request.",
+        ]
+    return lines
 
 
 def check_conclusion(result: ReviewResult) -> str:

@@ -1,0 +1,197 @@
+"""Debugging leftovers in added lines.
+
+Python: ``breakpoint()`` and ``pdb``/``ipdb`` (concerns), ``print(`` in library code (a nit; not in
+tests, scripts, entry points or CLI modules). JavaScript and friends: ``debugger`` (a concern) and
+``console.log(`` (a nit). Comments and string literals do not count: for Python files whose
+content was read, the tokenizer tells code from strings (docstrings included); otherwise, and for
+JavaScript, a one-line approximation does.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
+
+from ..model import ChangedFile, Finding, Severity
+from . import AnalysisInput, AnalyzerOutput, FileUnderReview, finding, is_js, is_python, is_test_path
+from . import strip_python_noise as _strip_python_line
+
+__all__ = ["DebugAnalyzer", "is_print_exempt", "python_code_view", "strip_js_noise"]
+
+_BREAKPOINT = re.compile(r"(?<![\w.])(?<!def )breakpoint\s*\(")
+_PDB = re.compile(
+    r"(?<![\w.])i?pdb\s*\.\s*set_trace\s*\(|^\s*import\s+(?:[\w.]+\s*,\s*)*i?pdb\b(?!\.)|^\s*from\s+i?pdb\s+import\b"
+    r"|;\s*import\s+i?pdb\b"
+)
+_PRINT = re.compile(r"(?<![\w.])(?<!def )print\s*\(")
+_ONLY_DEBUG_CALL = re.compile(
+    r"^\s*(?:breakpoint\s*\(\s*\)|(?:import\s+i?pdb\s*;\s*)?i?pdb\s*\.\s*set_trace\s*\(\s*\))\s*;?\s*$"
+)
+_CONSOLE_LOG = re.compile(r"(?<![\w.$])console\s*\.\s*log\s*\(")
+_DEBUGGER = re.compile(r"(?<![\w.$])debugger\s*;|^\s*debugger\s*$")
+_JS_STRING = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\\n]|\\.)*`""")
+_MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
+
+_PRINT_EXEMPT_DIRS = frozenset({"scripts", "script", "bin", "tools", "examples", "example", "docs", "doc"})
+_PRINT_EXEMPT_NAMES = frozenset(
+    {"__main__.py", "setup.py", "manage.py", "noxfile.py", "tasks.py", "conf.py", "fabfile.py"}
+)
+
+
+def is_print_exempt(path: str) -> bool:
+    """Where ``print`` is the point: tests, scripts, entry points (by path alone)."""
+    parts = PurePosixPath(path).parts
+    return (
+        is_test_path(path)
+        or any(part in _PRINT_EXEMPT_DIRS for part in parts[:-1])
+        or (bool(parts) and parts[-1] in _PRINT_EXEMPT_NAMES)
+    )
+
+
+def python_code_view(text: str) -> dict[int, str] | None:
+    """Line number -> the line with comments and string literals (docstrings included) blanked
+    out, from the tokenizer; None when the file does not tokenize."""
+    lines = io.StringIO(text).readlines()  # the tokenizer's own idea of lines
+    view = [list(line.rstrip("\r\n")) for line in lines]
+    blank = {tokenize.COMMENT, tokenize.STRING}
+    blank |= {getattr(tokenize, name) for name in ("FSTRING_MIDDLE",) if hasattr(tokenize, name)}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type not in blank:
+                continue
+            (start_row, start_col), (end_row, end_col) = token.start, token.end
+            for row in range(start_row, end_row + 1):
+                if row - 1 >= len(view):
+                    break
+                chars = view[row - 1]
+                first = start_col if row == start_row else 0
+                last = end_col if row == end_row else len(chars)
+                for col in range(first, min(last, len(chars))):
+                    chars[col] = " "
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+    return {number: "".join(chars) for number, chars in enumerate(view, start=1)}
+
+
+def strip_js_noise(line: str) -> str:
+    stripped = line.lstrip()
+    if stripped.startswith(("*", "/*", "<!--")):
+        return ""
+    code = _JS_STRING.sub('""', line)
+    comment = code.find("//")
+    return code if comment < 0 else code[:comment]
+
+
+def _would_empty_a_block(code: Mapping[int, str], number: int) -> bool:
+    """Deleting line ``number`` would leave the block it sits in with no statement."""
+    before = [n for n in range(number - 1, 0, -1) if code.get(n, "").strip()]
+    if not before or not code[before[0]].rstrip().endswith(":"):
+        return False
+    opener_indent = len(code[before[0]]) - len(code[before[0]].lstrip())
+    after = next((n for n in range(number + 1, max(code) + 1) if code.get(n, "").strip()), None)
+    if after is None:
+        return True
+    return len(code[after]) - len(code[after].lstrip()) <= opener_indent
+
+
+class DebugAnalyzer:
+    name = "debug"
+
+    def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
+        return []  # uses Python contents when another analyzer had them read, never asks for them
+
+    async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
+        findings: list[Finding] = []
+        for item in batch.files:
+            if is_python(item.path):
+                findings.extend(self._python(item))
+            elif is_js(item.path):
+                findings.extend(self._js(item))
+        return AnalyzerOutput(findings=findings)
+
+    def _python(self, item: FileUnderReview) -> list[Finding]:
+        text = item.text
+        view = python_code_view(text) if text is not None else None
+        prints_allowed = is_print_exempt(item.path) or item.path.endswith(".pyi")
+        if text is not None and _MAIN_GUARD.search(text):
+            prints_allowed = True  # a CLI module
+        out: list[Finding] = []
+        for number, raw in sorted(item.lines.added_text.items()):
+            code = view.get(number, "") if view is not None else _strip_python_line(raw)
+            if _BREAKPOINT.search(code):
+                out.append(
+                    finding(
+                        item.path,
+                        number,
+                        Severity.CONCERN,
+                        "debug/breakpoint",
+                        "`breakpoint()` left in: it stops the program waiting for a debugger.",
+                        raw,
+                        suggestion=self._deletion(raw, number, view),
+                    )
+                )
+            if _PDB.search(code):
+                out.append(
+                    finding(
+                        item.path,
+                        number,
+                        Severity.CONCERN,
+                        "debug/pdb",
+                        "Debugger (`pdb`/`ipdb`) left in.",
+                        raw,
+                        suggestion=self._deletion(raw, number, view),
+                    )
+                )
+            if not prints_allowed and _PRINT.search(code):
+                out.append(
+                    finding(
+                        item.path,
+                        number,
+                        Severity.NIT,
+                        "debug/print",
+                        "`print()` in library code: use logging, or remove it.",
+                        raw,
+                    )
+                )
+        return out
+
+    @staticmethod
+    def _deletion(raw: str, number: int, view: Mapping[int, str] | None) -> str | None:
+        code = view.get(number, raw) if view is not None else _strip_python_line(raw)
+        if not _ONLY_DEBUG_CALL.match(code):
+            return None
+        if view is not None and _would_empty_a_block(view, number):
+            return None
+        return ""
+
+    @staticmethod
+    def _js(item: FileUnderReview) -> list[Finding]:
+        out: list[Finding] = []
+        for number, raw in sorted(item.lines.added_text.items()):
+            code = strip_js_noise(raw)
+            if _DEBUGGER.search(code):
+                out.append(
+                    finding(
+                        item.path,
+                        number,
+                        Severity.CONCERN,
+                        "debug/debugger",
+                        "`debugger` statement left in.",
+                        raw,
+                    )
+                )
+            if _CONSOLE_LOG.search(code):
+                out.append(
+                    finding(
+                        item.path,
+                        number,
+                        Severity.NIT,
+                        "debug/console-log",
+                        "`console.log` left in.",
+                        raw,
+                    )
+                )
+        return out

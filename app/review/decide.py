@@ -1,0 +1,93 @@
+"""Pure decisions about the bot's earlier reviews, read from GitHub's review list (REST shapes).
+
+GitHub's request for changes is sticky: only a later approval by the same reviewer, or a
+dismissal, clears it; a later COMMENTED review does not. So "is this PR blocked by me" is the
+state of the bot's latest *deciding* review (CHANGES_REQUESTED or APPROVED), ignoring its
+comments, dismissed and pending reviews.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..guards import BotIdentity, is_bot_login
+from .markers import FindingMarker, ReviewMarker
+
+DECIDING = ("CHANGES_REQUESTED", "APPROVED")
+
+Review = Mapping[str, Any]
+
+
+def submitted_at(review: Review) -> float:
+    text = review.get("submitted_at")
+    if not text:
+        return 0.0
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+
+
+def bot_reviews(reviews: Iterable[Review], identity: BotIdentity) -> list[Review]:
+    """The bot's reviews, oldest first (by submission time, then id)."""
+    mine = [r for r in reviews if is_bot_login((r.get("user") or {}).get("login"), identity)]
+    return sorted(mine, key=lambda r: (submitted_at(r), int(r.get("id") or 0)))
+
+
+def latest_decision(mine: Sequence[Review]) -> Review | None:
+    deciding = [r for r in mine if str(r.get("state", "")).upper() in DECIDING]
+    return deciding[-1] if deciding else None
+
+
+def blocking_review(mine: Sequence[Review]) -> Review | None:
+    """The bot's review that blocks the PR now, if its latest decision requested changes."""
+    latest = latest_decision(mine)
+    if latest is not None and str(latest.get("state", "")).upper() == "CHANGES_REQUESTED":
+        return latest
+    return None
+
+
+def active_blocks(mine: Sequence[Review]) -> list[Review]:
+    """Every request for changes of the bot that was not dismissed: all must go to unblock."""
+    return [r for r in mine if str(r.get("state", "")).upper() == "CHANGES_REQUESTED"]
+
+
+def review_of_head(mine: Sequence[Review], head_sha: str) -> Review | None:
+    """The bot's latest review of this head, recognised by its hidden marker."""
+    found = None
+    for review in mine:
+        marker = ReviewMarker.read(review.get("body"))
+        if marker is not None and marker.head_sha == head_sha:
+            found = review
+    return found
+
+
+def coalesces(existing: Review | None, *, received_at: float, blocked: bool, force: bool) -> bool:
+    """Whether a trigger for an already-reviewed head is answered by that review.
+
+    A trigger that reached us before the review was posted arrived while it was queued or
+    running: that review answers it. A later trigger re-reviews only a head the bot still blocks
+    (the sticky decision must be re-decided); an approved or commented head has nothing new to
+    say. ``force`` (the check run's Re-run) always reviews again.
+    """
+    if existing is None or force:
+        return False
+    marker = ReviewMarker.read(existing.get("body"))
+    # The bot's own sub-second stamp when it has one; GitHub's submitted_at has whole seconds.
+    posted = marker.issued_at if marker is not None and marker.issued_at else submitted_at(existing) + 1.0
+    if received_at <= posted:
+        return True
+    return not blocked
+
+
+def prior_blockers(review_body: str | None, comment_bodies: Iterable[str | None]) -> list[FindingMarker]:
+    """The blockers an earlier review listed, read back from its markers (body and comments)."""
+    markers = FindingMarker.read_all(review_body)
+    for body in comment_bodies:
+        markers += FindingMarker.read_all(body)
+    seen: set[str] = set()
+    unique = []
+    for marker in markers:
+        if marker.severity == "blocker" and marker.fingerprint not in seen:
+            seen.add(marker.fingerprint)
+            unique.append(marker)
+    return unique

@@ -1,0 +1,385 @@
+"""The built-in reviewer end to end over a pull-request context: selection, the single content
+read, filtering to changed lines, deduplication, verdict and summary."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from app.review.analyzers import AnalysisInput, AnalyzerOutput
+from app.review.engine import BuiltinReviewer, decide, summarise
+from app.review.model import (
+    ChangedFile,
+    FileContent,
+    Finding,
+    PullContext,
+    Reviewer,
+    ReviewSettings,
+    Severity,
+    Skipped,
+    Verdict,
+)
+from app.review.selection import PATCH_OMITTED, glob_match, looks_generated, matching_pattern, select_files
+from tests.test_review_analyzers import changed
+
+CONFIGS = [".ruff.toml", "ruff.toml", "pyproject.toml"]
+
+
+class RecordingReader:
+    """A stand-in for the content reader (an input of the engine) that records every call."""
+
+    def __init__(self, files: Mapping[str, str | FileContent] | None = None) -> None:
+        self.files = dict(files or {})
+        self.calls: list[list[str]] = []
+
+    async def __call__(self, paths: Sequence[str]) -> Mapping[str, FileContent | None]:
+        self.calls.append(list(paths))
+        out: dict[str, FileContent | None] = {}
+        for path in paths:
+            found = self.files.get(path)
+            out[path] = FileContent(found, len(found.encode())) if isinstance(found, str) else found
+        return out
+
+
+def pull(
+    files: Sequence[ChangedFile],
+    reader: RecordingReader | None = None,
+    *,
+    settings: ReviewSettings | None = None,
+    truncated: bool = False,
+) -> PullContext:
+    return PullContext(
+        repo="octo/widgets",
+        pr_number=7,
+        title="Change things",
+        author_login="alice",
+        base_sha="a" * 40,
+        head_sha="b" * 40,
+        files=tuple(files),
+        read=reader or RecordingReader(),
+        settings=settings or ReviewSettings(),
+        files_truncated=truncated,
+    )
+
+
+def located(findings: Sequence[Finding]) -> set[tuple[str, str, int]]:
+    return {(f.path, f.rule, f.line) for f in findings}
+
+
+# --- the acceptance pull request ----------------------------------------------------------------
+
+APP_BASE = "import os\n\n\ndef handler():\n    return os.getcwd()\n"
+APP_HEAD = (
+    "import os\n\n\ndef handler():\n    return os.getcwd()\n\n\n"
+    "def compute():\n    return undefined_thing + 1\n\n\n"
+    "def debug():\n    breakpoint()\n    return os.getcwd()\n"
+)
+BROKEN = "import os\n\ndef run(:\n    pass\n"
+README_BASE = "# widgets\n\nSome text.\n"
+README_HEAD = "# widgets\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> feature\n\nSome text.\n"
+
+
+async def test_the_acceptance_pull_request_requests_changes(private_key_pem: str) -> None:
+    files = [
+        changed("src/app.py", APP_BASE, APP_HEAD),
+        changed("src/broken.py", None, BROKEN),
+        changed("deploy/key.pem", None, private_key_pem),
+        changed("README.md", README_BASE, README_HEAD),
+    ]
+    reader = RecordingReader({"src/app.py": APP_HEAD, "src/broken.py": BROKEN})
+    result = await BuiltinReviewer().review(pull(files, reader))
+
+    assert result.verdict is Verdict.REQUEST_CHANGES
+    assert located(result.findings) == {
+        ("src/app.py", "python/F821", 9),
+        ("src/app.py", "debug/breakpoint", 13),
+        ("src/broken.py", "python/syntax-error", 3),
+        ("deploy/key.pem", "secrets/private-key", 1),
+        ("README.md", "conflict-marker", 2),
+        ("README.md", "conflict-marker", 4),
+        ("README.md", "conflict-marker", 6),
+    }
+    severities = {(f.rule, f.severity) for f in result.findings}
+    assert ("debug/breakpoint", Severity.CONCERN) in severities
+    assert {s for r, s in severities if r != "debug/breakpoint"} == {Severity.BLOCKER}
+    [bp] = [f for f in result.findings if f.rule == "debug/breakpoint"]
+    assert bp.suggestion == ""
+    assert reader.calls == [["src/app.py", "src/broken.py", *CONFIGS]]
+    assert result.analysed == ("src/app.py", "src/broken.py", "deploy/key.pem", "README.md")
+    assert result.skipped == ()
+    assert result.summary == "6 blockers, 1 concern in 4 of 4 changed files."
+    assert [f.path for f in result.findings] == sorted(
+        (f.path for f in result.findings), key=[x.path for x in files].index
+    )
+
+
+def test_the_builtin_reviewer_is_a_reviewer() -> None:
+    reviewer: Reviewer = BuiltinReviewer()
+    assert hasattr(reviewer, "review")
+
+
+# --- only what the pull request changed ----------------------------------------------------------
+
+
+async def test_findings_only_on_changed_lines_but_syntax_errors_anywhere() -> None:
+    old_names = "import os\n\n\ndef f():\n    return missing_before\n"
+    new_names = old_names + "\n\ndef g():\n    return os.sep\n"
+    old_syntax = "def f(:\n    pass\n\n\n\n\n\nx = 1\n"
+    new_syntax = old_syntax + "y = 2\n"
+    files = [changed("a.py", old_names, new_names), changed("b.py", old_syntax, new_syntax)]
+    reader = RecordingReader({"a.py": new_names, "b.py": new_syntax})
+    result = await BuiltinReviewer().review(pull(files, reader))
+    assert located(result.findings) == {("b.py", "python/syntax-error", 1)}
+    assert result.verdict is Verdict.REQUEST_CHANGES
+
+
+# --- verdicts -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "added", "verdict"),
+    [
+        ("src/a.js", "const x = 1;\n", Verdict.APPROVE),
+        ("src/a.js", "console.log(x);\n", Verdict.COMMENT),
+        ("src/a.js", "debugger;\n", Verdict.COMMENT),
+        ("src/a.js", "<<<<<<< HEAD\n", Verdict.REQUEST_CHANGES),
+        ("notes.txt", "trailing \n", Verdict.COMMENT),
+    ],
+)
+async def test_verdicts(path: str, added: str, verdict: Verdict) -> None:
+    reader = RecordingReader()
+    result = await BuiltinReviewer().review(pull([changed(path, "start\n", "start\n" + added)], reader))
+    assert result.verdict is verdict
+    assert reader.calls == []  # nothing needed reading
+
+
+async def test_a_clean_python_change_is_approved() -> None:
+    new = "import os\n\n\ndef here() -> str:\n    return os.getcwd()\n"
+    result = await BuiltinReviewer().review(
+        pull([changed("m.py", None, new)], RecordingReader({"m.py": new}))
+    )
+    assert result.verdict is Verdict.APPROVE
+    assert result.findings == ()
+    assert result.summary == "No findings in 1 analysed file."
+
+
+def test_decide() -> None:
+    def of(severity: Severity) -> Finding:
+        return Finding("p", 1, severity, "r", "m", "f")
+
+    assert decide([]) is Verdict.APPROVE
+    assert decide([], incomplete=True) is Verdict.COMMENT
+    assert decide([of(Severity.NIT)]) is Verdict.COMMENT
+    assert decide([of(Severity.CONCERN), of(Severity.NIT)]) is Verdict.COMMENT
+    assert decide([of(Severity.NIT), of(Severity.BLOCKER)]) is Verdict.REQUEST_CHANGES
+
+
+class _Unfinished:
+    name = "unfinished"
+
+    def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
+        return []
+
+    async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
+        return AnalyzerOutput(
+            skipped=[Skipped(batch.files[0].path, "Python checks not run: ruff timed out after 60 s")],
+            notes=["Python checks could not run (ruff timed out after 60 s)"],
+            incomplete=True,
+        )
+
+
+async def test_a_check_that_could_not_run_prevents_approval() -> None:
+    result = await BuiltinReviewer([_Unfinished()]).review(pull([changed("m.py", None, "x = 1\n")]))
+    assert result.verdict is Verdict.COMMENT
+    assert result.summary == (
+        "No findings in 1 analysed file. Python checks could not run (ruff timed out after 60 s)."
+    )
+
+
+# --- selection and the single read -------------------------------------------------------------
+
+
+async def test_selection_and_one_read_of_only_the_needed_paths() -> None:
+    generated = "# Code generated by protoc-gen-foo. DO NOT EDIT.\nx = undefined\n"
+    files = [
+        changed("src/main.py", "a = 1\n", "a = 1\nb = 2\n"),
+        changed("src/gen_api.py", None, generated),
+        changed("src/web.js", None, "let x = 1;\n"),
+        changed("docs/guide.md", None, "# Guide\n"),
+        changed("poetry.lock", None, "content-hash = 1\n"),
+        changed("web/package-lock.json", None, "{}\n"),
+        changed("vendor/lib/x.py", None, "x = undefined\n"),
+        changed("ui/node_modules/a/index.js", None, "debugger;\n"),
+        changed("api/proto/api_pb2.py", None, "x = undefined\n"),
+        changed("static/app.min.js", None, "debugger;\n"),
+        changed("packages/a/dist/index.js", None, "debugger;\n"),
+        ChangedFile("old.py", "removed", "@@ -1 +0,0 @@\n-x = 1", 0, 1),
+        ChangedFile("assets/logo.png", "added", None, 0, 0),
+        ChangedFile("data/huge.csv", "added", None, 9000, 0),
+        ChangedFile("src/renamed.py", "renamed", None, 0, 0, previous_path="src/original.py"),
+    ]
+    reader = RecordingReader(
+        {
+            "src/main.py": "a = 1\nb = 2\n",
+            "src/gen_api.py": generated,
+            "assets/logo.png": FileContent(None, 4096, is_binary=True),
+        }
+    )
+    result = await BuiltinReviewer().review(
+        pull(files, reader, settings=ReviewSettings(paths_ignore=("docs/**",)))
+    )
+
+    assert reader.calls == [["src/main.py", "src/gen_api.py", *CONFIGS, "assets/logo.png"]]
+    assert result.analysed == ("src/main.py", "src/web.js")
+    assert list(result.skipped) == [
+        Skipped("src/gen_api.py", "generated (its header says do not edit)"),
+        Skipped("docs/guide.md", "ignored by review.paths_ignore (`docs/**`)"),
+        Skipped("poetry.lock", "lock file (`*.lock`)"),
+        Skipped("web/package-lock.json", "lock file (`package-lock.json`)"),
+        Skipped("vendor/lib/x.py", "vendored (`vendor/`)"),
+        Skipped("ui/node_modules/a/index.js", "vendored (`node_modules/`)"),
+        Skipped("api/proto/api_pb2.py", "generated (`*_pb2.py`)"),
+        Skipped("static/app.min.js", "generated (`*.min.js`)"),
+        Skipped("packages/a/dist/index.js", "generated (`dist/`)"),
+        Skipped("old.py", "file removed"),
+        Skipped("assets/logo.png", PATCH_OMITTED),
+        Skipped("data/huge.csv", PATCH_OMITTED),
+        Skipped("src/renamed.py", "renamed without changes"),
+    ]
+    assert located(result.findings) == {
+        ("assets/logo.png", "hygiene/binary-file", 1),
+        ("data/huge.csv", "hygiene/large-file", 1),
+    }
+    assert result.verdict is Verdict.COMMENT
+    assert result.summary == "2 nits in 2 of 15 changed files; 13 files skipped."
+
+
+async def test_max_files_analyses_the_first_files_in_order() -> None:
+    files = [changed(f"src/f{n}.js", None, "console.log(1);\n") for n in range(5)]
+    files.insert(1, changed("yarn.lock", None, "x\n"))  # skipped anyway: does not use up the budget
+    result = await BuiltinReviewer().review(pull(files, settings=ReviewSettings(max_files=3)))
+    assert result.analysed == ("src/f0.js", "src/f1.js", "src/f2.js")
+    assert list(result.skipped) == [
+        Skipped("yarn.lock", "lock file (`*.lock`)"),
+        Skipped("src/f3.js", "over the limit of 3 files (review.max_files)"),
+        Skipped("src/f4.js", "over the limit of 3 files (review.max_files)"),
+    ]
+    assert {f.path for f in result.findings} == {"src/f0.js", "src/f1.js", "src/f2.js"}
+
+
+async def test_a_truncated_file_list_is_said_in_the_summary() -> None:
+    result = await BuiltinReviewer().review(pull([changed("a.txt", None, "x\n")], truncated=True))
+    assert result.summary == (
+        "No findings in 1 analysed file. GitHub listed only the first 1 changed files; "
+        "the rest were not reviewed."
+    )
+
+
+async def test_nothing_to_review() -> None:
+    result = await BuiltinReviewer().review(pull([]))
+    assert (result.verdict, result.summary) == (Verdict.APPROVE, "No changed files to review.")
+    only_skipped = await BuiltinReviewer().review(pull([ChangedFile("gone.py", "removed", None)]))
+    assert only_skipped.summary == "Nothing analysed: 1 file skipped."
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("*.lock", "a/b/c.lock", True),
+        ("*.md", "README.md", True),
+        ("docs/**", "docs/a/b.md", True),
+        ("docs/**", "src/docs/a.md", False),
+        ("docs/*", "docs/a/b.md", True),  # docs/a is matched, and everything below it
+        ("docs/", "src/docs/a.md", True),
+        ("/docs", "src/docs/a.md", False),
+        ("**/fixtures/*.json", "tests/unit/fixtures/a.json", True),
+        ("**/fixtures/*.json", "fixtures/a.json", True),
+        ("src/*.py", "src/a.py", True),
+        ("src/*.py", "src/pkg/a.py", False),
+        ("src/**/*.py", "src/a.py", True),
+        ("test_?.py", "pkg/test_1.py", True),
+        ("[!a]*.txt", "b.txt", True),
+        ("[!a]*.txt", "a.txt", False),
+        ("vendor/", "vendors/x.go", False),
+        ("*.generated.*", "src/api.generated.ts", True),
+        ("", "a", False),
+    ],
+)
+def test_glob_patterns(pattern: str, path: str, matches: bool) -> None:
+    assert glob_match(pattern, path) is matches
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("src/*.py", "src/pkg/a.py", True),  # fnmatch's reading: * crosses /
+        ("docs/**", "docs/a.md", True),
+        ("*.snap", "tests/__snapshots__/a.snap", True),
+        ("docs/**", "src/docs/a.md", False),
+        ("  ", "a.py", False),
+    ],
+)
+def test_paths_ignore_accepts_both_readings(pattern: str, path: str, matches: bool) -> None:
+    assert (matching_pattern([pattern], path) is not None) is matches
+
+
+def test_selection_is_pure_and_ordered() -> None:
+    files = [
+        ChangedFile("a.py", "modified", "@@ -1 +1 @@\n-a\n+b", 1, 1),
+        ChangedFile("b.bin", "added", None),
+    ]
+    selection = select_files(files, paths_ignore=(), max_files=1)
+    assert [f.path for f in selection.analysable] == ["a.py"]
+    assert [f.path for f in selection.unpatched] == ["b.bin"]
+
+
+@pytest.mark.parametrize(
+    ("text", "generated"),
+    [
+        ("# Code generated by protoc-gen-go. DO NOT EDIT.\n", True),
+        ('"""Generated by the protocol buffer compiler.  DO NOT EDIT!"""\n', True),
+        ("#!/usr/bin/env python\n# -*- coding: utf-8 -*-\n# @generated\n", True),
+        ("\n\n\n\n\n# autogenerated file, do not modify\n", False),  # line 6: too late
+        ("# This module generates reports.\n# Please edit freely.\n", False),
+    ],
+)
+def test_generated_headers(text: str, generated: bool) -> None:
+    assert looks_generated(text) is generated
+
+
+# --- fingerprints and deduplication --------------------------------------------------------------
+
+
+async def test_fingerprints_survive_line_shifts_and_repeats_stay_distinct() -> None:
+    base = "start();\n"
+    first = await BuiltinReviewer().review(
+        pull([changed("a.js", base, base + "debugger;\nx();\n  debugger;\n")])
+    )
+    shifted = await BuiltinReviewer().review(
+        pull([changed("a.js", base, "one();\ntwo();\n" + base + "debugger;\nx();\n  debugger;\n")])
+    )
+    assert [f.line for f in first.findings] == [2, 4]
+    assert [f.line for f in shifted.findings] == [4, 6]
+    assert [f.fingerprint for f in first.findings] == [f.fingerprint for f in shifted.findings]
+    assert len({f.fingerprint for f in first.findings}) == 2
+
+
+async def test_two_findings_of_one_rule_on_one_line_merge() -> None:
+    new = "def f():\n    return alpha + beta\n"
+    result = await BuiltinReviewer().review(
+        pull([changed("m.py", None, new)], RecordingReader({"m.py": new}))
+    )
+    [merged] = result.findings
+    assert merged.rule == "python/F821" and "alpha" in merged.message and "beta" in merged.message
+
+
+def test_summary_wording() -> None:
+    def of(path: str, severity: Severity) -> Finding:
+        return Finding(path, 1, severity, "r", "m", path + severity.name)
+
+    findings = [of("a", Severity.BLOCKER), of("a", Severity.BLOCKER), of("b", Severity.CONCERN)]
+    findings += [of("c", Severity.NIT), of("c", Severity.NIT), of("d", Severity.NIT)]
+    skipped = [Skipped("x", "file removed"), Skipped("y", "file removed")]
+    text = summarise(findings, changed=6, analysed=["a", "b", "c", "d"], skipped=skipped)
+    assert text == "2 blockers, 1 concern, 3 nits in 4 of 6 changed files; 2 files skipped."
