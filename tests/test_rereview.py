@@ -154,15 +154,11 @@ async def test_asking_again_without_changes_posts_no_duplicate_comments(
     assert again == blob_reads, "the unchanged head was analysed again"
 
 
-@pytest.mark.parametrize("blocked", [{}], indirect=True)
+@pytest.mark.parametrize("blocked", [{"config": "review:\n  on_push: true\n"}], indirect=True)
 async def test_a_push_re_reviews_a_blocked_pr_when_the_repo_asks_for_it(
     blocked: tuple[BotHarness, int],
 ) -> None:
-    bot, number = blocked
-    bot.fake.push(REPO, "main", {".github/revbot.yml": "review:\n  on_push: true\n"})
-    await bot.drain()
-    assert bot.runtime is not None
-    bot.runtime.repo_configs = type(bot.runtime.repo_configs)()  # drop the cached config
+    bot, _ = blocked
     bot.fake.push(REPO, "feature", FIXED)
     await bot.drain()
     last = reviews_posted(bot)[-1]
