@@ -92,7 +92,8 @@ async def _review_remote(target: str, output: str) -> int:
     from .config import RepoConfig, default_graphql_url
     from .github import GitHubClient, get_pull
     from .guards import BotIdentity
-    from .handlers.review import build_context, plan_for, policy_for
+    from .handlers.common import build_context
+    from .handlers.review import plan_for, policy_for
     from .review.engine import BuiltinReviewer
     from .review.report import as_json, as_text
 

@@ -14,6 +14,7 @@ import re
 class Command(enum.StrEnum):
     REVIEW = "review"
     HELP = "help"
+    RESOLVE = "resolve"
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -28,12 +29,14 @@ Commands (mention me in a pull request comment):
 | command | what happens |
 | --- | --- |
 | `@{slug} review` | I review the current head and post one review with inline comments. |
+| `@{slug} resolve` | I check my open threads at the current head and resolve those whose problem is fixed. |
 | `@{slug} help` | This list. |
 
 A plain request that mentions me works too, for example "@{slug} can you take a look?".
 
 You can also request a review from **{decoy}**: I answer with a review and then remove that request.
-I take requests from the pull request's author and from the repository's owners, members and collaborators."""
+I take requests from the pull request's author and from the repository's owners, members and collaborators.
+Reply in one of my threads when you have fixed its problem: I check the code and resolve the thread."""
 
 
 def prose(body: str) -> str:
@@ -75,9 +78,28 @@ def parse_command(body: str | None, slug: str) -> Command | None:
     first = after[0].strip(".,:;!?").lower() if after else ""
     if first == "help":
         return Command.HELP
+    if first == "resolve":
+        return Command.RESOLVE
     if first == "review":
         return Command.REVIEW
     remainder = mention.sub(" ", text)
     if _REVIEW_WORDS.search(remainder) or not remainder.strip(" \n\t.,:;!?"):
         return Command.REVIEW
     return None
+
+
+_CLAIM = re.compile(
+    r"\b(fixed|fix(ed)? (it|this|that)|done|addressed|resolved|removed|updated|changed|corrected|"
+    r"should be (good|ok|fine)|ptal|take another look|good now|now ok)\b|\u2705|:white_check_mark:",
+    re.IGNORECASE,
+)
+_DISPUTE = re.compile(
+    r"\b(intentional|on purpose|by design|false positive|won'?t fix|not a bug|disagree)\b", re.IGNORECASE
+)
+
+
+def claims_fix(body: str | None) -> bool:
+    """Whether a reply in one of the bot's threads says the problem was fixed (a prompt to check,
+    never proof). An argument ("this is intentional because ...") is not a claim of a fix."""
+    text = prose(body or "")
+    return bool(_CLAIM.search(text)) and not _DISPUTE.search(text)

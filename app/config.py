@@ -206,6 +206,9 @@ class ReviewConfig(BaseModel):
     approve: bool | None = None  # None: the deployment's REVIEW_APPROVE decides
     auto: bool = False  # review on opened / ready_for_review without being asked
     on_push: bool = False  # re-review on a push to a PR the bot has blocked
+    # A request for a head the bot reviewed less than this long ago is the same request again
+    # (a double click, a decoy request and a mention together): it gets no second review.
+    coalesce_seconds: float = Field(default=30.0, ge=0, le=3600)
     teams: tuple[str, ...] = ()  # team slugs whose review requests the bot answers
     paths_ignore: tuple[str, ...] = ()
     max_files: int = Field(default=300, ge=1, le=3000)

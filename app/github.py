@@ -453,3 +453,29 @@ async def iter_review_threads(gh: GitHubClient, *, repo: str, pr_number: int) ->
         if not page.get("hasNextPage"):
             return
         after = page.get("endCursor")
+
+
+async def get_review_comment(gh: GitHubClient, *, repo: str, comment_id: int) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.getitem(f"/repos/{repo}/pulls/comments/{comment_id}")
+    return data
+
+
+async def list_pull_review_comments(gh: GitHubClient, *, repo: str, pr_number: int) -> list[dict[str, Any]]:
+    """Every inline comment of the PR (roots and replies), oldest first."""
+    return [c async for c in gh.getiter(f"/repos/{repo}/pulls/{pr_number}/comments?per_page={PER_PAGE}")]
+
+
+RESOLVE_THREAD = """
+mutation ResolveThread($threadId: ID!) {
+  resolveReviewThread(input: {threadId: $threadId}) {
+    thread { id isResolved }
+  }
+}
+"""
+
+
+async def resolve_review_thread(gh: GitHubClient, *, thread_node_id: str) -> bool:
+    """Resolve a thread (REST cannot); True when GitHub confirms ``isResolved``."""
+    data = await gh.query(RESOLVE_THREAD, {"threadId": thread_node_id})
+    thread = ((data or {}).get("resolveReviewThread") or {}).get("thread") or {}
+    return bool(thread.get("isResolved"))

@@ -139,6 +139,7 @@ async def test_blockers_still_present_request_changes_again_without_dismissing(
     assert bot.fake.review_decision(REPO, number) == "CHANGES_REQUESTED"
 
 
+@pytest.mark.parametrize("blocked", [{"config": "review:\n  coalesce_seconds: 0\n"}], indirect=True)
 async def test_asking_again_without_changes_posts_no_duplicate_comments(
     blocked: tuple[BotHarness, int],
 ) -> None:
@@ -165,9 +166,14 @@ async def test_a_push_re_reviews_a_blocked_pr_when_the_repo_asks_for_it(
     assert (last.body["event"], ReviewMarker.read(last.body["body"]).trigger) == ("APPROVE", "push")  # type: ignore[union-attr]
 
 
-async def test_a_push_without_on_push_does_nothing(blocked: tuple[BotHarness, int]) -> None:
+async def test_a_push_without_on_push_is_not_re_reviewed_but_its_fixed_threads_resolve(
+    blocked: tuple[BotHarness, int],
+) -> None:
     bot, _ = blocked
     before = len(bot.fake.writes())
     bot.fake.push(REPO, "feature", FIXED)
     await bot.drain()
-    assert len(bot.fake.writes()) == before
+    assert len(reviews_posted(bot)) == 1
+    new_writes = bot.fake.writes()[before:]
+    assert [(c.method, c.path) for c in new_writes] == [("POST", "/graphql")]
+    assert "resolveReviewThread" in (new_writes[0].graphql or "")

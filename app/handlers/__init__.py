@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from gidgethub import routing
 
-from . import decoy, review
+from . import decoy, review, threads
 
-CONCERNS: tuple[routing.Router, ...] = (review.router, decoy.router)
+CONCERNS: tuple[routing.Router, ...] = (review.router, decoy.router, threads.router)
 
 
 def compose(*routers: routing.Router) -> routing.Router:

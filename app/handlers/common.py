@@ -1,21 +1,26 @@
-"""Services the handlers share: the repository config loader (cached briefly) and small helpers."""
+"""What the concerns share: the repository config loader and analysis cache, who may ask the bot,
+and the engine's view of a pull request built from GitHub."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from cachetools import LRUCache, TTLCache
 
+from .. import github
 from ..config import RepoConfig, parse_repo_config
-from ..github import InstallationClient, get_file_text
-from ..review.model import ChangedFile, ReviewResult
+from ..github import GitHubClient, InstallationClient, get_file_text
+from ..review.model import ChangedFile, FileContent, PullContext, ReviewResult, ReviewSettings
+from ..routing import Context
 
 log = logging.getLogger(__name__)
 
 CONFIG_TTL_SECONDS = 60.0
+MAX_LISTED_FILES = 3000  # GitHub lists at most this many changed files
 
 
 class RepoConfigs:
@@ -62,3 +67,69 @@ class AnalysisCache:
     def put(self, key: str | None, result: ReviewResult) -> None:
         if key is not None:
             self._results[key] = result
+
+
+def may_ask(
+    *, commenter: str | None, association: str | None, pr_author: str | None, config: RepoConfig
+) -> bool:
+    """The PR's author may always ask; others by their association with the repository."""
+    if commenter is not None and pr_author is not None and commenter.casefold() == pr_author.casefold():
+        return True
+    return (association or "").upper() in {a.upper() for a in config.review.allowed_associations}
+
+
+def changed_files(raw: Sequence[Mapping[str, Any]]) -> tuple[ChangedFile, ...]:
+    return tuple(
+        ChangedFile(
+            path=str(f["filename"]),
+            status=str(f.get("status", "modified")),
+            patch=f.get("patch"),
+            additions=int(f.get("additions") or 0),
+            deletions=int(f.get("deletions") or 0),
+            previous_path=f.get("previous_filename"),
+            blob_sha=f.get("sha"),
+        )
+        for f in raw
+    )
+
+
+async def build_context(
+    gh: GitHubClient, *, repo: str, pull: Mapping[str, Any], config: RepoConfig
+) -> PullContext:
+    """The engine's view of a PR: its files (all pages) and a batched reader at the head commit."""
+    head_sha = str(pull["head"]["sha"])
+    raw_files = await github.list_pull_files(gh, repo=repo, pr_number=int(pull["number"]))
+
+    async def read(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
+        blobs = await github.read_blobs(gh, repo=repo, ref=head_sha, paths=paths)
+        return {
+            path: None
+            if blob is None
+            else FileContent(text=blob.text, size=blob.size, is_binary=blob.is_binary)
+            for path, blob in blobs.items()
+        }
+
+    return PullContext(
+        repo=repo,
+        pr_number=int(pull["number"]),
+        title=str(pull.get("title") or ""),
+        author_login=(pull.get("user") or {}).get("login"),
+        base_sha=str(pull["base"]["sha"]),
+        head_sha=head_sha,
+        files=changed_files(raw_files),
+        read=read,
+        settings=ReviewSettings(paths_ignore=config.review.paths_ignore, max_files=config.review.max_files),
+        files_truncated=len(raw_files) >= MAX_LISTED_FILES,
+    )
+
+
+async def analyse(ctx: Context, context: PullContext) -> ReviewResult:
+    """Run the engine, or re-use its result for exactly the same analysed content."""
+    key = ctx.analyses.key(context.repo, context.files, context.settings)
+    cached = ctx.analyses.get(key)
+    if cached is not None:
+        log.info("analysed files unchanged since an earlier review; re-using its analysis")
+        return cached
+    result = await ctx.reviewer.review(context)
+    ctx.analyses.put(key, result)
+    return result

@@ -23,21 +23,21 @@ from .. import github
 from ..commands import HELP_TEXT, Command, parse_command
 from ..config import RepoConfig
 from ..events import CheckRunEvent, IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
-from ..github import GitHubClient
 from ..guards import BotIdentity, is_bot_author, is_bot_login
 from ..review import decide, render
 from ..review.diff import parse_patch
 from ..review.markers import FindingMarker, ReviewMarker, encode, problem_key
-from ..review.model import ChangedFile, FileContent, PullContext, ReviewResult, ReviewSettings
+from ..review.model import PullContext, ReviewResult
 from ..routing import Context
+from .common import analyse, build_context, may_ask
 from .decoy import drop_decoy
+from .threads import verify_threads
 
 log = logging.getLogger(__name__)
 
 router = routing.Router()
 
 ANNOTATIONS_PER_REQUEST = 50
-MAX_LISTED_FILES = 3000  # GitHub lists at most this many changed files
 
 
 def check_name(ctx: Context) -> str:
@@ -134,15 +134,6 @@ async def on_rerun(event: CheckRunEvent, ctx: Context) -> None:
 
 
 # ---------------------------------------------------------------------------------- mentions
-def may_ask(
-    *, commenter: str | None, association: str | None, pr_author: str | None, config: RepoConfig
-) -> bool:
-    """The PR's author may always ask; others by their association with the repository."""
-    if commenter is not None and pr_author is not None and commenter.casefold() == pr_author.casefold():
-        return True
-    return (association or "").upper() in {a.upper() for a in config.review.allowed_associations}
-
-
 async def answer_mention(
     ctx: Context,
     *,
@@ -204,51 +195,6 @@ async def say_once(
 
 
 # ---------------------------------------------------------------------------------- the review
-def changed_files(raw: Sequence[Mapping[str, Any]]) -> tuple[ChangedFile, ...]:
-    return tuple(
-        ChangedFile(
-            path=str(f["filename"]),
-            status=str(f.get("status", "modified")),
-            patch=f.get("patch"),
-            additions=int(f.get("additions") or 0),
-            deletions=int(f.get("deletions") or 0),
-            previous_path=f.get("previous_filename"),
-            blob_sha=f.get("sha"),
-        )
-        for f in raw
-    )
-
-
-async def build_context(
-    gh: GitHubClient, *, repo: str, pull: Mapping[str, Any], config: RepoConfig
-) -> PullContext:
-    """The engine's view of a PR: its files (all pages) and a batched reader at the head commit."""
-    head_sha = str(pull["head"]["sha"])
-    raw_files = await github.list_pull_files(gh, repo=repo, pr_number=int(pull["number"]))
-
-    async def read(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
-        blobs = await github.read_blobs(gh, repo=repo, ref=head_sha, paths=paths)
-        return {
-            path: None
-            if blob is None
-            else FileContent(text=blob.text, size=blob.size, is_binary=blob.is_binary)
-            for path, blob in blobs.items()
-        }
-
-    return PullContext(
-        repo=repo,
-        pr_number=int(pull["number"]),
-        title=str(pull.get("title") or ""),
-        author_login=(pull.get("user") or {}).get("login"),
-        base_sha=str(pull["base"]["sha"]),
-        head_sha=head_sha,
-        files=changed_files(raw_files),
-        read=read,
-        settings=ReviewSettings(paths_ignore=config.review.paths_ignore, max_files=config.review.max_files),
-        files_truncated=len(raw_files) >= MAX_LISTED_FILES,
-    )
-
-
 def policy_for(
     context: PullContext, *, config: RepoConfig, approve: bool, identity: BotIdentity
 ) -> render.Policy:
@@ -305,13 +251,19 @@ async def review_pull(
     block = decide.blocking_review(mine)
     if only_if_blocked and block is None:
         return
+    config = await ctx.repo_configs.get(ctx.gh, repo=repo, slug=ctx.identity.slug)
     existing = decide.review_of_head(mine, head_sha)
-    if decide.coalesces(existing, received_at=ctx.received_at, blocked=block is not None, force=force):
+    if decide.coalesces(
+        existing,
+        received_at=ctx.received_at,
+        blocked=block is not None,
+        force=force,
+        window=config.review.coalesce_seconds,
+    ):
         log.info("head %s already reviewed; trigger %s coalesces into it", head_sha[:12], trigger)
         if trigger == "decoy":
             await drop_decoy(ctx, repo=repo, pr_number=pr_number, pull=pull)
         return
-    config = await ctx.repo_configs.get(ctx.gh, repo=repo, slug=ctx.identity.slug)
     check_run_id = await start_check_run(ctx, repo=repo, pr_number=pr_number, head_sha=head_sha)
     context = await build_context(ctx.gh, repo=repo, pull=pull, config=config)
     result = await analyse(ctx, context)
@@ -346,18 +298,8 @@ async def review_pull(
         head_sha[:12],
     )
     await finish_check_run(ctx, repo=repo, check_run_id=check_run_id, result=result, plan=plan)
-
-
-async def analyse(ctx: Context, context: PullContext) -> ReviewResult:
-    """Run the engine, or re-use its result for exactly the same analysed content."""
-    key = ctx.analyses.key(context.repo, context.files, context.settings)
-    cached = ctx.analyses.get(key)
-    if cached is not None:
-        log.info("analysed files unchanged since an earlier review; re-using its analysis")
-        return cached
-    result = await ctx.reviewer.review(context)
-    ctx.analyses.put(key, result)
-    return result
+    if rereview is not None:
+        await verify_threads(ctx, repo=repo, pr_number=pr_number, pull=pull, result=result)
 
 
 async def prepare_rereview(

@@ -61,20 +61,23 @@ def review_of_head(mine: Sequence[Review], head_sha: str) -> Review | None:
     return found
 
 
-def coalesces(existing: Review | None, *, received_at: float, blocked: bool, force: bool) -> bool:
+def coalesces(
+    existing: Review | None, *, received_at: float, blocked: bool, force: bool, window: float = 0.0
+) -> bool:
     """Whether a trigger for an already-reviewed head is answered by that review.
 
-    A trigger that reached us before the review was posted arrived while it was queued or
-    running: that review answers it. A later trigger re-reviews only a head the bot still blocks
-    (the sticky decision must be re-decided); an approved or commented head has nothing new to
-    say. ``force`` (the check run's Re-run) always reviews again.
+    A trigger that reached us before the review was posted (or within ``window`` seconds after)
+    arrived while it was queued or running, or is the same request repeated: that review answers
+    it. A later trigger re-reviews only a head the bot still blocks (the sticky decision must be
+    re-decided); an approved or commented head has nothing new to say. ``force`` (the check
+    run's Re-run) always reviews again.
     """
     if existing is None or force:
         return False
     marker = ReviewMarker.read(existing.get("body"))
     # The bot's own sub-second stamp when it has one; GitHub's submitted_at has whole seconds.
     posted = marker.issued_at if marker is not None and marker.issued_at else submitted_at(existing) + 1.0
-    if received_at <= posted:
+    if received_at <= posted + window:
         return True
     return not blocked
 
@@ -91,3 +94,16 @@ def prior_blockers(review_body: str | None, comment_bodies: Iterable[str | None]
             seen.add(marker.fingerprint)
             unique.append(marker)
     return unique
+
+
+def is_fixed(marker: FindingMarker, current: frozenset[str]) -> bool:
+    """A finding read back from a thread is fixed at head when the analysis there no longer
+    reports it: neither its fingerprint (the flagged text) nor its problem key (rule, path,
+    message) is among the current findings. A removed file or removed code reports nothing."""
+    return marker.fingerprint not in current and (not marker.key or marker.key not in current)
+
+
+def verifiable(marker: FindingMarker) -> bool:
+    """Findings of the built-in analyzers can be re-checked at head; others (an LLM reviewer's)
+    need the engine that made them, and are left alone until it can judge."""
+    return not marker.rule.startswith("llm/")
