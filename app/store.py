@@ -143,7 +143,12 @@ class Store:
         self._synchronous = sqlite_synchronous
         if self.is_sqlite:
             self._prepare_sqlite_path(url)
-            self.engine: AsyncEngine = create_async_engine(url, pool_size=5, max_overflow=0)
+            # Every transaction here ends in commit or rollback before its connection goes back
+            # (and closing a connection rolls back an open one), so the pool's extra rollback on
+            # return would only cost a thread hop per transaction.
+            self.engine: AsyncEngine = create_async_engine(
+                url, pool_size=5, max_overflow=0, pool_reset_on_return=None
+            )
             self._configure_sqlite(self.engine, sqlite_synchronous)
         else:
             self.engine = create_async_engine(url, pool_size=10, max_overflow=5, pool_pre_ping=True)
@@ -171,8 +176,12 @@ class Store:
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(connection: Any) -> None:
             options = connection.get_execution_options()
-            if "sqlite_synchronous" in options:
-                connection.exec_driver_sql(f"PRAGMA synchronous={options['sqlite_synchronous']}")
+            wanted = options.get("sqlite_synchronous")
+            # Each statement is a thread hop through aiosqlite: change the setting only when needed
+            # (``info`` lives as long as the DBAPI connection).
+            if wanted is not None and connection.info.get("synchronous") != wanted:
+                connection.exec_driver_sql(f"PRAGMA synchronous={wanted}")
+                connection.info["synchronous"] = wanted
             connection.exec_driver_sql(f"BEGIN {options.get('sqlite_begin', 'DEFERRED')}")
 
     @contextlib.asynccontextmanager

@@ -152,8 +152,8 @@ def run_wrk(
         raise RuntimeError(f"unexpected wrk output:\n{out}")
     requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    p50 = ms(re.search(r"50%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
-    p99 = ms(re.search(r"99%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    p50 = ms(re.search(r"^\s+50%\s+(\S+)\s*$", out, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    p99 = ms(re.search(r"^\s+99%\s+(\S+)\s*$", out, re.MULTILINE).group(1))  # type: ignore[union-attr]
     non2xx_match = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors_match = re.search(r"Socket errors: (.*)", out)
     return (
