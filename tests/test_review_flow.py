@@ -265,3 +265,23 @@ async def test_draft_pull_requests_are_not_reviewed_automatically(tmp_path: Path
 def check_id(bot: BotHarness) -> int:
     [created] = [c for c in bot.fake.calls if c.method == "POST" and c.path == f"/repos/{REPO}/check-runs"]
     return int(created.response["id"])
+
+
+async def test_a_refused_inline_comment_moves_the_findings_to_the_body(bot: BotHarness) -> None:
+    number = bot.open_pull(DEFECTIVE, author=AUTHOR)
+    await bot.start()
+    bot.fake.fail_next(
+        "POST",
+        rf"/repos/{REPO}/pulls/{number}/reviews",
+        status=422,
+        body={"message": "Unprocessable Entity", "errors": ["Line could not be resolved"]},
+    )
+    await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+    await bot.drain()
+    refused, [posted] = (
+        [c for c in bot.fake.calls if c.path.endswith("/reviews") and c.status == 422],
+        reviews_posted(bot),
+    )
+    assert len(refused) == 1 and refused[0].body["comments"]
+    assert "comments" not in posted.body and posted.body["event"] == "REQUEST_CHANGES"
+    assert "python/F821" in posted.body["body"] and "`src/app.py:5`" in posted.body["body"]
