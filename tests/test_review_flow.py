@@ -285,3 +285,25 @@ async def test_a_refused_inline_comment_moves_the_findings_to_the_body(bot: BotH
     assert len(refused) == 1 and refused[0].body["comments"]
     assert "comments" not in posted.body and posted.body["event"] == "REQUEST_CHANGES"
     assert "python/F821" in posted.body["body"] and "`src/app.py:5`" in posted.body["body"]
+
+
+async def test_a_team_listed_in_the_repo_config_gets_a_review_and_others_do_not(tmp_path: Path) -> None:
+    bot = BotHarness(tmp_path)
+    number = bot.open_pull(
+        {"src/ok.py": "x = 1\n"},
+        author=AUTHOR,
+        base_files={".github/revbot.yml": "review:\n  teams: [Reviewers]\n"},
+    )
+    await bot.start()
+    try:
+        await bot.fake.request_team_review(REPO, number, "backend", by=AUTHOR)
+        await bot.drain()
+        assert reviews_posted(bot) == []
+        await bot.fake.request_team_review(REPO, number, "reviewers", by=AUTHOR)
+        await bot.drain()
+    finally:
+        await bot.stop()
+    bot.assert_conforms()
+    [post] = reviews_posted(bot)
+    assert ReviewMarker.read(post.body["body"]).trigger == "team"  # type: ignore[union-attr]
+    assert not [w for w in writes(bot) if w[0] == "DELETE"]

@@ -363,6 +363,15 @@ class FakeGitHub:
         self.actions.request_reviewers(found, pull, by, [reviewer], [], emit, create_users=True)
         return await self._deliver_all(items)
 
+    async def request_team_review(self, repo: str, number: int, team: str, *, by: str) -> int:
+        """``by`` requests a review from team ``team`` (a slug); emits review_requested with
+        ``requested_team``."""
+        found = self.world.repo(repo)
+        pull = self.world.pull(found, number)
+        items, emit = self._collector()
+        self.actions.request_reviewers(found, pull, by, [], [team], emit)
+        return await self._deliver_all(items)
+
     async def comment(
         self, repo: str, number: int, body: str, *, by: str, author_association: str = "CONTRIBUTOR"
     ) -> dict[str, Any]:
