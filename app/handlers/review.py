@@ -2,10 +2,12 @@
 
 Triggers: a review request for the decoy user (or a configured team), an ``@slug`` mention by
 someone allowed to ask, the "Re-run" button of the bot's check run, and (when the repository
-opts in) a PR being opened or marked ready. Whatever the trigger, the work is the same:
-re-read the PR from GitHub, skip if this head was already reviewed, analyse, post, and finish
-the check run. Jobs of one PR run one at a time, so triggers that arrive while a review of the
-same head is queued or running find it done and coalesce into it.
+opts in) a PR being opened or marked ready, or pushed to after the bot blocked it. Whatever the
+trigger, the work is the same: re-read the PR and the bot's earlier reviews from GitHub, decide
+whether this is a new review, a re-review of a sticky request for changes, or a repeat of a
+request already answered; analyse; post; finish the check run. Jobs of one PR run one at a
+time, so triggers that arrive while a review of the same head is queued or running find it
+done and coalesce into it.
 """
 
 from __future__ import annotations
@@ -48,18 +50,19 @@ def check_name(ctx: Context) -> str:
 @router.register("pull_request", action="review_requested")
 async def on_review_requested(event: PullRequestEvent, ctx: Context) -> None:
     """GitHub sends one delivery per requested reviewer: act on this delivery's reviewer only."""
+    if event.repo is None:
+        return
     if event.requested_reviewer is not None:
         if event.requested_reviewer.casefold() != ctx.identity.decoy_login.casefold():
             return
         trigger = "decoy"
     elif event.requested_team is not None:
-        config = await ctx.repo_configs.get(ctx.gh, repo=event.repo or "", slug=ctx.identity.slug)
+        config = await ctx.repo_configs.get(ctx.gh, repo=event.repo, slug=ctx.identity.slug)
         if event.requested_team.casefold() not in {t.casefold() for t in config.review.teams}:
             return
         trigger = "team"
     else:
         return
-    assert event.repo is not None
     await github.react(ctx.gh, repo=event.repo, target="pull", target_id=event.pr_number, content="eyes")
     await review_pull(ctx, repo=event.repo, pr_number=event.pr_number, trigger=trigger)
 
