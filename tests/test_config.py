@@ -52,6 +52,8 @@ def run_serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         ({"REVIEW_APPROVE": "perhaps"}, "REVIEW_APPROVE", "valid boolean"),
         ({"PORT": "0"}, "PORT", "greater than or equal to 1"),
         ({"GITHUB_API_URL": "ftp://ghe"}, "GITHUB_API_URL", "http(s) URL"),
+        ({"REVIEWER": "llm"}, "REVIEWER", "not available in this version"),
+        ({"REVIEWER": "gpt"}, "REVIEWER", "Input should be 'builtin' or 'llm'"),
     ],
 )
 def test_a_bad_setting_is_named_in_the_error(
