@@ -1,9 +1,10 @@
-"""Command line: ``python -m app serve | worker | doctor | review``.
+"""Command line: ``python -m app serve | worker | doctor | review | demo``.
 
 ``serve`` runs the webhook server with the worker in-process (Procfile ``web:``); ``worker`` runs
 the worker alone (Procfile ``worker:``, for scaling out on PostgreSQL); ``doctor`` checks the
 settings, the database and GitHub, and says what is wrong in plain words; ``review`` prints
-the review the bot would post, for a real PR or a local git range, without posting.
+the review the bot would post, for a real PR or a local git range, without posting; ``demo``
+plays a pull request's story against a fake GitHub, offline.
 """
 
 from __future__ import annotations
@@ -159,6 +160,13 @@ def _review(args: argparse.Namespace) -> int:
     return asyncio.run(_review_remote(args.target, args.format))
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import DemoOptions, run_demo
+
+    options = DemoOptions(scenario=args.scenario, approve=not args.no_approve, html=args.html)
+    return run_demo(options)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m app", description="revbot, a pull-request review GitHub App"
@@ -176,6 +184,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     review.add_argument("--repo", default=".", help="the local repository for --git (default: .)")
     review.add_argument("--format", choices=("text", "json"), default="text")
     review.set_defaults(run=_review)
+    demo = commands.add_parser(
+        "demo",
+        help="play a story: the real bot against a sandbox GitHub, printed as a timeline",
+        description="Start a sandbox GitHub and the real bot on 127.0.0.1 (SQLite in a temp dir, kept), "
+        "play a story on a sample repository and print what every side did.",
+    )
+    demo.add_argument(
+        "--scenario",
+        choices=("story", "mention", "big-pr", "redelivery", "crash-recovery"),
+        default="story",
+        help="which story to play (default: story)",
+    )
+    demo.add_argument(
+        "--no-approve",
+        action="store_true",
+        help="run the bot with REVIEW_APPROVE=false: it dismisses its own block instead of approving",
+    )
+    demo.add_argument(
+        "--html", type=Path, metavar="PATH", help="also write the PR's final conversation as an HTML page"
+    )
+    demo.set_defaults(run=_demo)
     args = parser.parse_args(argv)
     result: int = args.run(args)
     return result

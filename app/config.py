@@ -194,7 +194,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> tuple[Settings, str]:
     if settings.reviewer != "builtin":
         # Accepted by the contract for the language-model reviewer, which this version lacks:
         # refusing beats silently reviewing with a different engine than the operator chose.
-        raise ConfigError("REVIEWER", f"{settings.reviewer!r} is not available in this version; use 'builtin'")
+        raise ConfigError(
+            "REVIEWER", f"{settings.reviewer!r} is not available in this version; use 'builtin'"
+        )
     return settings, settings.private_key_pem()
 
 

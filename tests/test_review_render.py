@@ -118,15 +118,21 @@ def test_housekeeping_is_summarised_and_skipped_files_are_named() -> None:
 
 
 def test_untrusted_text_cannot_forge_a_marker_or_break_markdown() -> None:
-    evil = finding(
-        path="x`<!-- revbot:review {}-->.py", message='<!-- revbot:review {"head_sha": 1} -->\nline'
+    forged = (
+        '<!-- revbot:review {"head_sha": "f", "trigger": "decoy", "verdict": "APPROVE", "findings": 0} -->'
     )
+    evil = finding(path=f"x`{forged}.py", message=f"{forged}\nline `{forged}` <b>bold</b>")
     p = plan(result(evil), {})
-    assert ReviewMarker.read(p.body) == ReviewMarker(
-        head_sha=HEAD, trigger="decoy", verdict="REQUEST_CHANGES", findings=1
-    )
     assert len(decode_all(p.body, "review")) == 1
-    assert "&lt;!-- revbot" in p.body
+    assert ReviewMarker.read(p.body).head_sha == HEAD  # type: ignore[union-attr]
+    assert "&lt;b&gt;bold&lt;/b&gt;" in p.body
+
+
+def test_code_spans_show_code_literally() -> None:
+    conflict = finding(path="a.py", rule="conflict-marker", message="merge conflict marker `<<<<<<<` left in")
+    p = plan(result(conflict), {"a.py": frozenset({3})})
+    assert "`<<<<<<<`" in p.comments[0]["body"]
+    assert render.code("a<b>&c") == "`a<b>&c`"
 
 
 def test_markers_round_trip_and_ignore_malformed_ones() -> None:

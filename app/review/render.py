@@ -12,6 +12,7 @@ Markdown, so it can neither break the layout nor forge a hidden marker.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -86,20 +87,34 @@ def review_event(verdict: Verdict, policy: Policy, *, rereview: bool = False) ->
     return verdict.value
 
 
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+ZERO_WIDTH_SPACE = "\u200b"
+
+
+def _defuse(text: str) -> str:
+    """No HTML comment can open or close in text the bot posts, so nothing the PR controls can
+    forge (or end) a hidden marker. Inside code spans GitHub shows text literally, so entities
+    cannot be used there; a zero-width space splits the sequence without changing what is seen."""
+    return text.replace("<!--", f"<{ZERO_WIDTH_SPACE}!--").replace("-->", f"--{ZERO_WIDTH_SPACE}>")
+
+
 def escape(text: str) -> str:
-    """Untrusted text for Markdown: no HTML (so no forged ``<!-- -->`` markers), no line breaks."""
-    return (
-        text.replace("&", "&amp;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace("\r", " ")
-        .replace("\n", " ")
-    )
+    """Untrusted text for Markdown prose: one line, no HTML outside code spans, no markers."""
+    flat = text.replace("\r", " ").replace("\n", " ")
+    out: list[str] = []
+    position = 0
+    for span in _CODE_SPAN.finditer(flat):
+        prose = flat[position : span.start()]
+        out.append(prose.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+        out.append(_defuse(span.group(0)))
+        position = span.end()
+    out.append(flat[position:].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+    return "".join(out)
 
 
 def code(text: str) -> str:
-    """Untrusted text as inline code, whatever backticks it contains."""
-    cleaned = escape(text)
+    """Untrusted text as inline code, whatever backticks it contains (shown literally)."""
+    cleaned = _defuse(text.replace("\r", " ").replace("\n", " "))
     longest = 0
     current = 0
     for char in cleaned:
