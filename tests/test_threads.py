@@ -228,3 +228,22 @@ MARKER = FindingMarker(
 )
 def test_is_fixed(current: frozenset[str], fixed: bool) -> None:
     assert is_fixed(MARKER, current) is fixed
+
+
+def test_a_thread_on_a_file_the_analysis_skipped_is_left_alone() -> None:
+    from app.review.decide import thread_status
+    from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
+
+    def result(
+        skipped: tuple[Skipped, ...] = (), analysed: tuple[str, ...] = (), *findings: Finding
+    ) -> ReviewResult:
+        return ReviewResult(Verdict.APPROVE, "s", findings, skipped=skipped, analysed=analysed)
+
+    assert (
+        thread_status(MARKER, result((Skipped("a.py", "over the limit of 300 files (review.max_files)"),)))
+        == "unknown"
+    )
+    assert thread_status(MARKER, result((Skipped("a.py", "file removed"),))) == "fixed"
+    assert thread_status(MARKER, result((), ("a.py",))) == "fixed"
+    still = Finding("a.py", 2, Severity.BLOCKER, "python/F821", "m", "fp")
+    assert thread_status(MARKER, result((), ("a.py",), still)) == "present"

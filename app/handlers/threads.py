@@ -23,7 +23,7 @@ from ..events import IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
 from ..github import ReviewThread
 from ..guards import is_bot_author, is_bot_login
 from ..review import decide
-from ..review.markers import FindingMarker, encode, problem_key
+from ..review.markers import FindingMarker, encode
 from ..review.model import ReviewResult
 from ..routing import Context
 from .common import analyse, build_context, may_ask
@@ -132,13 +132,18 @@ async def verify_threads(
     if result is None:
         config = await ctx.repo_configs.get(ctx.gh, repo=repo, slug=ctx.identity.slug)
         result = await analyse(ctx, await build_context(ctx.gh, repo=repo, pull=pull, config=config))
-    current = frozenset(
-        {f.fingerprint for f in result.findings}
-        | {problem_key(f.rule, f.path, f.message) for f in result.findings}
-    )
     earlier_replies: list[dict[str, Any]] | None = None
     for item in threads:
-        if decide.is_fixed(item.finding, current):
+        status = decide.thread_status(item.finding, result)
+        if status == "unknown":
+            log.info(
+                "thread %s: %s was not analysed at %s; leaving it",
+                item.thread.node_id,
+                item.finding.path,
+                head_sha[:12],
+            )
+            continue
+        if status == "fixed":
             if await github.resolve_review_thread(ctx.gh, thread_node_id=item.thread.node_id):
                 log.info(
                     "resolved thread %s (%s) at %s", item.thread.node_id, item.finding.rule, head_sha[:12]

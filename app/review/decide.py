@@ -13,7 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from ..guards import BotIdentity, is_bot_login
-from .markers import FindingMarker, ReviewMarker
+from .markers import FindingMarker, ReviewMarker, problem_key
+from .model import ReviewResult
+from .selection import REMOVED
 
 DECIDING = ("CHANGES_REQUESTED", "APPROVED")
 
@@ -101,6 +103,19 @@ def is_fixed(marker: FindingMarker, current: frozenset[str]) -> bool:
     reports it: neither its fingerprint (the flagged text) nor its problem key (rule, path,
     message) is among the current findings. A removed file or removed code reports nothing."""
     return marker.fingerprint not in current and (not marker.key or marker.key not in current)
+
+
+def thread_status(marker: FindingMarker, result: ReviewResult) -> str:
+    """ "fixed", "present", or "unknown" when the analysis at head did not look at the thread's
+    file (over the file limit, ignored by config, patch omitted): then nothing is concluded."""
+    reasons = {s.path: s.reason for s in result.skipped}
+    if marker.path in reasons and marker.path not in result.analysed and reasons[marker.path] != REMOVED:
+        return "unknown"
+    current = frozenset(
+        {f.fingerprint for f in result.findings}
+        | {problem_key(f.rule, f.path, f.message) for f in result.findings}
+    )
+    return "fixed" if is_fixed(marker, current) else "present"
 
 
 def verifiable(marker: FindingMarker) -> bool:

@@ -60,6 +60,8 @@ _GENERATED_HEADER = re.compile(r"(?i)\bgenerated\b.*\b(?:do\s+not|don'?t)\s+(?:e
 _AT_GENERATED = re.compile(r"@generated\b")
 GENERATED_HEADER_LINES = 5
 
+REMOVED = "file removed"
+
 
 @functools.lru_cache(maxsize=512)
 def _compile(pattern: str) -> re.Pattern[str]:
@@ -144,7 +146,7 @@ def select_files(
     skipped: list[Skipped] = []
     for file in files:
         if file.status == "removed":
-            skipped.append(Skipped(file.path, "file removed"))
+            skipped.append(Skipped(file.path, REMOVED))
             continue
         pattern = matching_pattern(paths_ignore, file.path)
         if pattern is not None:
