@@ -217,8 +217,13 @@ def plan_for(
     trigger: str,
     identity: BotIdentity,
     rereview: render.Rereview | None = None,
+    inline: bool = True,
 ) -> render.ReviewPlan:
-    commentable = {f.path: parse_patch(f.patch).right_lines for f in context.files if f.patch is not None}
+    """The review to post; ``inline=False`` puts every finding in the body (the fallback for a
+    review GitHub refused)."""
+    commentable = {
+        f.path: parse_patch(f.patch).right_lines for f in context.files if inline and f.patch is not None
+    }
     return render.plan_review(
         result,
         head_sha=context.head_sha,
@@ -288,10 +293,15 @@ async def review_pull(
         pr_number=pr_number,
         head_sha=head_sha,
         plan=plan,
-        result=result,
-        trigger=trigger,
-        policy=policy,
-        rereview=rereview,
+        fallback=plan_for(
+            result,
+            context,
+            policy=policy,
+            trigger=trigger,
+            identity=ctx.identity,
+            rereview=rereview,
+            inline=False,
+        ),
     )
     log.info(
         "posted review %s (%s, %d inline) at %s",
@@ -361,13 +371,10 @@ async def post_review(
     pr_number: int,
     head_sha: str,
     plan: render.ReviewPlan,
-    result: ReviewResult,
-    trigger: str,
-    policy: render.Policy,
-    rereview: render.Rereview | None = None,
+    fallback: render.ReviewPlan,
 ) -> Mapping[str, Any]:
-    """Post the review; if GitHub refuses an inline comment anyway, post it once more with every
-    finding in the body. The returned id and state are the proof that it exists."""
+    """Post the review; if GitHub refuses an inline comment anyway, post ``fallback`` (the same
+    review with every finding in the body) once. The returned id and state prove it exists."""
     try:
         posted = await github.create_review(
             ctx.gh, repo=repo, pr_number=pr_number, payload=plan.payload(head_sha)
@@ -376,16 +383,6 @@ async def post_review(
         if int(exc.status_code) != 422 or not plan.comments:
             raise
         log.warning("GitHub refused the inline comments (%s); posting them in the body instead", exc)
-        fallback = render.move_all_to_body(
-            plan,
-            result,
-            head_sha=head_sha,
-            trigger=trigger,
-            bot_name=ctx.identity.slug,
-            policy=policy,
-            rereview=rereview,
-            issued_at=time.time(),
-        )
         posted = await github.create_review(
             ctx.gh, repo=repo, pr_number=pr_number, payload=fallback.payload(head_sha)
         )

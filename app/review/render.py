@@ -228,42 +228,6 @@ def plan_review(
     )
 
 
-def move_all_to_body(
-    plan: ReviewPlan,
-    result: ReviewResult,
-    *,
-    head_sha: str,
-    trigger: str,
-    bot_name: str,
-    policy: Policy,
-    rereview: Rereview | None = None,
-    issued_at: float = 0.0,
-) -> ReviewPlan:
-    """The fallback when GitHub refuses the inline comments anyway: same review, all in the body."""
-    findings = plan.inline + plan.in_body
-    body = render_body(
-        result,
-        event=plan.event,
-        inline=[],
-        in_body=_ordered(findings),
-        head_sha=head_sha,
-        trigger=trigger,
-        bot_name=bot_name,
-        policy=policy,
-        rereview=rereview,
-        in_threads=list(plan.in_threads),
-        issued_at=issued_at,
-    )
-    return ReviewPlan(
-        event=plan.event,
-        body=body,
-        comments=(),
-        inline=(),
-        in_body=tuple(_ordered(findings)),
-        in_threads=plan.in_threads,
-    )
-
-
 def severity_table(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
     counts = Counter(f.severity for f in findings)
     rows = ["| severity | findings |", "| --- | --- |"]
