@@ -80,12 +80,14 @@ class Worker:
         self._identity = identity
         self._context_for = context_for
         self._wakeup = asyncio.Event()
+        self._recorded = False
         self._stopping = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
         self._main: asyncio.Task[None] | None = None
 
     def wake(self) -> None:
         """A new job was recorded: look now instead of at the next poll."""
+        self._recorded = True
         self._wakeup.set()
 
     def start(self) -> None:
@@ -134,9 +136,12 @@ class Worker:
     async def _idle(self) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout=self.options.poll_seconds)
-        # Coalesce a burst of wake-ups into one claim: during a flood of deliveries a claim per
-        # delivery would compete with the webhook endpoint for the database.
-        await asyncio.sleep(self.options.claim_interval)
+        if self._recorded:
+            # Coalesce a burst of new deliveries into one claim: during a flood a claim per
+            # delivery would compete with the webhook endpoint for the database. A finished job
+            # frees its subject's next job at once.
+            self._recorded = False
+            await asyncio.sleep(self.options.claim_interval)
         self._wakeup.clear()
 
     async def _heartbeat(self) -> None:
