@@ -104,7 +104,7 @@ async def one_run(size: int, work: Path) -> tuple[float, float, Counter[str]]:
         # Let the echoes (review submitted, decoy removed, check run events) run their course.
         for _ in range(3):
             await fake.settle()
-            while {"waiting", "queued", "running"} & (await runtime.store.jobs_by_status()).keys():
+            while {"waiting", "queued", "running"} & (await runtime.store.jobs_by_status()).keys():  # noqa: ASYNC110 - polling the database, not an in-process flag
                 await asyncio.sleep(0.01)
         calls = Counter(kind(c.method, c.path) for c in fake.calls[first_call:] if c.path != "/app")
     finally:
@@ -120,7 +120,9 @@ async def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="revbot-review-bench-") as tmp:
-        print(f"{'files':>6} {'review posted s (median)':>26} {'check done s':>13} {'API calls':>10}  by kind")
+        print(
+            f"{'files':>6} {'review posted s (median)':>26} {'check done s':>13} {'API calls':>10}  by kind"
+        )
         for size in (10, 250):
             posted, done, calls = [], [], Counter[str]()
             for _ in range(args.runs):
