@@ -27,7 +27,7 @@ import json
 import logging
 import time
 import zlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,32 @@ class IncomingDelivery:
     repo: str | None
     subject: str
     payload: bytes
+
+
+def ledger_rows(batch: Iterable[IncomingDelivery], busy: set[str], now: float) -> list[dict[str, Any]]:
+    """The rows for new deliveries: the first of a subject with nothing pending is its head
+    (``queued``), every other one ``waiting``. ``busy`` (subjects with pending rows) grows."""
+    rows = []
+    for d in batch:
+        rows.append(
+            {
+                "delivery_id": d.delivery_id,
+                "event": d.event,
+                "action": d.action,
+                "installation_id": d.installation_id,
+                "repo": d.repo,
+                "subject": d.subject,
+                "payload": zlib.compress(d.payload, PAYLOAD_COMPRESSION),
+                "received_at": now,
+                "status": "waiting" if d.subject in busy else "queued",
+                "attempts": 0,
+                "run_after": now,
+                "done_handlers": "[]",
+                "updated_at": now,
+            }
+        )
+        busy.add(d.subject)
+    return rows
 
 
 @dataclass(slots=True)
@@ -262,26 +288,7 @@ class Store:
                     )
                 ).scalars()
             )
-            rows = []
-            for d in unique.values():
-                rows.append(
-                    {
-                        "delivery_id": d.delivery_id,
-                        "event": d.event,
-                        "action": d.action,
-                        "installation_id": d.installation_id,
-                        "repo": d.repo,
-                        "subject": d.subject,
-                        "payload": zlib.compress(d.payload, PAYLOAD_COMPRESSION),
-                        "received_at": now,
-                        "status": "waiting" if d.subject in busy else "queued",
-                        "attempts": 0,
-                        "run_after": now,
-                        "done_handlers": "[]",
-                        "updated_at": now,
-                    }
-                )
-                busy.add(d.subject)
+            rows = ledger_rows(unique.values(), busy, now)
             inserted = set((await conn.execute(self._insert_ignoring_duplicates(), rows)).scalars())
             if len(inserted) < len(rows):
                 skipped = {d.subject for d in unique.values() if d.delivery_id not in inserted}

@@ -18,7 +18,6 @@ import sqlite3
 import sys
 import tempfile
 import time
-import zlib
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,7 +26,7 @@ from sqlalchemy import create_engine, event, select
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
-from app.store import PAYLOAD_COMPRESSION, PENDING, IncomingDelivery, Store, deliveries, metadata
+from app.store import PENDING, IncomingDelivery, Store, deliveries, ledger_rows, metadata
 
 ROWS = 3200
 
@@ -49,28 +48,7 @@ def batches(size: int, payload: bytes, tag: str) -> list[list[IncomingDelivery]]
 
 
 def rows_for(batch: list[IncomingDelivery], busy: set[str]) -> list[dict[str, object]]:
-    now = time.time()
-    out = []
-    for d in batch:
-        out.append(
-            {
-                "delivery_id": d.delivery_id,
-                "event": d.event,
-                "action": d.action,
-                "installation_id": d.installation_id,
-                "repo": d.repo,
-                "subject": d.subject,
-                "payload": zlib.compress(d.payload, PAYLOAD_COMPRESSION),
-                "received_at": now,
-                "status": "waiting" if d.subject in busy else "queued",
-                "attempts": 0,
-                "run_after": now,
-                "done_handlers": "[]",
-                "updated_at": now,
-            }
-        )
-        busy.add(d.subject)
-    return out
+    return list(ledger_rows(batch, busy, time.time()))
 
 
 async def timed(

@@ -4,6 +4,7 @@ its writes comes back as a webhook, and nothing more happens than what should.""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -97,22 +98,30 @@ async def test_every_echo_of_the_bots_writes_wakes_nothing(bot: BotHarness) -> N
     await bot.start()
     await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
     await bot.drain()
-    echoed = {
-        f"{event}.{payload.get('action')}"
-        for event, _, payload, _ in bot.fake.webhooks_sent
+    echoes = [
+        (f"{event}.{payload.get('action')}", delivery_id)
+        for event, delivery_id, payload, _ in bot.fake.webhooks_sent
         if payload.get("sender", {}).get("login") == BOT
-    }
+    ]
     assert {
         "pull_request_review.submitted",
         "pull_request_review_comment.created",
         "pull_request.review_request_removed",
         "check_run.created",
         "check_run.completed",
-    } <= echoed
-    before = writes(bot)
-    await bot.drain()
-    assert writes(bot) == before
+    } <= {kind for kind, _ in echoes}
+    for kind, delivery_id in echoes:
+        row = await bot.store.delivery(delivery_id)
+        ran = json.loads(row["done_handlers"])
+        # The decoy cleanup is the one concern that listens to the bot's own events.
+        expected = (
+            ["app.handlers.decoy.on_own_review_submitted"] if kind == "pull_request_review.submitted" else []
+        )
+        assert (row["status"], ran) == ("done", expected), kind
     assert len(reviews_posted(bot)) == 1
+    assert [w for w in writes(bot) if w[0] == "DELETE"] == [
+        ("DELETE", f"/repos/{REPO}/pulls/{number}/requested_reviewers")
+    ]
 
 
 async def test_a_clean_pull_request_is_approved(bot: BotHarness) -> None:

@@ -25,15 +25,15 @@ from .. import github
 from ..commands import HELP_TEXT, Command, parse_command
 from ..config import RepoConfig
 from ..events import CheckRunEvent, IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
-from ..guards import BotIdentity, is_bot_author, is_bot_login
+from ..guards import BotIdentity, is_bot_login
 from ..review import decide, render
 from ..review.diff import parse_patch
-from ..review.markers import FindingMarker, ReviewMarker, encode, problem_key
+from ..review.markers import ReviewMarker, encode
 from ..review.model import PullContext, ReviewResult
 from ..routing import Context
 from .common import analyse, build_context, may_ask
 from .decoy import drop_decoy
-from .threads import verify_threads
+from .threads import OpenThread, open_bot_threads, verify_threads
 
 log = logging.getLogger(__name__)
 
@@ -277,8 +277,12 @@ async def review_pull(
     result = await analyse(ctx, context)
     policy = policy_for(context, config=config, approve=ctx.settings.review_approve, identity=ctx.identity)
     rereview = None
+    open_threads: list[OpenThread] = []
     if block is not None and not policy.pr_by_bot:
-        rereview = await prepare_rereview(ctx, repo=repo, pr_number=pr_number, block=block, result=result)
+        open_threads = await open_bot_threads(ctx, repo=repo, pr_number=pr_number)
+        rereview = await prepare_rereview(
+            ctx, repo=repo, pr_number=pr_number, block=block, result=result, open_threads=open_threads
+        )
     plan = plan_for(result, context, policy=policy, trigger=trigger, identity=ctx.identity, rereview=rereview)
     if rereview is not None and plan.event == "COMMENT":
         # No blockers remain but approval is disabled: only dismissing clears the sticky block.
@@ -312,11 +316,20 @@ async def review_pull(
     )
     await finish_check_run(ctx, repo=repo, check_run_id=check_run_id, result=result, plan=plan)
     if rereview is not None:
-        await verify_threads(ctx, repo=repo, pr_number=pr_number, pull=pull, result=result)
+        # The threads read before posting; those this review opened hold current findings.
+        await verify_threads(
+            ctx, repo=repo, pr_number=pr_number, pull=pull, result=result, threads=open_threads
+        )
 
 
 async def prepare_rereview(
-    ctx: Context, *, repo: str, pr_number: int, block: Mapping[str, Any], result: ReviewResult
+    ctx: Context,
+    *,
+    repo: str,
+    pr_number: int,
+    block: Mapping[str, Any],
+    result: ReviewResult,
+    open_threads: Sequence[OpenThread],
 ) -> render.Rereview:
     """What the blocking review asked for, what of it is fixed, and which findings already have
     an open thread of the bot (not to be posted again)."""
@@ -324,21 +337,13 @@ async def prepare_rereview(
         ctx.gh, repo=repo, pr_number=pr_number, review_id=int(block["id"])
     )
     blockers = decide.prior_blockers(block.get("body"), (c.get("body") for c in comments))
-    current = {f.fingerprint for f in result.findings} | {
-        problem_key(f.rule, f.path, f.message) for f in result.findings
-    }
-    open_fingerprints: set[str] = set()
-    async for thread in github.iter_review_threads(ctx.gh, repo=repo, pr_number=pr_number):
-        if not thread.is_resolved and is_bot_author(
-            thread.root_author_type, thread.root_author_login, ctx.identity
-        ):
-            open_fingerprints.update(m.fingerprint for m in FindingMarker.read_all(thread.root_body))
+    current = decide.reported(result)
     marker = ReviewMarker.read(block.get("body"))
     return render.Rereview(
         prior_head_sha=marker.head_sha if marker else str(block.get("commit_id") or ""),
-        fixed=tuple(m for m in blockers if m.fingerprint not in current and m.key not in current),
-        still_open=tuple(m for m in blockers if m.fingerprint in current or m.key in current),
-        open_thread_fingerprints=frozenset(open_fingerprints),
+        fixed=tuple(m for m in blockers if decide.is_fixed(m, current)),
+        still_open=tuple(m for m in blockers if not decide.is_fixed(m, current)),
+        open_thread_fingerprints=frozenset(t.finding.fingerprint for t in open_threads),
     )
 
 

@@ -11,7 +11,7 @@ are never touched, a resolved thread is never resolved again, and nothing is eve
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +84,7 @@ class OpenThread:
 
 
 async def open_bot_threads(
-    ctx: Context, *, repo: str, pr_number: int, root_comment_id: int | None
+    ctx: Context, *, repo: str, pr_number: int, root_comment_id: int | None = None
 ) -> list[OpenThread]:
     """The bot's unresolved threads that carry a finding; with ``root_comment_id``, just that one
     (pages are read only until it is found)."""
@@ -113,14 +113,17 @@ async def verify_threads(
     acknowledge: bool = False,
     pull: Mapping[str, Any] | None = None,
     result: ReviewResult | None = None,
+    threads: Sequence[OpenThread] | None = None,
 ) -> None:
     """Check the bot's open threads at the PR's head; resolve the fixed ones.
 
     ``claimed``: someone said the problems are fixed, so a problem still there is answered in
     its thread (once per head). ``acknowledge``: after resolving, say in the thread which commit
-    fixed it (useful when someone replied; a push needs no words).
+    fixed it (useful when someone replied; a push needs no words). ``threads``: the bot's open
+    threads when the caller has just read them.
     """
-    threads = await open_bot_threads(ctx, repo=repo, pr_number=pr_number, root_comment_id=root_comment_id)
+    if threads is None:
+        threads = await open_bot_threads(ctx, repo=repo, pr_number=pr_number, root_comment_id=root_comment_id)
     threads = [t for t in threads if decide.verifiable(t.finding)]
     if not threads:
         return

@@ -98,6 +98,14 @@ def prior_blockers(review_body: str | None, comment_bodies: Iterable[str | None]
     return unique
 
 
+def reported(result: ReviewResult) -> frozenset[str]:
+    """Everything that identifies a current finding: fingerprints and problem keys."""
+    return frozenset(
+        {f.fingerprint for f in result.findings}
+        | {problem_key(f.rule, f.path, f.message) for f in result.findings}
+    )
+
+
 def is_fixed(marker: FindingMarker, current: frozenset[str]) -> bool:
     """A finding read back from a thread is fixed at head when the analysis there no longer
     reports it: neither its fingerprint (the flagged text) nor its problem key (rule, path,
@@ -111,11 +119,7 @@ def thread_status(marker: FindingMarker, result: ReviewResult) -> str:
     reasons = {s.path: s.reason for s in result.skipped}
     if marker.path in reasons and marker.path not in result.analysed and reasons[marker.path] != REMOVED:
         return "unknown"
-    current = frozenset(
-        {f.fingerprint for f in result.findings}
-        | {problem_key(f.rule, f.path, f.message) for f in result.findings}
-    )
-    return "fixed" if is_fixed(marker, current) else "present"
+    return "fixed" if is_fixed(marker, reported(result)) else "present"
 
 
 def verifiable(marker: FindingMarker) -> bool:

@@ -434,32 +434,26 @@ class Actions:
             if any(r.lower() == login.lower() for r in pull.requested_reviewers):
                 continue
             pull.requested_reviewers.append(user.login)
-            emit(
-                "pull_request",
-                self.shapes.envelope(
-                    "review_requested",
-                    repo,
-                    actor,
-                    number=pull.number,
-                    pull_request=self.shapes.pull(pull),
-                    requested_reviewer=self.shapes.user(user),
-                ),
+            self._emit_request(
+                emit, "review_requested", repo, actor, pull, requested_reviewer=self.shapes.user(user)
             )
         for slug in teams:
             if slug in pull.requested_teams:
                 continue
             pull.requested_teams.append(slug)
-            emit(
-                "pull_request",
-                self.shapes.envelope(
-                    "review_requested",
-                    repo,
-                    actor,
-                    number=pull.number,
-                    pull_request=self.shapes.pull(pull),
-                    requested_team=self.shapes.team(slug, repo),
-                ),
+            self._emit_request(
+                emit, "review_requested", repo, actor, pull, requested_team=self.shapes.team(slug, repo)
             )
+
+    def _emit_request(self, emit: Emit, action: str, repo: Repo, actor: str, pull: Pull, **who: Any) -> None:
+        """``pull_request.review_requested`` / ``review_request_removed``: one delivery per reviewer
+        or team, as GitHub sends them."""
+        emit(
+            "pull_request",
+            self.shapes.envelope(
+                action, repo, actor, number=pull.number, pull_request=self.shapes.pull(pull), **who
+            ),
+        )
 
     def remove_reviewers(
         self, repo: Repo, pull: Pull, actor: str, reviewers: list[str], teams: list[str], emit: Emit
@@ -469,31 +463,20 @@ class Actions:
             if current is None:
                 continue
             pull.requested_reviewers.remove(current)
-            emit(
-                "pull_request",
-                self.shapes.envelope(
-                    "review_request_removed",
-                    repo,
-                    actor,
-                    number=pull.number,
-                    pull_request=self.shapes.pull(pull),
-                    requested_reviewer=self.shapes.user(current),
-                ),
+            self._emit_request(
+                emit,
+                "review_request_removed",
+                repo,
+                actor,
+                pull,
+                requested_reviewer=self.shapes.user(current),
             )
         for slug in teams:
             if slug not in pull.requested_teams:
                 continue
             pull.requested_teams.remove(slug)
-            emit(
-                "pull_request",
-                self.shapes.envelope(
-                    "review_request_removed",
-                    repo,
-                    actor,
-                    number=pull.number,
-                    pull_request=self.shapes.pull(pull),
-                    requested_team=self.shapes.team(slug, repo),
-                ),
+            self._emit_request(
+                emit, "review_request_removed", repo, actor, pull, requested_team=self.shapes.team(slug, repo)
             )
 
     # ---------------------------------------------------------------- issue comments and reactions
