@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .gql import operation_type
+
 
 @dataclass
 class Call:
@@ -35,8 +37,6 @@ class Call:
     def is_graphql_mutation(self) -> bool:
         if self.graphql is None:
             return False
-        from .gql import operation_type  # local: keeps this module free of the parser
-
         return operation_type(self.graphql, self.body) == "mutation"
 
 
