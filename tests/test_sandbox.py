@@ -33,7 +33,6 @@ from app.events import (
     PullRequestEvent,
     ReviewCommentEvent,
     ReviewEvent,
-    ReviewThreadEvent,
     flatten,
 )
 from app.guards import BotIdentity
@@ -578,14 +577,15 @@ async def test_review_webhooks_validate_and_flatten(
     for event, delivery_id, payload, _ in fake.webhooks_sent:
         assert validate_webhook(event, payload) == []
         flat = flatten(event, payload, delivery_id=delivery_id, identity=IDENTITY)
-        assert flat.is_own_app and flat.sender_login == BOT and flat.sender_type == "Bot"
+        assert flat.is_own_app and flat.sender_login == BOT and payload["sender"]["type"] == "Bot"
         assert flat.installation_id == 7 and flat.repo == REPO
     hook = flatten("pull_request_review", fake.webhooks_sent[0][2], identity=IDENTITY)
-    assert isinstance(hook, ReviewEvent) and hook.review_state == "changes_requested"
+    assert isinstance(hook, ReviewEvent) and hook.reviewer_login == BOT
     assert fake.webhooks_sent[0][2]["review"]["state"] == "changes_requested"
-    comment = flatten("pull_request_review_comment", fake.webhooks_sent[1][2], identity=IDENTITY)
-    assert isinstance(comment, ReviewCommentEvent)
-    assert (comment.path, comment.line, comment.side, comment.review_id) == (
+    flat_comment = flatten("pull_request_review_comment", fake.webhooks_sent[1][2], identity=IDENTITY)
+    assert isinstance(flat_comment, ReviewCommentEvent) and flat_comment.body == "typo?"
+    comment = fake.webhooks_sent[1][2]["comment"]
+    assert (comment["path"], comment["line"], comment["side"], comment["pull_request_review_id"]) == (
         "src/app.py",
         10,
         "RIGHT",
@@ -674,9 +674,10 @@ async def test_reply_threads_and_graphql(
     await fake.settle()
     thread_hooks = [(e, p) for e, _, p, _ in fake.webhooks_sent if e == "pull_request_review_thread"]
     assert [p["action"] for _, p in thread_hooks] == ["resolved", "unresolved"]
-    flat = flatten(*thread_hooks[0], identity=IDENTITY)
-    assert isinstance(flat, ReviewThreadEvent) and flat.is_own_app
-    assert flat.thread_node_id == thread["id"] and flat.comment_ids == (root["id"], human["id"], reply["id"])
+    assert flatten(*thread_hooks[0], identity=IDENTITY).is_own_app
+    hooked = thread_hooks[0][1]["thread"]
+    assert hooked["node_id"] == thread["id"]
+    assert [c["id"] for c in hooked["comments"]] == [root["id"], human["id"], reply["id"]]
     human_hook = next(
         p
         for e, _, p, _ in fake.webhooks_sent
@@ -950,8 +951,10 @@ async def test_push_synchronizes_and_outdates(
     await fake.settle()
     event, _, payload = receiver.deliveries[-1]
     flat = flatten(event, payload, identity=IDENTITY)
-    assert isinstance(flat, PullRequestEvent) and flat.action == "synchronize"
-    assert (flat.before, flat.after, flat.head_sha, flat.sender_login) == (before, after, after, "alice")
+    assert isinstance(flat, PullRequestEvent) and payload["action"] == "synchronize"
+    assert (payload["before"], payload["after"]) == (before, after)
+    assert payload["pull_request"]["head"]["sha"] == after
+    assert flat.sender_login == "alice"
     assert (await gh.getitem(PULL))["head"]["sha"] == after
     by_path = {c["path"]: c for c in await gh.getitem(f"{PULL}/comments")}
     assert by_path["src/app.py"]["line"] == 10 and by_path["src/app.py"]["commit_id"] == after
