@@ -252,8 +252,6 @@ class Executor:
         return {
             "id": thread.node_id,
             "isResolved": thread.is_resolved,
-            # GitHub moves a line comment whose line the new head no longer has to ``line: null``.
-            "isOutdated": root.subject_type == "line" and root.line is None,
             "path": root.path,
             "line": root.line,
             "comments": lambda _info, first=None: _page(
