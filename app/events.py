@@ -2,9 +2,10 @@
 
 Webhook payloads are deep, loosely typed dicts, and the same fact sits in a different place in
 every event (the PR number is ``pull_request.number`` here, ``issue.number`` there, a list under
-``check_run.pull_requests`` elsewhere). Everything downstream of the webhook receiver works on
-the flat models below instead, so each "where does GitHub put X" decision is made once, here,
-and is checked against GitHub's real example payloads in ``tests/test_events.py``.
+``check_run.pull_requests`` elsewhere). The worker flattens each delivery it claims (the webhook
+receiver only records raw deliveries), and everything after that works on the flat models below,
+so each "where does GitHub put X" decision is made once, here, and is checked against GitHub's
+real example payloads in ``tests/test_events.py``.
 
 The models hold only what a handler (or the worker) reads; add a field when a handler needs it.
 The module is pure: no I/O, no clock, no logging.
@@ -24,7 +25,7 @@ class FlattenError(ValueError):
     """A payload is not shaped like the event it claims to be.
 
     One exception type (instead of ``KeyError``/``TypeError``/``ValidationError`` leaking out)
-    lets the webhook receiver reject a bad delivery with a single ``except``.
+    lets the worker fail a malformed delivery's job with a single ``except``.
     """
 
 
@@ -276,7 +277,7 @@ def flatten(
     """Turn one delivery into its flat model; the single entry point.
 
     Events without a builder (``ping``, ``workflow_run``, ...) still get the common ``Event``
-    fields, so the receiver can record and route every delivery the same way. Any shape problem
+    fields, so the worker can route every delivery the same way. Any shape problem
     comes out as ``FlattenError``, with pydantic's field-level message kept in the text.
     """
     if not isinstance(payload, Mapping):

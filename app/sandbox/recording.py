@@ -26,8 +26,8 @@ class Call:
     installation_id: int | None  # for token-authenticated calls
     graphql: str | None = None  # POST /graphql: the query document
     variables: dict[str, Any] | None = None
-    # Extension beyond the agreed fields: the JSON the fake answered with, so tests can check the
-    # fake's own answers against GitHub's schemas. Left out of repr/eq to keep those readable.
+    # The JSON the fake answered with, so tests can check the fake's own answers against GitHub's
+    # schemas. Left out of repr/eq to keep those readable.
     response: Any = field(default=None, repr=False, compare=False)
     # The path exactly as requested (with a GHES "/api/v3" or "/api/graphql" form), so tests can
     # tell which base URL the bot used.
