@@ -2,12 +2,13 @@
 
 Webhook payloads are deep, loosely typed dicts, and the same fact sits in a different place in
 every event (the PR number is ``pull_request.number`` here, ``issue.number`` there, a list under
-``check_run.pull_requests`` elsewhere). Everything downstream of the webhook receiver works on
-the flat models below instead, so each "where does GitHub put X" decision is made once, here,
-and is checked against GitHub's real example payloads in ``tests/test_events.py``.
+``check_run.pull_requests`` elsewhere). The worker flattens each delivery it claims (the webhook
+receiver only records raw deliveries), and everything after that works on the flat models below,
+so each "where does GitHub put X" decision is made once, here, and is checked against GitHub's
+real example payloads in ``tests/test_events.py``.
 
-The module is pure: no I/O, no clock, no logging. Bump ``FLATTEN_VERSION`` whenever the meaning
-of a field changes, so anything that stored flattened events can tell old rows from new ones.
+The models hold only what a handler (or the worker) reads; add a field when a handler needs it.
+The module is pure: no I/O, no clock, no logging.
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from app.guards import BotIdentity, is_own_app
 
-FLATTEN_VERSION = 1
-
 
 class FlattenError(ValueError):
     """A payload is not shaped like the event it claims to be.
 
     One exception type (instead of ``KeyError``/``TypeError``/``ValidationError`` leaking out)
-    lets the webhook receiver reject a bad delivery with a single ``except``.
+    lets the worker fail a malformed delivery's job with a single ``except``.
     """
 
 
@@ -42,12 +41,9 @@ class Event(BaseModel):
 
     delivery_id: str
     event: str
-    action: str | None
     installation_id: int | None
     repo: str | None
-    repo_id: int | None
     sender_login: str | None
-    sender_type: str | None
     is_own_app: bool
 
 
@@ -55,63 +51,32 @@ class PullRequestScoped(Event):
     """Fields shared by every event that is about one pull request."""
 
     pr_number: int
-    pr_url: str
-    head_sha: str
-    head_ref: str
-    base_ref: str
-    is_fork: bool
     author_login: str | None
-    author_type: str | None
-    author_association: str | None
     draft: bool
 
 
 class PullRequestEvent(PullRequestScoped):
     """``pull_request``: opened, synchronize, review_requested, closed, ..."""
 
-    title: str
-    state: str
-    merged: bool
-    labels: tuple[str, ...]
     requested_reviewer: str | None
     requested_team: str | None
-    before: str | None
-    after: str | None
 
 
 class ReviewEvent(PullRequestScoped):
     """``pull_request_review``: a review was submitted, edited or dismissed."""
 
-    review_id: int
-    review_state: str
     body: str | None
-    commit_id: str | None
     reviewer_login: str | None
-    reviewer_type: str | None
 
 
 class ReviewCommentEvent(PullRequestScoped):
     """``pull_request_review_comment``: one inline (diff) comment."""
 
     comment_id: int
-    review_id: int | None
     in_reply_to_id: int | None
-    path: str
-    line: int | None
-    start_line: int | None
-    side: str | None
     body: str
-    commit_id: str
     commenter_login: str | None
-    commenter_type: str | None
     commenter_association: str | None
-
-
-class ReviewThreadEvent(PullRequestScoped):
-    """``pull_request_review_thread``: a thread was resolved or unresolved."""
-
-    thread_node_id: str
-    comment_ids: tuple[int, ...]
 
 
 class IssueCommentEvent(Event):
@@ -120,85 +85,24 @@ class IssueCommentEvent(Event):
     issue_number: int
     is_pull_request: bool
     pr_number: int | None
-    title: str
     author_login: str | None
-    author_type: str | None
-    author_association: str | None
     comment_id: int
     body: str
     commenter_login: str | None
-    commenter_type: str | None
     commenter_association: str | None
 
 
 class CheckRunEvent(Event):
     """``check_run``: created, completed, rerequested, or a button on it was pressed."""
 
-    check_run_id: int
-    check_suite_id: int | None
     name: str
-    head_sha: str
-    status: str
-    conclusion: str | None
     app_slug: str | None
     external_id: str | None
     pr_numbers: tuple[int, ...]
-    requested_action: str | None
-
-
-class CheckSuiteEvent(Event):
-    """``check_suite``: requested, rerequested or completed."""
-
-    check_suite_id: int
-    head_sha: str
-    head_branch: str | None
-    status: str | None
-    conclusion: str | None
-    app_slug: str | None
-    pr_numbers: tuple[int, ...]
-
-
-class StatusEvent(Event):
-    """``status``: a commit status (the pre-checks API) changed."""
-
-    head_sha: str
-    context: str
-    state: str
-    description: str | None
-    target_url: str | None
-
-
-class PushEvent(Event):
-    """``push``: a ref moved, was created or was deleted."""
-
-    ref: str
-    before: str
-    after: str
-    forced: bool
-    deleted: bool
-    created: bool
-
-
-class InstallationEvent(Event):
-    """``installation`` and ``installation_repositories``: which repos the App can now see."""
-
-    account_login: str | None
-    repos_added: tuple[str, ...]
-    repos_removed: tuple[str, ...]
 
 
 AnyEvent: TypeAlias = (
-    Event
-    | PullRequestEvent
-    | ReviewEvent
-    | ReviewCommentEvent
-    | ReviewThreadEvent
-    | IssueCommentEvent
-    | CheckRunEvent
-    | CheckSuiteEvent
-    | StatusEvent
-    | PushEvent
-    | InstallationEvent
+    Event | PullRequestEvent | ReviewEvent | ReviewCommentEvent | IssueCommentEvent | CheckRunEvent
 )
 
 _Fields: TypeAlias = dict[str, Any]
@@ -244,13 +148,8 @@ def _lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
-def _full_names(value: Any, what: str) -> tuple[Any, ...]:
-    """Lowercased ``full_name`` of every repository in a list (GitHub names are case-insensitive)."""
-    return tuple(_lower(repo.get("full_name")) for repo in _mappings(value, what))
-
-
 def _pr_numbers(container: Mapping[str, Any]) -> tuple[Any, ...]:
-    """Numbers of the PRs a check run/suite lists (only PRs whose head is in this repo)."""
+    """Numbers of the PRs a check run lists (only PRs whose head is in this repo)."""
     items = _mappings(container.get("pull_requests"), "pull_requests")
     return tuple(pr.get("number") for pr in items)
 
@@ -272,25 +171,11 @@ def _common_fields(
     return {
         "delivery_id": delivery_id,
         "event": event_name,
-        "action": payload.get("action"),
         "installation_id": _get(payload, "installation", "id"),
         "repo": _lower(_get(payload, "repository", "full_name")),
-        "repo_id": _get(payload, "repository", "id"),
         "sender_login": sender_login,
-        "sender_type": _get(payload, "sender", "type"),
         "is_own_app": is_own_app(sender_login if isinstance(sender_login, str) else None, identity),
     }
-
-
-def _is_fork(pr: Mapping[str, Any]) -> bool:
-    """True when the head branch lives in another repository than the base.
-
-    A deleted fork shows up as ``head.repo: null``; it is still a fork for trust decisions.
-    Repository ids are compared rather than the ``fork`` flag: a PR between two branches *of* a
-    fork has ``fork: true`` but is not cross-repository.
-    """
-    head_repo_id = _get(pr, "head", "repo", "id")
-    return head_repo_id is None or head_repo_id != _get(pr, "base", "repo", "id")
 
 
 def _pr_fields(pr: Mapping[str, Any]) -> _Fields:
@@ -300,14 +185,7 @@ def _pr_fields(pr: Mapping[str, Any]) -> _Fields:
     """
     return {
         "pr_number": pr.get("number"),
-        "pr_url": pr.get("html_url"),
-        "head_sha": _get(pr, "head", "sha"),
-        "head_ref": _get(pr, "head", "ref"),
-        "base_ref": _get(pr, "base", "ref"),
-        "is_fork": _is_fork(pr),
         "author_login": _get(pr, "user", "login"),
-        "author_type": _get(pr, "user", "type"),
-        "author_association": pr.get("author_association"),
         "draft": pr.get("draft") or False,
     }
 
@@ -322,14 +200,8 @@ def _pull_request(payload: Mapping[str, Any], common: _Fields) -> PullRequestEve
     return PullRequestEvent(
         **common,
         **_pr_fields(pr),
-        title=pr.get("title"),
-        state=pr.get("state"),
-        merged=pr.get("merged") or False,
-        labels=tuple(label.get("name") for label in _mappings(pr.get("labels"), "pull_request.labels")),
         requested_reviewer=_get(payload, "requested_reviewer", "login"),
         requested_team=_get(payload, "requested_team", "slug"),
-        before=payload.get("before"),
-        after=payload.get("after"),
     )
 
 
@@ -338,13 +210,8 @@ def _review(payload: Mapping[str, Any], common: _Fields) -> ReviewEvent:
     return ReviewEvent(
         **common,
         **_pr_fields(_require(payload, "pull_request")),
-        review_id=review.get("id"),
-        # Webhooks send lowercase states, REST/GraphQL uppercase; one spelling for comparisons.
-        review_state=_lower(review.get("state")),
         body=review.get("body"),
-        commit_id=review.get("commit_id"),
         reviewer_login=_get(review, "user", "login"),
-        reviewer_type=_get(review, "user", "type"),
     )
 
 
@@ -354,28 +221,10 @@ def _review_comment(payload: Mapping[str, Any], common: _Fields) -> ReviewCommen
         **common,
         **_pr_fields(_require(payload, "pull_request")),
         comment_id=comment.get("id"),
-        review_id=comment.get("pull_request_review_id"),
         in_reply_to_id=comment.get("in_reply_to_id"),
-        path=comment.get("path"),
-        line=comment.get("line"),
-        start_line=comment.get("start_line"),
-        side=comment.get("side"),
         body=comment.get("body"),
-        commit_id=comment.get("commit_id"),
         commenter_login=_get(comment, "user", "login"),
-        commenter_type=_get(comment, "user", "type"),
         commenter_association=comment.get("author_association"),
-    )
-
-
-def _review_thread(payload: Mapping[str, Any], common: _Fields) -> ReviewThreadEvent:
-    thread = _require(payload, "thread")
-    comments = _mappings(thread.get("comments"), "thread.comments")
-    return ReviewThreadEvent(
-        **common,
-        **_pr_fields(_require(payload, "pull_request")),
-        thread_node_id=thread.get("node_id"),
-        comment_ids=tuple(comment.get("id") for comment in comments),
     )
 
 
@@ -390,14 +239,10 @@ def _issue_comment(payload: Mapping[str, Any], common: _Fields) -> IssueCommentE
         issue_number=number,
         is_pull_request=is_pull_request,
         pr_number=number if is_pull_request else None,
-        title=issue.get("title"),
         author_login=_get(issue, "user", "login"),
-        author_type=_get(issue, "user", "type"),
-        author_association=issue.get("author_association"),
         comment_id=comment.get("id"),
         body=comment.get("body"),
         commenter_login=_get(comment, "user", "login"),
-        commenter_type=_get(comment, "user", "type"),
         commenter_association=comment.get("author_association"),
     )
 
@@ -406,75 +251,10 @@ def _check_run(payload: Mapping[str, Any], common: _Fields) -> CheckRunEvent:
     run = _require(payload, "check_run")
     return CheckRunEvent(
         **common,
-        check_run_id=run.get("id"),
-        check_suite_id=_get(run, "check_suite", "id"),
         name=run.get("name"),
-        head_sha=run.get("head_sha"),
-        status=run.get("status"),
-        conclusion=run.get("conclusion"),
         app_slug=_get(run, "app", "slug"),
         external_id=run.get("external_id"),
         pr_numbers=_pr_numbers(run),
-        requested_action=_get(payload, "requested_action", "identifier"),
-    )
-
-
-def _check_suite(payload: Mapping[str, Any], common: _Fields) -> CheckSuiteEvent:
-    suite = _require(payload, "check_suite")
-    return CheckSuiteEvent(
-        **common,
-        check_suite_id=suite.get("id"),
-        head_sha=suite.get("head_sha"),
-        head_branch=suite.get("head_branch"),
-        status=suite.get("status"),
-        conclusion=suite.get("conclusion"),
-        app_slug=_get(suite, "app", "slug"),
-        pr_numbers=_pr_numbers(suite),
-    )
-
-
-def _status(payload: Mapping[str, Any], common: _Fields) -> StatusEvent:
-    return StatusEvent(
-        **common,
-        head_sha=payload.get("sha"),
-        context=payload.get("context"),
-        state=payload.get("state"),
-        description=payload.get("description"),
-        target_url=payload.get("target_url"),
-    )
-
-
-def _push(payload: Mapping[str, Any], common: _Fields) -> PushEvent:
-    return PushEvent(
-        **common,
-        ref=payload.get("ref"),
-        before=payload.get("before"),
-        after=payload.get("after"),
-        forced=payload.get("forced"),
-        deleted=payload.get("deleted"),
-        created=payload.get("created"),
-    )
-
-
-def _installation(payload: Mapping[str, Any], common: _Fields) -> InstallationEvent:
-    """Both installation events, normalised to "repos gained" / "repos lost".
-
-    ``installation`` lists the affected repos under ``repositories``: gained on ``created``, lost
-    on ``deleted``. ``installation_repositories`` has explicit added/removed lists.
-    """
-    _require(payload, "installation")
-    action = payload.get("action")
-    listed = _full_names(payload.get("repositories"), "repositories")
-    added = _full_names(payload.get("repositories_added"), "repositories_added")
-    removed = _full_names(payload.get("repositories_removed"), "repositories_removed")
-    if common["event"] == "installation":
-        added = listed if action == "created" else ()
-        removed = listed if action == "deleted" else ()
-    return InstallationEvent(
-        **common,
-        account_login=_get(payload, "installation", "account", "login"),
-        repos_added=added,
-        repos_removed=removed,
     )
 
 
@@ -482,14 +262,8 @@ _BUILDERS: dict[str, Callable[[Mapping[str, Any], _Fields], AnyEvent]] = {
     "pull_request": _pull_request,
     "pull_request_review": _review,
     "pull_request_review_comment": _review_comment,
-    "pull_request_review_thread": _review_thread,
     "issue_comment": _issue_comment,
     "check_run": _check_run,
-    "check_suite": _check_suite,
-    "status": _status,
-    "push": _push,
-    "installation": _installation,
-    "installation_repositories": _installation,
 }
 
 
@@ -503,7 +277,7 @@ def flatten(
     """Turn one delivery into its flat model; the single entry point.
 
     Events without a builder (``ping``, ``workflow_run``, ...) still get the common ``Event``
-    fields, so the receiver can record and route every delivery the same way. Any shape problem
+    fields, so the worker can route every delivery the same way. Any shape problem
     comes out as ``FlattenError``, with pydantic's field-level message kept in the text.
     """
     if not isinstance(payload, Mapping):

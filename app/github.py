@@ -390,7 +390,6 @@ query ReviewThreads($owner: String!, $name: String!, $number: Int!, $after: Stri
         nodes {
           id
           isResolved
-          isOutdated
           path
           line
           comments(first: 1) {
@@ -408,7 +407,6 @@ query ReviewThreads($owner: String!, $name: String!, $number: Int!, $after: Stri
 class ReviewThread:
     node_id: str  # PRRT_..., what resolveReviewThread takes
     is_resolved: bool
-    is_outdated: bool
     path: str
     line: int | None
     root_comment_id: int
@@ -426,7 +424,6 @@ def _thread(node: Mapping[str, Any]) -> ReviewThread | None:
     return ReviewThread(
         node_id=str(node["id"]),
         is_resolved=bool(node.get("isResolved")),
-        is_outdated=bool(node.get("isOutdated")),
         path=str(node.get("path") or ""),
         line=node.get("line"),
         root_comment_id=int(root["databaseId"]),

@@ -12,9 +12,4 @@ from . import decoy, review, threads
 
 CONCERNS: tuple[routing.Router, ...] = (review.router, decoy.router, threads.router)
 
-
-def compose(*routers: routing.Router) -> routing.Router:
-    return routing.Router(*routers)
-
-
-router = compose(*CONCERNS)
+router = routing.Router(*CONCERNS)

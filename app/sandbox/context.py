@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +40,6 @@ class Ctx:
     installation_id: int | None
     actor: str  # login of whoever is acting (the bot for installation tokens)
     emit: Emit
-    rate_remaining: Callable[[], int]
 
     def repo(self) -> Repo:
         """The repository named in the path, if this installation can see it (else 404, like GitHub)."""

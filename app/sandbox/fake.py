@@ -102,7 +102,7 @@ class FakeGitHub:
     async def __aexit__(self, *_: object) -> None:
         await self.stop()
 
-    async def settle(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - the agreed API
+    async def settle(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a bound for tests and the demo
         """Wait until every queued webhook was delivered (and answered) by the bot."""
         await self.dispatcher.settle(timeout)
 

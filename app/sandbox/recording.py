@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .gql import operation_type
+
 
 @dataclass
 class Call:
@@ -24,8 +26,8 @@ class Call:
     installation_id: int | None  # for token-authenticated calls
     graphql: str | None = None  # POST /graphql: the query document
     variables: dict[str, Any] | None = None
-    # Extension beyond the agreed fields: the JSON the fake answered with, so tests can check the
-    # fake's own answers against GitHub's schemas. Left out of repr/eq to keep those readable.
+    # The JSON the fake answered with, so tests can check the fake's own answers against GitHub's
+    # schemas. Left out of repr/eq to keep those readable.
     response: Any = field(default=None, repr=False, compare=False)
     # The path exactly as requested (with a GHES "/api/v3" or "/api/graphql" form), so tests can
     # tell which base URL the bot used.
@@ -35,8 +37,6 @@ class Call:
     def is_graphql_mutation(self) -> bool:
         if self.graphql is None:
             return False
-        from .gql import operation_type  # local: keeps this module free of the parser
-
         return operation_type(self.graphql, self.body) == "mutation"
 
 

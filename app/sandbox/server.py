@@ -225,7 +225,6 @@ class Server:
             emitted.append(self.fake.prepare_webhook(event, payload))
             self.fake.dispatcher.reserve()
 
-        key = self._rate_key(call)
         return Ctx(
             fake=self.fake,
             method=call.method,
@@ -238,7 +237,6 @@ class Server:
             installation_id=installation_id,
             actor=actor,
             emit=emit,
-            rate_remaining=lambda: self.remaining.get(key, RATE_LIMIT),
         )
 
     def _graphql(self, request: web.Request, call: Call, emitted: list[Outgoing]) -> Reply:
@@ -249,12 +247,7 @@ class Server:
             raise ApiError(400, "A query attribute must be specified and must be a string.")
         ctx = self._ctx(request, call, {}, installation_id, actor, emitted)
         executor = Executor(
-            self.fake.world,
-            self.fake.actions,
-            installation_id=installation_id,
-            actor=actor,
-            emit=ctx.emit,
-            rate_remaining=ctx.rate_remaining,
+            self.fake.world, self.fake.actions, installation_id=installation_id, actor=actor, emit=ctx.emit
         )
         operation_name = body.get("operationName")
         outcome = executor.run(
