@@ -21,7 +21,7 @@ from pathlib import Path
 import aiohttp
 import gidgethub
 
-from .config import ConfigError, Settings, load_settings
+from .config import ConfigError, Settings, ephemeral_sqlite_problem, load_env_file, load_settings
 from .logs import setup_logging
 
 EXIT_CONFIG = 2
@@ -39,6 +39,10 @@ def _serve(args: argparse.Namespace) -> int:
     from .runtime import Runtime, serve
 
     settings, pem = _settings_or_exit()
+    problem = ephemeral_sqlite_problem(settings, os.environ)
+    if problem is not None:
+        print(f"revbot: configuration error: {problem}", file=sys.stderr)
+        return EXIT_CONFIG
     setup_logging(settings.log_level_number)
     asyncio.run(serve(Runtime(settings, pem), host=settings.host, port=settings.port))
     return 0
@@ -206,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     demo.set_defaults(run=_demo)
     args = parser.parse_args(argv)
+    if args.command in ("serve", "worker", "doctor"):
+        load_env_file(Path.cwd() / ".env")  # what ``setup`` wrote; real environment variables win
     result: int = args.run(args)
     return result
 

@@ -20,7 +20,7 @@ from aiohttp import web
 from gidgethub import routing
 
 from .auth import AppJWT, InstallationTokens
-from .config import Settings
+from .config import Settings, shutdown_budget
 from .events import AnyEvent
 from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
@@ -102,7 +102,11 @@ class Runtime:
 
             router = default_router
         self.settings = settings
-        self.store = Store(settings.sqlalchemy_url, sqlite_synchronous=sqlite_synchronous)
+        self.store = Store(
+            settings.sqlalchemy_url,
+            sqlite_synchronous=sqlite_synchronous,
+            pool_size=settings.database_pool_size,
+        )
         self.ledger = Ledger(self.store)
         self._private_key_pem = private_key_pem
         self._router = router
@@ -143,7 +147,8 @@ class Runtime:
                 self._router,
                 identity=self.identity.get,
                 context_for=self.context_for,
-                options=self._worker_options,
+                options=self._worker_options
+                or WorkerOptions(shutdown_grace=shutdown_budget(self.settings.shutdown_timeout)[1]),
             )
             self.worker.start()
 
@@ -211,7 +216,8 @@ async def serve(runtime: Runtime, *, host: str, port: int) -> None:
     what it holds), then give running jobs their grace period, then close connections.
     """
     await runtime.start()
-    runner = web.AppRunner(runtime.web_app(), access_log=None, shutdown_timeout=10)
+    drain, _grace = shutdown_budget(runtime.settings.shutdown_timeout)
+    runner = web.AppRunner(runtime.web_app(), access_log=None, shutdown_timeout=drain)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
