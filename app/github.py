@@ -24,7 +24,7 @@ import aiohttp
 import gidgethub
 import gidgethub.aiohttp
 
-from . import __version__
+from . import __version__, metrics
 from .auth import AppJWT, InstallationToken, InstallationTokens
 
 MAX_INLINE_WAIT_SECONDS = 10.0
@@ -104,7 +104,21 @@ def transient_delay(exc: BaseException) -> float | None:
 
 
 class _RetryingAPI(gidgethub.aiohttp.GitHubAPI):
-    """Waits out short secondary rate limits in place; defers long ones to the queue."""
+    """Waits out short secondary rate limits in place; defers long ones to the queue. Every
+    request is counted by status, and the rate limit GitHub reports is kept (metrics)."""
+
+    metrics_installation: int | None = None  # the rate limit's owner; None: the App itself (JWT)
+
+    async def _request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        try:
+            response = await super()._request(method, url, headers, body)
+        except (aiohttp.ClientError, TimeoutError):
+            metrics.github_answer("error", None, self.metrics_installation)
+            raise
+        metrics.github_answer(response[0], response[1], self.metrics_installation)
+        return response
 
     async def handle_rate_limit_error(
         self, *, method: str, url: str, exception: gidgethub.HTTPException, attempt: int
@@ -195,6 +209,7 @@ class InstallationClient(GitHubClient):
     ) -> None:
         super().__init__(session, api_url=api_url, graphql_url=graphql_url, slug=slug)
         self.installation_id = installation_id
+        self.metrics_installation = installation_id
         self._tokens = tokens
 
     async def _request(

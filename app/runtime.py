@@ -25,6 +25,7 @@ from .events import AnyEvent
 from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
 from .handlers.common import AnalysisCache, RepoConfigs
+from .metrics import metrics_view
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
 from .routing import Context
@@ -176,13 +177,16 @@ class Runtime:
         config = WebhookConfig(
             secret=self.settings.webhook_secret.get_secret_value().encode(), path=self.settings.webhook_path
         )
-        return create_app(
+        app = create_app(
             config=config,
             store=self.store,
             ledger=self.ledger,
             on_recorded=self.worker.wake if self.worker else (lambda: None),
             health_extra=self._health,
         )
+        token = self.settings.metrics_token.get_secret_value() if self.settings.metrics_token else None
+        app.router.add_get("/metrics", metrics_view(self.store, token=token))
+        return app
 
     def _health(self) -> dict[str, Any]:
         known = self.identity.known if self.identity else None

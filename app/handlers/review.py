@@ -21,7 +21,7 @@ from typing import Any
 import gidgethub
 from gidgethub import routing
 
-from .. import github
+from .. import github, metrics
 from ..commands import HELP_TEXT, Command, parse_command
 from ..config import RepoConfig
 from ..events import CheckRunEvent, IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
@@ -307,6 +307,7 @@ async def review_pull(
             inline=False,
         ),
     )
+    metrics.REVIEWS.labels(verdict=plan.event.lower()).inc()
     log.info(
         "posted review %s (%s, %d inline) at %s",
         posted.get("id"),
