@@ -162,6 +162,41 @@ class AppClient:
         return InstallationToken.from_response(data)
 
 
+    # ------------------------------------------------------------------ the App's webhook
+    async def get_hook_config(self) -> dict[str, Any]:
+        """The App's webhook: ``url``, ``content_type``, ``insecure_ssl`` and ``secret`` (masked) if set."""
+        data: dict[str, Any] = await self._gh.getitem("/app/hook/config", jwt=self._jwt.token())
+        return data
+
+    async def update_hook_config(self, *, secret: str) -> dict[str, Any]:
+        data: dict[str, Any] = await self._gh.patch(
+            "/app/hook/config", data={"secret": secret}, jwt=self._jwt.token()
+        )
+        return data
+
+    async def iter_hook_deliveries(self, *, failed_only: bool = False) -> AsyncIterator[dict[str, Any]]:
+        """The App's delivery log, newest first (GitHub keeps 3 days), following the cursor pages."""
+        url = f"/app/hook/deliveries?per_page={PER_PAGE}" + ("&status=failure" if failed_only else "")
+        async for item in self._gh.getiter(url, jwt=self._jwt.token()):
+            yield item
+
+    async def get_hook_delivery(self, *, delivery_id: int) -> dict[str, Any]:
+        """One attempt with the request GitHub sent (headers and payload)."""
+        data: dict[str, Any] = await self._gh.getitem(
+            "/app/hook/deliveries/{delivery_id}", {"delivery_id": delivery_id}, jwt=self._jwt.token()
+        )
+        return data
+
+
+async def convert_manifest(session: aiohttp.ClientSession, *, api_url: str, code: str) -> dict[str, Any]:
+    """Exchange the code GitHub gave for a registered manifest for the new App's credentials
+    (``id``, ``slug``, ``pem``, ``webhook_secret``, ``client_id``, ``client_secret``). No auth: the
+    one-time code is the credential."""
+    gh = _RetryingAPI(session, user_agent(None), base_url=api_url)
+    data: dict[str, Any] = await gh.post("/app-manifests/{code}/conversions", {"code": code}, data=b"")
+    return data
+
+
 class GitHubClient(_RetryingAPI):
     """gidgethub over aiohttp, plus the deployment's GraphQL endpoint (REST base and GraphQL URL
     differ on GitHub Enterprise Server)."""

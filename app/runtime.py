@@ -25,7 +25,9 @@ from .events import AnyEvent
 from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
 from .handlers.common import AnalysisCache, RepoConfigs
+from .housekeeping import INTERVAL_SECONDS, Housekeeping
 from .metrics import metrics_view
+from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
 from .routing import Context
@@ -97,6 +99,7 @@ class Runtime:
         identity_backoff: tuple[float, float] = (1.0, 60.0),
         sqlite_synchronous: str = "FULL",
         reviewer: Reviewer | None = None,
+        housekeeping_interval: float = INTERVAL_SECONDS,
     ) -> None:
         if router is None:
             from .handlers import router as default_router
@@ -122,6 +125,8 @@ class Runtime:
         self.tokens: InstallationTokens | None = None
         self.worker: Worker | None = None
         self._identity_task: asyncio.Task[BotIdentity] | None = None
+        self._housekeeping_interval = housekeeping_interval
+        self.housekeeping: Housekeeping | None = None
 
     async def start(self) -> None:
         await self.store.create_schema()
@@ -152,6 +157,19 @@ class Runtime:
                 or WorkerOptions(shutdown_grace=shutdown_budget(self.settings.shutdown_timeout)[1]),
             )
             self.worker.start()
+        # Missed-delivery recovery and payload retention, now and every few minutes.
+        recovery = DeliveryRecovery(self.store, app_client, on_recorded=self._wake_worker)
+        self.housekeeping = Housekeeping(
+            self.store,
+            recovery,
+            retention_days=self.settings.payload_retention_days,
+            interval=self._housekeeping_interval,
+        )
+        self.housekeeping.start()
+
+    def _wake_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.wake()
 
     async def context_for(self, event: AnyEvent, identity: BotIdentity, received_at: float) -> Context:
         assert self.session is not None and self.tokens is not None and event.installation_id is not None
@@ -190,9 +208,15 @@ class Runtime:
 
     def _health(self) -> dict[str, Any]:
         known = self.identity.known if self.identity else None
-        return {"app_slug": known.slug if known else None, "worker": self.worker is not None}
+        return {
+            "app_slug": known.slug if known else None,
+            "worker": self.worker is not None,
+            "delivery_recovery": self.housekeeping.status() if self.housekeeping else None,
+        }
 
     async def stop(self) -> None:
+        if self.housekeeping is not None:
+            await self.housekeeping.stop()
         if self.worker is not None:
             await self.worker.stop()
         if self._identity_task is not None and not self._identity_task.done():
