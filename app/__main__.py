@@ -1,8 +1,9 @@
-"""Command line: ``python -m app serve | worker | doctor | review | demo``.
+"""Command line: ``python -m app serve | worker | doctor | setup | review | demo``.
 
 ``serve`` runs the webhook server with the worker in-process (Procfile ``web:``); ``worker`` runs
 the worker alone (Procfile ``worker:``, for scaling out on PostgreSQL); ``doctor`` checks the
-settings, the database and GitHub, and says what is wrong in plain words; ``review`` prints
+settings, the database and GitHub, and says what is wrong in plain words; ``setup`` registers
+the App from ``app.yml`` and writes ``.env``; ``review`` prints
 the review the bot would post, for a real PR or a local git range, without posting; ``demo``
 plays a pull request's story against a fake GitHub, offline.
 """
@@ -164,6 +165,30 @@ def _review(args: argparse.Namespace) -> int:
     return asyncio.run(_review_remote(args.target, args.format))
 
 
+def _setup(args: argparse.Namespace) -> int:
+    from .setup import SetupOptions, run_setup
+
+    logging.basicConfig(level=logging.WARNING)
+    options = SetupOptions(
+        env_path=Path(args.env),
+        github_url=(args.github_url or os.environ.get("GITHUB_URL") or "https://github.com").rstrip("/"),
+        host=args.host,
+        proxy_url=os.environ.get("WEBHOOK_PROXY_URL") or None,
+        org=args.org,
+        port=args.port,
+        force=args.force,
+    )
+    try:
+        asyncio.run(run_setup(options))
+    except (ConfigError, FileExistsError) as exc:
+        print(f"revbot: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except (OSError, aiohttp.ClientError, gidgethub.GitHubException) as exc:
+        print(f"revbot: setup failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import DemoOptions, run_demo
 
@@ -179,6 +204,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("serve", help="run the webhook server and the worker").set_defaults(run=_serve)
     commands.add_parser("worker", help="run only the worker").set_defaults(run=_worker)
     commands.add_parser("doctor", help="check settings, database and GitHub access").set_defaults(run=_doctor)
+    setup = commands.add_parser(
+        "setup",
+        help="register the GitHub App from app.yml (GitHub's manifest flow) and write .env",
+        description="Serve a local page whose button registers the App on GitHub from app.yml, then "
+        "write the App's id, key and secrets to .env (mode 0600) and print the install URL.",
+    )
+    setup.add_argument("--org", help="register the App in this organization (default: your account)")
+    setup.add_argument("--host", help="the bot's public URL, e.g. https://revbot.fly.dev (webhooks go there)")
+    setup.add_argument(
+        "--github-url",
+        help="GitHub's web address (default: GITHUB_URL or https://github.com; GHES: https://HOST)",
+    )
+    setup.add_argument("--port", type=int, default=3000, help="port of the local page (default: 3000)")
+    setup.add_argument("--env", default=".env", help="where to write the settings (default: .env)")
+    setup.add_argument("--force", action="store_true", help="replace an existing .env")
+    setup.set_defaults(run=_setup)
     review = commands.add_parser(
         "review",
         help="print the review the bot would post (a GitHub PR, or a local git range) without posting",
