@@ -27,6 +27,7 @@ from .guards import BotIdentity
 from .handlers.common import AnalysisCache, RepoConfigs
 from .housekeeping import INTERVAL_SECONDS, Housekeeping
 from .metrics import metrics_view
+from .proxy import start_proxy
 from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
@@ -250,9 +251,12 @@ async def serve(runtime: Runtime, *, host: str, port: int) -> None:
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
     log.info("listening on http://%s:%d%s", host, port, runtime.settings.webhook_path)
+    proxy = start_proxy(runtime.settings, host=host, port=port)
     try:
         await _until_signal()
     finally:
+        if proxy is not None:
+            await proxy.stop()
         await runner.cleanup()
         await runtime.stop()
 
