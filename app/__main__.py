@@ -21,6 +21,7 @@ from pathlib import Path
 
 import aiohttp
 import gidgethub
+import yaml
 
 from .config import ConfigError, Settings, ephemeral_sqlite_problem, load_env_file, load_settings
 from .logs import setup_logging
@@ -58,39 +59,17 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _doctor_checks(settings: Settings, pem: str) -> list[tuple[str, bool, str]]:
-    from .auth import AppJWT
-    from .github import AppClient
-    from .store import Store
-
-    results: list[tuple[str, bool, str]] = [
-        ("settings", True, "all required settings present and well-formed")
-    ]
-    store = Store(settings.sqlalchemy_url)
-    try:
-        await store.create_schema()
-        results.append(("database", await store.ping(), settings.sqlalchemy_url.split("@")[-1]))
-    except (OSError, RuntimeError, ValueError) as exc:
-        results.append(("database", False, str(exc)))
-    finally:
-        await store.close()
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=15)) as session:
-        client = AppClient(session, app_jwt=AppJWT(settings.app_id, pem), api_url=settings.github_api_url)
-        try:
-            app = await client.get_app()
-            results.append(("github", True, f"authenticated as App {app.get('slug')!r} (id {app.get('id')})"))
-        except (gidgethub.GitHubException, aiohttp.ClientError, TimeoutError) as exc:
-            results.append(("github", False, f"GET /app failed: {type(exc).__name__}: {exc}"))
-    return results
-
-
 def _doctor(args: argparse.Namespace) -> int:
+    from .doctor import report, run_checks
+    from .setup import MANIFEST_PATH
+
     settings, pem = _settings_or_exit()
     setup_logging(logging.WARNING)
-    results = asyncio.run(_doctor_checks(settings, pem))
-    for name, ok, detail in results:
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}")
-    return 0 if all(ok for _, ok, _ in results) else 1
+    manifest = yaml.safe_load(MANIFEST_PATH.read_text(encoding="utf-8"))
+    checks = asyncio.run(run_checks(settings, pem, environ=os.environ, manifest=manifest, bot_url=args.url))
+    text, status = report(checks)
+    print(text)
+    return status
 
 
 async def _review_remote(target: str, output: str) -> int:
@@ -203,7 +182,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("serve", help="run the webhook server and the worker").set_defaults(run=_serve)
     commands.add_parser("worker", help="run only the worker").set_defaults(run=_worker)
-    commands.add_parser("doctor", help="check settings, database and GitHub access").set_defaults(run=_doctor)
+    doctor = commands.add_parser(
+        "doctor",
+        help="check settings, database, the App on GitHub, its webhook, deliveries and /metrics (read-only)",
+    )
+    doctor.add_argument("--url", help="the running bot's base URL (default: from the App's webhook URL)")
+    doctor.set_defaults(run=_doctor)
     setup = commands.add_parser(
         "setup",
         help="register the GitHub App from app.yml (GitHub's manifest flow) and write .env",

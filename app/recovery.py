@@ -57,7 +57,8 @@ class SweepCounts:
     recovered: int  # ... recorded now
 
 
-def _epoch(stamp: str) -> float:
+def github_time(stamp: str) -> float:
+    """Epoch seconds of GitHub's ``2024-01-02T03:04:05Z``."""
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
@@ -170,7 +171,7 @@ class DeliveryRecovery:
         attempts: list[dict[str, Any]] = []
         newest = last
         async for attempt in self.app.iter_hook_deliveries():
-            at = _epoch(str(attempt["delivered_at"]))
+            at = github_time(str(attempt["delivered_at"]))
             if at < since:
                 break  # newest first: everything further was read by an earlier sweep
             attempts.append(attempt)
