@@ -45,6 +45,9 @@ DELIVERIES = Counter(
     registry=REGISTRY,
 )
 QUEUE_JOBS = Gauge("revbot_queue_jobs", "Jobs in the queue by status.", ["status"], registry=REGISTRY)
+QUEUE_DEPTH = Gauge(
+    "revbot_queue_depth", "Jobs not started yet (queued, or waiting behind their subject).", registry=REGISTRY
+)
 QUEUE_OLDEST_DUE = Gauge(
     "revbot_queue_oldest_due_age_seconds",
     "How long the oldest queued job that is due has waited for a worker (0 when none).",
@@ -123,6 +126,7 @@ async def observe_queue(store: Store, *, now: float | None = None) -> None:
         ).scalar()
     for status in ("waiting", "queued", "running", "done", "failed", "skipped"):
         QUEUE_JOBS.labels(status=status).set(counts.get(status, 0))
+    QUEUE_DEPTH.set(counts.get("queued", 0) + counts.get("waiting", 0))
     QUEUE_OLDEST_DUE.set(max(0.0, moment - oldest) if oldest is not None else 0.0)
 
 

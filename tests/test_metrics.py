@@ -4,6 +4,10 @@ reviews, resolved threads) and reading the queue from the database when scraped.
 
 from __future__ import annotations
 
+import io
+import json
+import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,6 +16,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.logs import setup_logging
 from app.metrics import REGISTRY, observe_queue
 from app.store import IncomingDelivery
 from tests.harness import INSTALLATION, REPO, BotHarness
@@ -58,6 +63,8 @@ async def test_metrics_need_the_token_when_one_is_set(bot: BotHarness) -> None:
 
 
 async def test_a_review_story_is_counted(bot: BotHarness) -> None:
+    logs = io.StringIO()
+    setup_logging(logging.INFO, stream=logs, json_lines=True)
     number = bot.open_pull({"src/c.py": "value = undefined_name\n"}, author="alice")
     await bot.start()
     _, before = await scrape(bot)
@@ -92,6 +99,15 @@ async def test_a_review_story_is_counted(bot: BotHarness) -> None:
     assert value(after, "revbot_queue_jobs", status="done") == jobs["done"]
     assert value(after, "revbot_queue_jobs", status="queued") == 0
 
+    # The job's outcome line: repo, PR number, the handlers it ran, how long it took.
+    lines = [json.loads(line) for line in logs.getvalue().splitlines()]
+    outcome = re.compile(r"job done in \d+\.\d\ds \(handlers: (.+)\)$")
+    reviewed = [e for e in lines if (m := outcome.match(e["msg"])) and "on_review_requested" in m.group(1)]
+    assert len(reviewed) == 1
+    assert reviewed[0]["repo"] == REPO and reviewed[0]["pr_number"] == number
+    assert reviewed[0]["event"] == "pull_request" and reviewed[0]["job_id"]
+    assert "app.handlers.review.on_review_requested" in reviewed[0]["msg"]
+
 
 async def test_the_oldest_due_job_age_comes_from_the_queue(bot: BotHarness) -> None:
     bot.run_worker = False
@@ -108,4 +124,5 @@ async def test_the_oldest_due_job_age_comes_from_the_queue(bot: BotHarness) -> N
     assert REGISTRY.get_sample_value("revbot_queue_oldest_due_age_seconds") == 0.0
     _, samples = await scrape(bot)
     assert value(samples, "revbot_queue_jobs", status="queued") == 1
+    assert value(samples, "revbot_queue_depth") == 1
     assert 0 <= value(samples, "revbot_queue_oldest_due_age_seconds") < time.time() - row["run_after"] + 60
