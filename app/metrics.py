@@ -27,7 +27,7 @@ from prometheus_client import (
 )
 from sqlalchemy import func, select
 
-from .store import Store, deliveries
+from .store import PENDING, Store, deliveries
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,12 @@ DELIVERIES = Counter(
     ["event", "outcome"],
     registry=REGISTRY,
 )
-QUEUE_JOBS = Gauge("revbot_queue_jobs", "Jobs in the queue by status.", ["status"], registry=REGISTRY)
+QUEUE_JOBS = Gauge(
+    "revbot_queue_jobs",
+    "Unfinished jobs by status (waiting, queued, running).",
+    ["status"],
+    registry=REGISTRY,
+)
 QUEUE_DEPTH = Gauge(
     "revbot_queue_depth", "Jobs not started yet (queued, or waiting behind their subject).", registry=REGISTRY
 )
@@ -112,10 +117,16 @@ def github_answer(status: int | str, headers: Mapping[str, str] | None, installa
 
 
 async def observe_queue(store: Store, *, now: float | None = None) -> None:
-    """Set the queue gauges from the database (every status is reported, 0 when empty)."""
+    """Set the queue gauges from the database. Only unfinished rows are counted (an index range):
+    finished rows stay forever and counting them at every scrape would grow without bound; the
+    job counters say how jobs ended."""
     moment = time.time() if now is None else now
     async with store.engine.connect() as conn:
-        by_status = select(deliveries.c.status, func.count()).group_by(deliveries.c.status)
+        by_status = (
+            select(deliveries.c.status, func.count())
+            .where(deliveries.c.status.in_(PENDING))
+            .group_by(deliveries.c.status)
+        )
         counts: dict[str, int] = {status: count for status, count in await conn.execute(by_status)}
         oldest = (
             await conn.execute(
@@ -124,7 +135,7 @@ async def observe_queue(store: Store, *, now: float | None = None) -> None:
                 )
             )
         ).scalar()
-    for status in ("waiting", "queued", "running", "done", "failed", "skipped"):
+    for status in PENDING:
         QUEUE_JOBS.labels(status=status).set(counts.get(status, 0))
     QUEUE_DEPTH.set(counts.get("queued", 0) + counts.get("waiting", 0))
     QUEUE_OLDEST_DUE.set(max(0.0, moment - oldest) if oldest is not None else 0.0)
