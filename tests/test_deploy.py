@@ -318,3 +318,27 @@ def test_serve_reads_dot_env_from_the_working_directory(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "APP_ID" in done.stderr and "greater than 0" in done.stderr
+
+
+async def test_the_worker_grace_is_what_shutdown_timeout_leaves_after_the_http_drain(
+    tmp_path: Path, private_key_pem: str
+) -> None:
+    from app.runtime import Runtime
+    from tests.harness import free_port
+
+    settings, pem = load_settings(
+        {
+            "APP_ID": "1",
+            "PRIVATE_KEY": private_key_pem,
+            "WEBHOOK_SECRET": "s",
+            "SHUTDOWN_TIMEOUT": "8",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}",
+            "GITHUB_API_URL": f"http://127.0.0.1:{free_port()}",
+        }
+    )
+    runtime = Runtime(settings, pem)
+    await runtime.start()
+    try:
+        assert runtime.worker is not None and runtime.worker.options.shutdown_grace == 6.0
+    finally:
+        await runtime.stop()
