@@ -136,7 +136,7 @@ async def test_doctor_never_creates_tables(db_url: str, private_key_pem: str, tm
             "PRIVATE_KEY": private_key_pem,
             "WEBHOOK_SECRET": "s",
             "GITHUB_API_URL": f"http://127.0.0.1:{free_port()}",
-            "DATABASE_URL": db_url,
+            "DATABASE_URL": db_url if db_url.startswith("sqlite") else db_url + "?sslmode=disable",
         }
     )
     checks = await run_checks(settings, pem, environ={}, manifest=MANIFEST)
