@@ -161,7 +161,6 @@ class AppClient:
             raise
         return InstallationToken.from_response(data)
 
-
     # ------------------------------------------------------------------ the App's webhook
     async def get_hook_config(self) -> dict[str, Any]:
         """The App's webhook: ``url``, ``content_type``, ``insecure_ssl`` and ``secret`` (masked) if set."""

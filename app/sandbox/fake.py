@@ -32,8 +32,18 @@ from .webhooks import Attempt, Dispatcher, Outgoing
 PERMISSION_BY_ASSOCIATION = {"OWNER": "admin", "MEMBER": "write", "COLLABORATOR": "write"}
 MANIFEST_KEYS = frozenset(
     {
-        "name", "url", "hook_attributes", "redirect_url", "callback_urls", "setup_url", "description",
-        "public", "default_events", "default_permissions", "request_oauth_on_install", "setup_on_update",
+        "name",
+        "url",
+        "hook_attributes",
+        "redirect_url",
+        "callback_urls",
+        "setup_url",
+        "description",
+        "public",
+        "default_events",
+        "default_permissions",
+        "request_oauth_on_install",
+        "setup_on_update",
     }
 )
 MANIFEST_CODE_LIFETIME = 3600.0  # GitHub: the code must be exchanged within an hour

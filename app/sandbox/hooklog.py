@@ -122,9 +122,9 @@ class HookLog:
     def find(self, delivery_id: int) -> HookDelivery | None:
         return next((d for d in self.deliveries if d.id == delivery_id), None)
 
-    def page(self, *, cursor: str | None, per_page: int, outcome: str | None, now: float) -> tuple[
-        list[HookDelivery], str | None
-    ]:
+    def page(
+        self, *, cursor: str | None, per_page: int, outcome: str | None, now: float
+    ) -> tuple[list[HookDelivery], str | None]:
         """Newest first, starting at ``cursor``; the cursor of the next page (None at the end)."""
         kept = [d for d in reversed(self.deliveries) if now - d.delivered_at <= RETENTION_SECONDS]
         if outcome == "success":
