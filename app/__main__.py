@@ -65,7 +65,8 @@ def _doctor(args: argparse.Namespace) -> int:
 
     settings, pem = _settings_or_exit()
     setup_logging(logging.WARNING)
-    manifest = yaml.safe_load(MANIFEST_PATH.read_text(encoding="utf-8"))
+    # app.yml sits beside the package in a clone or the Docker image; without it, say so and go on
+    manifest = yaml.safe_load(MANIFEST_PATH.read_text(encoding="utf-8")) if MANIFEST_PATH.is_file() else None
     checks = asyncio.run(run_checks(settings, pem, environ=os.environ, manifest=manifest, bot_url=args.url))
     text, status = report(checks)
     print(text)

@@ -214,7 +214,7 @@ async def run_checks(
     pem: str,
     *,
     environ: Mapping[str, str],
-    manifest: Mapping[str, Any],
+    manifest: Mapping[str, Any] | None,
     bot_url: str | None = None,
 ) -> list[Check]:
     checks = [Check("settings", "ok", "all required settings present and well-formed")]
@@ -234,7 +234,10 @@ async def run_checks(
         owner = app.get("owner") or {}
         prefix = f"/organizations/{owner.get('login')}" if owner.get("type") == "Organization" else ""
         settings_url = f"{web_base}{prefix}/settings/apps/{app.get('slug')}/permissions"
-        checks.extend(compare_to_manifest(manifest, app, settings_url=settings_url))
+        if manifest is None:
+            checks.append(Check("permissions and events", "warn", "app.yml not found: not compared"))
+        else:
+            checks.extend(compare_to_manifest(manifest, app, settings_url=settings_url))
         hook_url: str | None = None
         try:
             config = await client.get_hook_config()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import gidgethub
 import orjson
 from sqlalchemy import Column, Float, String, Table, insert, select, text, update
 
@@ -182,7 +183,15 @@ class DeliveryRecovery:
         for guid, attempt in missed.items():
             if guid in recorded:
                 continue
-            incoming = incoming_from(await self.app.get_hook_delivery(delivery_id=int(attempt["id"])))
+            try:
+                delivery = await self.app.get_hook_delivery(delivery_id=int(attempt["id"]))
+            except gidgethub.BadRequest as exc:
+                if int(exc.status_code) != 404:
+                    raise
+                # Gone from the log between the listing and now: nothing left to recover.
+                log.warning("delivery %s left GitHub's log before it could be recovered", guid)
+                continue
+            incoming = incoming_from(delivery)
             if incoming is None:
                 continue
             [is_new] = await self.store.record_deliveries([incoming])

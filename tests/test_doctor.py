@@ -208,3 +208,12 @@ def test_admin_satisfies_write_and_missing_is_none() -> None:
     app["permissions"] = {k: v for k, v in app["permissions"].items() if k != "checks"}
     [check] = compare_to_manifest(MANIFEST, app, settings_url="u")
     assert (check.name, check.level) == ("permission checks", "FAIL") and "the App has none" in check.detail
+
+
+async def test_without_app_yml_the_comparison_is_skipped_and_said(bot: BotHarness) -> None:
+    settings, pem = load_settings(bot.env())
+    checks = await run_checks(settings, pem, environ={}, manifest=None)
+    assert by_name(checks)["permissions and events"] == Check(
+        "permissions and events", "warn", "app.yml not found: not compared"
+    )
+    assert report(checks)[1] == 0

@@ -268,3 +268,18 @@ async def test_retention_runs_in_the_housekeeping_round(tmp_path: Path) -> None:
         assert (await store.delivery("d") or {})["payload"] == EMPTY_PAYLOAD
     finally:
         await store.close()
+
+
+async def test_a_delivery_gone_from_the_log_is_skipped_and_the_rest_recovered(down: BotHarness) -> None:
+    bot = down
+    bot.run_worker = False
+    payload = bot.fake.pull_request_payload(REPO, bot.open_pull({"a.py": "x = 1\n"}), "opened", sender=AUTHOR)
+    await bot.fake.send_webhook("pull_request", payload, delivery_id="expired")
+    await bot.fake.send_webhook("pull_request", payload, delivery_id="kept")
+    expired = bot.fake.hooks.deliveries[0]
+    bot.fake.fail_next("GET", rf"/app/hook/deliveries/{expired.id}", status=404)
+    await bot.start()
+    assert bot.runtime is not None and bot.runtime.housekeeping is not None
+    await bot.runtime.housekeeping.round_done.wait()
+    assert bot.runtime.housekeeping.last_error is None
+    assert {r["delivery_id"] for r in await bot.store.all_jobs()} == {"kept"}
