@@ -1,8 +1,9 @@
-"""Command line: ``python -m app serve | worker | doctor | review | demo``.
+"""Command line: ``python -m app serve | worker | doctor | setup | review | demo``.
 
 ``serve`` runs the webhook server with the worker in-process (Procfile ``web:``); ``worker`` runs
 the worker alone (Procfile ``worker:``, for scaling out on PostgreSQL); ``doctor`` checks the
-settings, the database and GitHub, and says what is wrong in plain words; ``review`` prints
+settings, the database and GitHub, and says what is wrong in plain words; ``setup`` registers
+the App from ``app.yml`` and writes ``.env``; ``review`` prints
 the review the bot would post, for a real PR or a local git range, without posting; ``demo``
 plays a pull request's story against a fake GitHub, offline.
 """
@@ -20,8 +21,9 @@ from pathlib import Path
 
 import aiohttp
 import gidgethub
+import yaml
 
-from .config import ConfigError, Settings, load_settings
+from .config import ConfigError, Settings, ephemeral_sqlite_problem, load_env_file, load_settings
 from .logs import setup_logging
 
 EXIT_CONFIG = 2
@@ -39,6 +41,10 @@ def _serve(args: argparse.Namespace) -> int:
     from .runtime import Runtime, serve
 
     settings, pem = _settings_or_exit()
+    problem = ephemeral_sqlite_problem(settings, os.environ)
+    if problem is not None:
+        print(f"revbot: configuration error: {problem}", file=sys.stderr)
+        return EXIT_CONFIG
     setup_logging(settings.log_level_number)
     asyncio.run(serve(Runtime(settings, pem), host=settings.host, port=settings.port))
     return 0
@@ -53,39 +59,18 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _doctor_checks(settings: Settings, pem: str) -> list[tuple[str, bool, str]]:
-    from .auth import AppJWT
-    from .github import AppClient
-    from .store import Store
-
-    results: list[tuple[str, bool, str]] = [
-        ("settings", True, "all required settings present and well-formed")
-    ]
-    store = Store(settings.sqlalchemy_url)
-    try:
-        await store.create_schema()
-        results.append(("database", await store.ping(), settings.sqlalchemy_url.split("@")[-1]))
-    except (OSError, RuntimeError, ValueError) as exc:
-        results.append(("database", False, str(exc)))
-    finally:
-        await store.close()
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=15)) as session:
-        client = AppClient(session, app_jwt=AppJWT(settings.app_id, pem), api_url=settings.github_api_url)
-        try:
-            app = await client.get_app()
-            results.append(("github", True, f"authenticated as App {app.get('slug')!r} (id {app.get('id')})"))
-        except (gidgethub.GitHubException, aiohttp.ClientError, TimeoutError) as exc:
-            results.append(("github", False, f"GET /app failed: {type(exc).__name__}: {exc}"))
-    return results
-
-
 def _doctor(args: argparse.Namespace) -> int:
+    from .doctor import report, run_checks
+    from .setup import MANIFEST_PATH
+
     settings, pem = _settings_or_exit()
     setup_logging(logging.WARNING)
-    results = asyncio.run(_doctor_checks(settings, pem))
-    for name, ok, detail in results:
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}")
-    return 0 if all(ok for _, ok, _ in results) else 1
+    # app.yml sits beside the package in a clone or the Docker image; without it, say so and go on
+    manifest = yaml.safe_load(MANIFEST_PATH.read_text(encoding="utf-8")) if MANIFEST_PATH.is_file() else None
+    checks = asyncio.run(run_checks(settings, pem, environ=os.environ, manifest=manifest, bot_url=args.url))
+    text, status = report(checks)
+    print(text)
+    return status
 
 
 async def _review_remote(target: str, output: str) -> int:
@@ -160,6 +145,30 @@ def _review(args: argparse.Namespace) -> int:
     return asyncio.run(_review_remote(args.target, args.format))
 
 
+def _setup(args: argparse.Namespace) -> int:
+    from .setup import SetupOptions, run_setup
+
+    logging.basicConfig(level=logging.WARNING)
+    options = SetupOptions(
+        env_path=Path(args.env),
+        github_url=(args.github_url or os.environ.get("GITHUB_URL") or "https://github.com").rstrip("/"),
+        host=args.host,
+        proxy_url=os.environ.get("WEBHOOK_PROXY_URL") or None,
+        org=args.org,
+        port=args.port,
+        force=args.force,
+    )
+    try:
+        asyncio.run(run_setup(options))
+    except (ConfigError, FileExistsError) as exc:
+        print(f"revbot: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except (OSError, aiohttp.ClientError, gidgethub.GitHubException) as exc:
+        print(f"revbot: setup failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import DemoOptions, run_demo
 
@@ -174,7 +183,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("serve", help="run the webhook server and the worker").set_defaults(run=_serve)
     commands.add_parser("worker", help="run only the worker").set_defaults(run=_worker)
-    commands.add_parser("doctor", help="check settings, database and GitHub access").set_defaults(run=_doctor)
+    doctor = commands.add_parser(
+        "doctor",
+        help="check settings, database, the App on GitHub, its webhook, deliveries and /metrics (read-only)",
+    )
+    doctor.add_argument("--url", help="the running bot's base URL (default: from the App's webhook URL)")
+    doctor.set_defaults(run=_doctor)
+    setup = commands.add_parser(
+        "setup",
+        help="register the GitHub App from app.yml (GitHub's manifest flow) and write .env",
+        description="Serve a local page whose button registers the App on GitHub from app.yml, then "
+        "write the App's id, key and secrets to .env (mode 0600) and print the install URL.",
+    )
+    setup.add_argument("--org", help="register the App in this organization (default: your account)")
+    setup.add_argument("--host", help="the bot's public URL, e.g. https://revbot.fly.dev (webhooks go there)")
+    setup.add_argument(
+        "--github-url",
+        help="GitHub's web address (default: GITHUB_URL or https://github.com; GHES: https://HOST)",
+    )
+    setup.add_argument("--port", type=int, default=3000, help="port of the local page (default: 3000)")
+    setup.add_argument("--env", default=".env", help="where to write the settings (default: .env)")
+    setup.add_argument("--force", action="store_true", help="replace an existing .env")
+    setup.set_defaults(run=_setup)
     review = commands.add_parser(
         "review",
         help="print the review the bot would post (a GitHub PR, or a local git range) without posting",
@@ -206,6 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     demo.set_defaults(run=_demo)
     args = parser.parse_args(argv)
+    if args.command in ("serve", "worker", "doctor"):
+        load_env_file(Path.cwd() / ".env")  # what ``setup`` wrote; real environment variables win
     result: int = args.run(args)
     return result
 

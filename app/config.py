@@ -8,7 +8,8 @@ that names the setting and says what is wrong (exit status 2). Secrets are held 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,10 +26,19 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_DATABASE_PATH = Path("data") / "revbot.sqlite3"
 MAX_BODY_BYTES = 25 * 1024 * 1024
+# Connections per process. Heroku's and Fly's small Postgres plans allow 20: a web and a worker
+# process at 8 each leave 4 for psql, ``doctor`` and one-off dynos.
+DEFAULT_POOL_SIZE = 8
+# Heroku sends SIGKILL 30 s after SIGTERM; the HTTP drain and the worker's grace share this budget.
+DEFAULT_SHUTDOWN_SECONDS = 20.0
+MAX_HTTP_DRAIN_SECONDS = 5.0
+# What libpq's ``sslmode`` accepts; asyncpg's ``ssl`` argument takes the same words.
+SSL_MODES = frozenset({"disable", "allow", "prefer", "require", "verify-ca", "verify-full"})
 
 
 class ConfigError(Exception):
@@ -74,6 +84,53 @@ def async_database_url(url: str) -> str:
     raise ConfigError("DATABASE_URL", "expected a postgres://, postgresql:// or sqlite:/// URL")
 
 
+def postgres_engine_options(url: str, *, pool_size: int) -> tuple[str, dict[str, Any]]:
+    """The URL and ``create_async_engine`` options for PostgreSQL.
+
+    Heroku and Fly hand out URLs ending in ``?sslmode=require`` (libpq's spelling); SQLAlchemy
+    would pass it to asyncpg as an unknown keyword (a TypeError), so it becomes asyncpg's ``ssl``.
+    """
+    parsed = make_url(url)
+    query = dict(parsed.query)
+    mode = query.pop("sslmode", None)
+    if isinstance(mode, tuple):  # repeated in the query string: the last one counts, as in libpq
+        mode = mode[-1]
+    connect_args: dict[str, Any] = {}
+    if mode is not None:
+        if mode not in SSL_MODES:
+            known = ", ".join(sorted(SSL_MODES))
+            raise ConfigError("DATABASE_URL", f"sslmode={mode!r} is not one of {known}")
+        connect_args["ssl"] = mode
+    options: dict[str, Any] = {
+        "pool_size": pool_size,
+        "max_overflow": 0,
+        "pool_pre_ping": True,
+        "connect_args": connect_args,
+    }
+    return parsed.set(query=query).render_as_string(hide_password=False), options
+
+
+def shutdown_budget(total: float) -> tuple[float, float]:
+    """Split the shutdown window into (HTTP drain, worker grace): in-flight webhook requests
+    need seconds at most (they only commit a row), running jobs get the rest."""
+    drain = min(MAX_HTTP_DRAIN_SECONDS, total / 4)
+    return drain, total - drain
+
+
+def load_env_file(path: Path, environ: MutableMapping[str, str] | None = None) -> bool:
+    """Load ``KEY=value`` lines from ``path`` (what ``setup`` writes) into the environment;
+    variables already set win. False when there is no such file."""
+    from dotenv import dotenv_values
+
+    if not path.is_file():
+        return False
+    target = os.environ if environ is None else environ
+    for key, value in dotenv_values(path).items():
+        if value is not None and key not in target:
+            target[key] = value
+    return True
+
+
 class Settings(BaseSettings):
     """The interface contract's environment variables (see DESIGN.md)."""
 
@@ -94,6 +151,12 @@ class Settings(BaseSettings):
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=1, le=65535)
     webhook_path: str = "/api/github/webhooks"
+    database_pool_size: int = Field(default=DEFAULT_POOL_SIZE, ge=1, le=100)
+    allow_ephemeral_sqlite: bool = False
+    shutdown_timeout: float = Field(default=DEFAULT_SHUTDOWN_SECONDS, gt=0, le=3600)
+    metrics_token: SecretStr | None = None
+    payload_retention_days: int = Field(default=30, ge=1, le=36500)
+    webhook_proxy_url: str | None = None
 
     @field_validator(
         "private_key",
@@ -102,6 +165,8 @@ class Settings(BaseSettings):
         "database_url",
         "app_slug",
         "decoy_login",
+        "metrics_token",
+        "webhook_proxy_url",
         mode="before",
     )
     @classmethod
@@ -120,7 +185,7 @@ class Settings(BaseSettings):
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
 
-    @field_validator("github_api_url", "github_graphql_url")
+    @field_validator("github_api_url", "github_graphql_url", "webhook_proxy_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
@@ -149,6 +214,10 @@ class Settings(BaseSettings):
         if self.database_url:
             return async_database_url(self.database_url)
         return f"sqlite+aiosqlite:///{DEFAULT_DATABASE_PATH}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.sqlalchemy_url.startswith("sqlite")
 
     def private_key_pem(self) -> str:
         """The App's RSA private key as PEM text, from PRIVATE_KEY or the file at PRIVATE_KEY_PATH."""
@@ -190,7 +259,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> tuple[Settings, str]:
     except ValidationError as exc:
         raise _first_problem(exc) from None
     if settings.database_url:
-        async_database_url(settings.database_url)
+        url = async_database_url(settings.database_url)
+        if not url.startswith("sqlite"):
+            postgres_engine_options(url, pool_size=settings.database_pool_size)
     if settings.reviewer != "builtin":
         # Accepted by the contract for the language-model reviewer, which this version lacks:
         # refusing beats silently reviewing with a different engine than the operator chose.
@@ -198,6 +269,19 @@ def load_settings(env: Mapping[str, str] | None = None) -> tuple[Settings, str]:
             "REVIEWER", f"{settings.reviewer!r} is not available in this version; use 'builtin'"
         )
     return settings, settings.private_key_pem()
+
+
+def ephemeral_sqlite_problem(settings: Settings, environ: Mapping[str, str]) -> ConfigError | None:
+    """On a Heroku dyno (``DYNO`` is set) the filesystem is thrown away at every restart (at least
+    daily): a SQLite ledger would forget which deliveries it handled and redeliveries would run
+    twice. ``serve`` refuses that unless the operator says it is fine."""
+    if not environ.get("DYNO") or not settings.is_sqlite or settings.allow_ephemeral_sqlite:
+        return None
+    return ConfigError(
+        "DATABASE_URL",
+        "SQLite on a Heroku dyno is erased at every restart (the ledger would forget deliveries and "
+        "redeliveries would run twice); add heroku-postgresql, or set ALLOW_EPHEMERAL_SQLITE=1",
+    )
 
 
 # ---------------------------------------------------------------------------------------------

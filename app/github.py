@@ -24,7 +24,7 @@ import aiohttp
 import gidgethub
 import gidgethub.aiohttp
 
-from . import __version__
+from . import __version__, metrics
 from .auth import AppJWT, InstallationToken, InstallationTokens
 
 MAX_INLINE_WAIT_SECONDS = 10.0
@@ -104,7 +104,21 @@ def transient_delay(exc: BaseException) -> float | None:
 
 
 class _RetryingAPI(gidgethub.aiohttp.GitHubAPI):
-    """Waits out short secondary rate limits in place; defers long ones to the queue."""
+    """Waits out short secondary rate limits in place; defers long ones to the queue. Every
+    request is counted by status, and the rate limit GitHub reports is kept (metrics)."""
+
+    metrics_installation: int | None = None  # the rate limit's owner; None: the App itself (JWT)
+
+    async def _request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        try:
+            response = await super()._request(method, url, headers, body)
+        except (aiohttp.ClientError, TimeoutError):
+            metrics.github_answer("error", None, self.metrics_installation)
+            raise
+        metrics.github_answer(response[0], response[1], self.metrics_installation)
+        return response
 
     async def handle_rate_limit_error(
         self, *, method: str, url: str, exception: gidgethub.HTTPException, attempt: int
@@ -146,6 +160,40 @@ class AppClient:
                 ) from exc
             raise
         return InstallationToken.from_response(data)
+
+    # ------------------------------------------------------------------ the App's webhook
+    async def get_hook_config(self) -> dict[str, Any]:
+        """The App's webhook: ``url``, ``content_type``, ``insecure_ssl`` and ``secret`` (masked) if set."""
+        data: dict[str, Any] = await self._gh.getitem("/app/hook/config", jwt=self._jwt.token())
+        return data
+
+    async def update_hook_config(self, *, secret: str) -> dict[str, Any]:
+        data: dict[str, Any] = await self._gh.patch(
+            "/app/hook/config", data={"secret": secret}, jwt=self._jwt.token()
+        )
+        return data
+
+    async def iter_hook_deliveries(self, *, failed_only: bool = False) -> AsyncIterator[dict[str, Any]]:
+        """The App's delivery log, newest first (GitHub keeps 3 days), following the cursor pages."""
+        url = f"/app/hook/deliveries?per_page={PER_PAGE}" + ("&status=failure" if failed_only else "")
+        async for item in self._gh.getiter(url, jwt=self._jwt.token()):
+            yield item
+
+    async def get_hook_delivery(self, *, delivery_id: int) -> dict[str, Any]:
+        """One attempt with the request GitHub sent (headers and payload)."""
+        data: dict[str, Any] = await self._gh.getitem(
+            "/app/hook/deliveries/{delivery_id}", {"delivery_id": delivery_id}, jwt=self._jwt.token()
+        )
+        return data
+
+
+async def convert_manifest(session: aiohttp.ClientSession, *, api_url: str, code: str) -> dict[str, Any]:
+    """Exchange the code GitHub gave for a registered manifest for the new App's credentials
+    (``id``, ``slug``, ``pem``, ``webhook_secret``, ``client_id``, ``client_secret``). No auth: the
+    one-time code is the credential."""
+    gh = _RetryingAPI(session, user_agent(None), base_url=api_url)
+    data: dict[str, Any] = await gh.post("/app-manifests/{code}/conversions", {"code": code}, data=b"")
+    return data
 
 
 class GitHubClient(_RetryingAPI):
@@ -195,6 +243,7 @@ class InstallationClient(GitHubClient):
     ) -> None:
         super().__init__(session, api_url=api_url, graphql_url=graphql_url, slug=slug)
         self.installation_id = installation_id
+        self.metrics_installation = installation_id
         self._tokens = tokens
 
     async def _request(

@@ -20,11 +20,15 @@ from aiohttp import web
 from gidgethub import routing
 
 from .auth import AppJWT, InstallationTokens
-from .config import Settings
+from .config import Settings, shutdown_budget
 from .events import AnyEvent
 from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
 from .handlers.common import AnalysisCache, RepoConfigs
+from .housekeeping import INTERVAL_SECONDS, Housekeeping
+from .metrics import metrics_view
+from .proxy import start_proxy
+from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
 from .routing import Context
@@ -96,13 +100,18 @@ class Runtime:
         identity_backoff: tuple[float, float] = (1.0, 60.0),
         sqlite_synchronous: str = "FULL",
         reviewer: Reviewer | None = None,
+        housekeeping_interval: float = INTERVAL_SECONDS,
     ) -> None:
         if router is None:
             from .handlers import router as default_router
 
             router = default_router
         self.settings = settings
-        self.store = Store(settings.sqlalchemy_url, sqlite_synchronous=sqlite_synchronous)
+        self.store = Store(
+            settings.sqlalchemy_url,
+            sqlite_synchronous=sqlite_synchronous,
+            pool_size=settings.database_pool_size,
+        )
         self.ledger = Ledger(self.store)
         self._private_key_pem = private_key_pem
         self._router = router
@@ -117,6 +126,8 @@ class Runtime:
         self.tokens: InstallationTokens | None = None
         self.worker: Worker | None = None
         self._identity_task: asyncio.Task[BotIdentity] | None = None
+        self._housekeeping_interval = housekeeping_interval
+        self.housekeeping: Housekeeping | None = None
 
     async def start(self) -> None:
         await self.store.create_schema()
@@ -143,9 +154,23 @@ class Runtime:
                 self._router,
                 identity=self.identity.get,
                 context_for=self.context_for,
-                options=self._worker_options,
+                options=self._worker_options
+                or WorkerOptions(shutdown_grace=shutdown_budget(self.settings.shutdown_timeout)[1]),
             )
             self.worker.start()
+        # Missed-delivery recovery and payload retention, now and every few minutes.
+        recovery = DeliveryRecovery(self.store, app_client, on_recorded=self._wake_worker)
+        self.housekeeping = Housekeeping(
+            self.store,
+            recovery,
+            retention_days=self.settings.payload_retention_days,
+            interval=self._housekeeping_interval,
+        )
+        self.housekeeping.start()
+
+    def _wake_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.wake()
 
     async def context_for(self, event: AnyEvent, identity: BotIdentity, received_at: float) -> Context:
         assert self.session is not None and self.tokens is not None and event.installation_id is not None
@@ -171,19 +196,28 @@ class Runtime:
         config = WebhookConfig(
             secret=self.settings.webhook_secret.get_secret_value().encode(), path=self.settings.webhook_path
         )
-        return create_app(
+        app = create_app(
             config=config,
             store=self.store,
             ledger=self.ledger,
             on_recorded=self.worker.wake if self.worker else (lambda: None),
             health_extra=self._health,
         )
+        token = self.settings.metrics_token.get_secret_value() if self.settings.metrics_token else None
+        app.router.add_get("/metrics", metrics_view(self.store, token=token))
+        return app
 
     def _health(self) -> dict[str, Any]:
         known = self.identity.known if self.identity else None
-        return {"app_slug": known.slug if known else None, "worker": self.worker is not None}
+        return {
+            "app_slug": known.slug if known else None,
+            "worker": self.worker is not None,
+            "delivery_recovery": self.housekeeping.status() if self.housekeeping else None,
+        }
 
     async def stop(self) -> None:
+        if self.housekeeping is not None:
+            await self.housekeeping.stop()
         if self.worker is not None:
             await self.worker.stop()
         if self._identity_task is not None and not self._identity_task.done():
@@ -211,14 +245,18 @@ async def serve(runtime: Runtime, *, host: str, port: int) -> None:
     what it holds), then give running jobs their grace period, then close connections.
     """
     await runtime.start()
-    runner = web.AppRunner(runtime.web_app(), access_log=None, shutdown_timeout=10)
+    drain, _grace = shutdown_budget(runtime.settings.shutdown_timeout)
+    runner = web.AppRunner(runtime.web_app(), access_log=None, shutdown_timeout=drain)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
     log.info("listening on http://%s:%d%s", host, port, runtime.settings.webhook_path)
+    proxy = start_proxy(runtime.settings, host=host, port=port)
     try:
         await _until_signal()
     finally:
+        if proxy is not None:
+            await proxy.stop()
         await runner.cleanup()
         await runtime.stop()
 

@@ -59,6 +59,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from .config import DEFAULT_POOL_SIZE, postgres_engine_options
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
@@ -160,7 +162,9 @@ class Job:
 class Store:
     """Ledger and queue over one async engine."""
 
-    def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
+    def __init__(
+        self, url: str, *, sqlite_synchronous: str = "FULL", pool_size: int = DEFAULT_POOL_SIZE
+    ) -> None:
         self.url = url
         self.is_sqlite = make_url(url).get_backend_name() == "sqlite"
         # SQLite allows one writer at a time and makes the others poll (busy_timeout); inside one
@@ -177,7 +181,8 @@ class Store:
             )
             self._configure_sqlite(self.engine, sqlite_synchronous)
         else:
-            self.engine = create_async_engine(url, pool_size=10, max_overflow=5, pool_pre_ping=True)
+            pg_url, options = postgres_engine_options(url, pool_size=pool_size)  # sslmode, pool size
+            self.engine = create_async_engine(pg_url, **options)
 
     @staticmethod
     def _prepare_sqlite_path(url: str) -> None:

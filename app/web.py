@@ -21,6 +21,7 @@ from aiohttp import web
 from .config import MAX_BODY_BYTES
 from .events import subject_of
 from .logs import log_context
+from .metrics import DELIVERIES, UNVERIFIED_EVENT
 from .store import IncomingDelivery, Ledger, Store
 
 log = logging.getLogger(__name__)
@@ -96,36 +97,45 @@ class WebhookView:
             body = await _read_capped(request, self.config.max_body_bytes)
         except BodyTooLarge:
             log.warning("delivery refused: body over %d bytes", self.config.max_body_bytes)
+            DELIVERIES.labels(event=UNVERIFIED_EVENT, outcome="refused_too_large").inc()
             return _answer(413, error="payload too large")
         if not signature_matches(body, request.headers.get("X-Hub-Signature-256"), self.config.secret):
             log.warning("delivery refused: missing or wrong X-Hub-Signature-256")
+            DELIVERIES.labels(event=UNVERIFIED_EVENT, outcome="refused_signature").inc()
             return _answer(401, error="bad signature")
         event = request.headers.get("X-GitHub-Event", "").strip()
         delivery_id = request.headers.get("X-GitHub-Delivery", "").strip()
         if not event or not delivery_id or len(delivery_id) > MAX_DELIVERY_ID_LENGTH:
             log.warning("delivery refused: missing X-GitHub-Event or X-GitHub-Delivery header")
+            DELIVERIES.labels(event=event or "missing", outcome="refused_headers").inc()
             return _answer(400, error="missing X-GitHub-Event or X-GitHub-Delivery")
         with log_context(delivery_id=delivery_id, event=event):
             try:
                 payload = orjson.loads(body)
             except orjson.JSONDecodeError as exc:
                 log.warning("delivery refused: body is not JSON (%s)", exc)
+                DELIVERIES.labels(event=event, outcome="refused_json").inc()
                 return _answer(400, error="body is not JSON")
             if not isinstance(payload, dict):
                 log.warning("delivery refused: JSON body is not an object")
+                DELIVERIES.labels(event=event, outcome="refused_json").inc()
                 return _answer(400, error="body is not a JSON object")
             if event == "ping":
                 log.info("ping received (hook %s)", payload.get("hook_id"))
+                DELIVERIES.labels(event=event, outcome="ping").inc()
                 return _answer(200, status="pong")
             delivery = _delivery_from(event, delivery_id, payload, body)
             try:
                 is_new = await self.ledger.record(delivery)
             except Exception:
                 log.exception("could not record delivery")
+                DELIVERIES.labels(event=event, outcome="error").inc()
                 return _answer(503, error="could not record delivery")
             if not is_new:
                 log.info("duplicate delivery ignored")
+                DELIVERIES.labels(event=event, outcome="duplicate").inc()
                 return _answer(200, status="duplicate")
+            DELIVERIES.labels(event=event, outcome="accepted").inc()
             self.on_recorded()
             return _answer(202, status="queued")
 

@@ -19,9 +19,10 @@ import functools
 import logging
 import random
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 from gidgethub import routing
@@ -30,7 +31,8 @@ from .events import AnyEvent, FlattenError, PullRequestScoped, flatten
 from .github import NoAccess, transient_delay
 from .guards import BotIdentity
 from .logs import log_context
-from .routing import Context, run_handlers, select_handlers
+from .metrics import JOB_DURATION, JOB_LATENCY
+from .routing import Context, handler_name, run_handlers, select_handlers
 from .store import Job, Store
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,15 @@ class WorkerOptions:
     backoff_base: float = 2.0
     backoff_cap: float = 300.0
     shutdown_grace: float = 20.0
+
+
+@dataclass(slots=True)
+class JobReport:
+    """What a job's outcome line says besides the outcome, filled in while it runs."""
+
+    repo: str | None = None
+    pr_number: int | None = None
+    handlers: list[str] = field(default_factory=list)
 
 
 def backoff_delay(
@@ -174,18 +185,32 @@ class Worker:
 
     # ------------------------------------------------------------------ one job
     async def _run_job(self, job: Job, identity: BotIdentity) -> None:
+        started = time.monotonic()
+        report = JobReport()
         with log_context(job_id=job.id, delivery_id=job.delivery_id, event=job.event):
             try:
-                status, error = await self._process(job, identity)
+                status, error = await self._process(job, identity, report)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the job boundary: any failure is recorded, never lost
-                await self._after_failure(job, exc)
-                return
-            await self.store.finish(job, worker_id=self.worker_id, status=status, error=error)
-            log.info("job %s", status + (f": {error}" if error else ""))
+                with log_context(repo=report.repo, pr_number=report.pr_number):
+                    status, error = await self._after_failure(job, exc), None
+            else:
+                await self.store.finish(job, worker_id=self.worker_id, status=status, error=error)
+            duration = time.monotonic() - started
+            JOB_DURATION.labels(outcome=status).observe(duration)
+            if status != "retried":
+                JOB_LATENCY.labels(outcome=status).observe(max(0.0, time.time() - job.received_at))
+            with log_context(repo=report.repo, pr_number=report.pr_number):
+                log.info(
+                    "job %s in %.2fs (handlers: %s)%s",
+                    status,
+                    duration,
+                    ", ".join(report.handlers) or "none",
+                    f": {error}" if error else "",
+                )
 
-    async def _process(self, job: Job, identity: BotIdentity) -> tuple[str, str | None]:
+    async def _process(self, job: Job, identity: BotIdentity, report: JobReport) -> tuple[str, str | None]:
         try:
             payload = orjson.loads(job.payload)
             event = flatten(job.event, payload, delivery_id=job.delivery_id, identity=identity)
@@ -194,8 +219,10 @@ class Worker:
         pr_number = (
             event.pr_number if isinstance(event, PullRequestScoped) else getattr(event, "pr_number", None)
         )
+        report.repo, report.pr_number = event.repo, pr_number
         with log_context(repo=event.repo, pr_number=pr_number):
             handlers = select_handlers(self.router, event, payload)
+            report.handlers = [handler_name(h) for h in handlers]
             if not handlers:
                 reason = "own event" if event.is_own_app else "no handler"
                 log.debug("nothing to run (%s)", reason)
@@ -215,15 +242,17 @@ class Worker:
                 return "skipped", _error_text(exc)
         return "done", None
 
-    async def _after_failure(self, job: Job, exc: Exception) -> None:
+    async def _after_failure(self, job: Job, exc: Exception) -> str:
+        """Fail the job or put it back in the queue; returns which ("failed" or "retried")."""
         hint = transient_delay(exc)
         error = _error_text(exc)
         if hint is None or job.attempts >= self.options.max_attempts:
             log.error("job failed after %d attempt(s): %s", job.attempts, error, exc_info=hint is None)
             await self.store.finish(job, worker_id=self.worker_id, status="failed", error=error)
-            return
+            return "failed"
         delay = max(
             hint, backoff_delay(job.attempts, base=self.options.backoff_base, cap=self.options.backoff_cap)
         )
         log.warning("attempt %d failed (%s); retrying in %.2fs", job.attempts, error, delay)
         await self.store.retry_later(job, worker_id=self.worker_id, delay=delay, error=error)
+        return "retried"

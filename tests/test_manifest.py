@@ -16,7 +16,6 @@ EVENT_NEEDS = {
     "pull_request_review_thread": "pull_requests",
     "issue_comment": "issues",
     "check_run": "checks",
-    "check_suite": "checks",
 }
 
 

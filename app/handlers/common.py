@@ -7,8 +7,10 @@ import hashlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import gidgethub
 from cachetools import LRUCache, TTLCache
 
 from .. import github
@@ -23,23 +25,57 @@ CONFIG_TTL_SECONDS = 60.0
 MAX_LISTED_FILES = 3000  # GitHub lists at most this many changed files
 
 
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    """A repository's settings, where they came from, and why the defaults apply if they do."""
+
+    config: RepoConfig
+    source: str | None  # "owner/repo:.github/slug.yml", None when no file exists
+    problem: str | None  # the file was unusable (the defaults apply)
+
+    def problem_note(self) -> str | None:
+        """The sentence shown to the repository's people (the check run's summary)."""
+        if self.problem is None:
+            return None
+        return f"**Settings ignored:** `{self.source}` {self.problem}. Fix the file to apply it."
+
+
+async def _read_optional(gh: InstallationClient, *, repo: str, path: str) -> str | None:
+    """A file the App may not be able to see (another repository of the owner): None then."""
+    try:
+        return await get_file_text(gh, repo=repo, path=path)
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) in (403, 404):
+            return None
+        raise
+
+
 class RepoConfigs:
-    """``.github/{slug}.yml`` per repository, read through the contents API and cached for a minute
-    so a burst of deliveries for one repository reads it once."""
+    """``.github/{slug}.yml`` per repository, falling back to the owner's ``.github`` repository
+    (as Probot's config plugin does), read through the contents API and cached for a minute so a
+    burst of deliveries for one repository reads it once."""
 
     def __init__(self, *, ttl: float = CONFIG_TTL_SECONDS, maxsize: int = 1024) -> None:
-        self._cache: TTLCache[str, RepoConfig] = TTLCache(maxsize=maxsize, ttl=ttl, timer=time.monotonic)
+        self._cache: TTLCache[str, LoadedConfig] = TTLCache(maxsize=maxsize, ttl=ttl, timer=time.monotonic)
 
     async def get(self, gh: InstallationClient, *, repo: str, slug: str) -> RepoConfig:
+        return (await self.load(gh, repo=repo, slug=slug)).config
+
+    async def load(self, gh: InstallationClient, *, repo: str, slug: str) -> LoadedConfig:
         cached = self._cache.get(repo)
         if cached is not None:
             return cached
         path = f".github/{slug}.yml"
-        config, problem = parse_repo_config(await get_file_text(gh, repo=repo, path=path))
+        source, text = repo, await get_file_text(gh, repo=repo, path=path)
+        owner_defaults = f"{repo.partition('/')[0]}/.github"
+        if text is None and owner_defaults.lower() != repo.lower():
+            source, text = owner_defaults, await _read_optional(gh, repo=owner_defaults, path=path)
+        config, problem = parse_repo_config(text)
+        loaded = LoadedConfig(config, f"{source}:{path}" if text is not None else None, problem)
         if problem:
-            log.warning("%s in %s: %s", path, repo, problem)
-        self._cache[repo] = config
-        return config
+            log.warning("%s: %s", loaded.source, problem)
+        self._cache[repo] = loaded
+        return loaded
 
 
 class AnalysisCache:

@@ -21,7 +21,7 @@ from typing import Any
 import gidgethub
 from gidgethub import routing
 
-from .. import github
+from .. import github, metrics
 from ..commands import HELP_TEXT, Command, parse_command
 from ..config import RepoConfig
 from ..events import CheckRunEvent, IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
@@ -259,7 +259,8 @@ async def review_pull(
     block = decide.blocking_review(mine)
     if only_if_blocked and block is None:
         return
-    config = await ctx.repo_configs.get(ctx.gh, repo=repo, slug=ctx.identity.slug)
+    loaded = await ctx.repo_configs.load(ctx.gh, repo=repo, slug=ctx.identity.slug)
+    config = loaded.config
     existing = decide.review_of_head(mine, head_sha)
     if decide.coalesces(
         existing,
@@ -307,6 +308,7 @@ async def review_pull(
             inline=False,
         ),
     )
+    metrics.REVIEWS.labels(verdict=plan.event.lower()).inc()
     log.info(
         "posted review %s (%s, %d inline) at %s",
         posted.get("id"),
@@ -314,7 +316,9 @@ async def review_pull(
         len(plan.comments),
         head_sha[:12],
     )
-    await finish_check_run(ctx, repo=repo, check_run_id=check_run_id, result=result, plan=plan)
+    await finish_check_run(
+        ctx, repo=repo, check_run_id=check_run_id, result=result, plan=plan, note=loaded.problem_note()
+    )
     if rereview is not None:
         # The threads read before posting; those this review opened hold current findings.
         await verify_threads(
@@ -415,10 +419,20 @@ async def start_check_run(ctx: Context, *, repo: str, pr_number: int, head_sha: 
 
 
 async def finish_check_run(
-    ctx: Context, *, repo: str, check_run_id: int, result: ReviewResult, plan: render.ReviewPlan
+    ctx: Context,
+    *,
+    repo: str,
+    check_run_id: int,
+    result: ReviewResult,
+    plan: render.ReviewPlan,
+    note: str | None = None,
 ) -> None:
-    """Complete the check run; annotations go 50 per request, as the Checks API requires."""
-    output = {"title": render.check_title(result), "summary": render.check_summary(plan)}
+    """Complete the check run; annotations go 50 per request, as the Checks API requires.
+    ``note`` (an unusable settings file) leads the summary, where the repository's people look."""
+    summary = render.check_summary(plan)
+    if note is not None:
+        summary = f"{note}\n\n{summary}"[: render.MAX_CHECK_TEXT]
+    output = {"title": render.check_title(result), "summary": summary}
     notes = render.check_annotations(result)
     batches = [
         notes[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(notes), ANNOTATIONS_PER_REQUEST)

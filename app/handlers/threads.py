@@ -17,7 +17,7 @@ from typing import Any
 
 from gidgethub import routing
 
-from .. import github
+from .. import github, metrics
 from ..commands import Command, claims_fix, parse_command
 from ..events import IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
 from ..github import ReviewThread
@@ -148,6 +148,7 @@ async def verify_threads(
             continue
         if status == "fixed":
             if await github.resolve_review_thread(ctx.gh, thread_node_id=item.thread.node_id):
+                metrics.THREADS_RESOLVED.inc()
                 log.info(
                     "resolved thread %s (%s) at %s", item.thread.node_id, item.finding.rule, head_sha[:12]
                 )

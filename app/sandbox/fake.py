@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import re
+import secrets
+import time
 import uuid
 from typing import Any
 
@@ -19,13 +21,32 @@ from aiohttp import web
 
 from .actions import Actions, Emit
 from .auth import TokenStore, generate_private_key_pem, public_key_pem
+from .errors import ApiError
+from .hooklog import HookLog
 from .payloads import AppInfo, Shapes
 from .recording import Call, Validator
 from .server import WRITE_METHODS, Delay, Fault, Server
 from .state import Installation, NotFound, Pull, Repo, World, iso, node_id
-from .webhooks import Dispatcher, Outgoing
+from .webhooks import Attempt, Dispatcher, Outgoing
 
 PERMISSION_BY_ASSOCIATION = {"OWNER": "admin", "MEMBER": "write", "COLLABORATOR": "write"}
+MANIFEST_KEYS = frozenset(
+    {
+        "name",
+        "url",
+        "hook_attributes",
+        "redirect_url",
+        "callback_urls",
+        "setup_url",
+        "description",
+        "public",
+        "default_events",
+        "default_permissions",
+        "request_oauth_on_install",
+        "setup_on_update",
+    }
+)
+MANIFEST_CODE_LIFETIME = 3600.0  # GitHub: the code must be exchanged within an hour
 
 
 class FakeGitHub:
@@ -52,6 +73,10 @@ class FakeGitHub:
         self.problems: list[str] = []
         self.webhooks_sent: list[tuple[str, str, dict[str, Any], int]] = []
         self.tokens_issued: list[tuple[int, str, str]] = []
+        self.hooks = HookLog()  # the App's webhook delivery log (GET /app/hook/deliveries)
+        self.manifests: list[dict[str, Any]] = []  # manifests registered through the web flow
+        self.manifest_returns_webhook_secret = True
+        self._manifest_codes: dict[str, tuple[dict[str, Any], float]] = {}
         self.world = World()
         self.shapes = Shapes(
             self.world, AppInfo(app_id, app_slug, f"{app_slug}-developer", iso()), self._base
@@ -122,8 +147,68 @@ class FakeGitHub:
             out.append(call)
         return out
 
-    def _record_delivery(self, event: str, delivery_id: str, payload: dict[str, Any], status: int) -> None:
-        self.webhooks_sent.append((event, delivery_id, payload, status))
+    def _record_delivery(self, attempt: Attempt) -> None:
+        item = attempt.item
+        self.webhooks_sent.append((item.event, item.delivery_id, item.payload, attempt.status))
+        if attempt.url is None:
+            return  # no webhook URL configured: GitHub does not attempt anything
+        self.hooks.add(
+            guid=item.delivery_id,
+            event=item.event,
+            payload=item.payload,
+            url=attempt.url,
+            request_headers=attempt.request_headers,
+            # GitHub logs an attempt that got no HTTP answer with 502 and its reason
+            status_code=attempt.status or 502,
+            error=attempt.error,
+            duration=attempt.duration,
+            response_headers=attempt.response_headers,
+            response_body=attempt.response_body,
+        )
+
+    def set_webhook_secret(self, secret: str) -> None:
+        self.webhook_secret = secret
+        self.dispatcher.use_secret(secret)
+
+    # ---------------------------------------------------------------- registering from a manifest
+    def register_manifest(self, manifest: Any) -> str:
+        """What GitHub does when someone submits the manifest form and confirms: check it, create
+        the App (here: this fake's App takes its settings) and hand out a one-time code."""
+        if not isinstance(manifest, dict):
+            raise ApiError(422, "Manifest is not a JSON object")
+        unknown = set(manifest) - MANIFEST_KEYS
+        if unknown:
+            raise ApiError(422, f"Unknown manifest keys: {', '.join(sorted(unknown))}")
+        hook = manifest.get("hook_attributes")
+        hook_url = str(hook.get("url", "")) if isinstance(hook, dict) else ""
+        if not manifest.get("url") or not hook_url.startswith(("http://", "https://")):
+            raise ApiError(422, "Manifest needs url and hook_attributes.url")
+        code = secrets.token_hex(10)
+        self._manifest_codes[code] = (manifest, time.time())
+        return code
+
+    def convert_manifest(self, code: str) -> dict[str, Any]:
+        """``POST /app-manifests/{code}/conversions``: the App's credentials, once per code."""
+        found = self._manifest_codes.pop(code, None)
+        if found is None or time.time() - found[1] > MANIFEST_CODE_LIFETIME:
+            raise ApiError(404, "Not Found")
+        manifest = found[0]
+        self.manifests.append(manifest)
+        info = self.shapes.app_info
+        info.permissions = {str(k): str(v) for k, v in (manifest.get("default_permissions") or {}).items()}
+        info.events = [str(e) for e in manifest.get("default_events") or []]
+        hook = manifest["hook_attributes"]
+        self.webhook_url = str(hook["url"]) if hook.get("active", True) else None
+        return {
+            **self.shapes.app(),
+            "name": str(manifest.get("name") or self.app_slug),
+            "description": manifest.get("description"),
+            "external_url": str(manifest["url"]),
+            "client_id": f"Iv1.fake{self.app_id:08d}",
+            "client_secret": secrets.token_hex(20),
+            "webhook_secret": self.webhook_secret if self.manifest_returns_webhook_secret else None,
+            "pem": self.private_key_pem,
+        }
 
     # ---------------------------------------------------------------- faults, delays, tokens
     def fail_next(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .diff import FileDiff, diff_trees
@@ -58,6 +58,9 @@ class AppInfo:
     slug: str
     owner: str
     created_at: str
+    # What the App was granted and subscribed to (its settings page); tests may change them.
+    permissions: dict[str, str] = field(default_factory=lambda: dict(PERMISSIONS))
+    events: list[str] = field(default_factory=lambda: list(EVENTS))
 
     @property
     def bot_login(self) -> str:
@@ -126,8 +129,8 @@ class Shapes:
             "html_url": f"{self.web}/apps/{info.slug}",
             "created_at": info.created_at,
             "updated_at": info.created_at,
-            "permissions": dict(PERMISSIONS),
-            "events": list(EVENTS),
+            "permissions": dict(info.permissions),
+            "events": list(info.events),
         }
 
     def installation(self, inst: Installation) -> JSON:
@@ -154,8 +157,8 @@ class Shapes:
             "client_id": f"Iv1.fake{self.app_info.id:08d}",
             "target_id": account.id,
             "target_type": account.type if account.type != "Bot" else "User",
-            "permissions": dict(PERMISSIONS),
-            "events": list(EVENTS),
+            "permissions": dict(self.app_info.permissions),
+            "events": list(self.app_info.events),
             "created_at": inst.created_at,
             "updated_at": inst.created_at,
             "single_file_name": None,

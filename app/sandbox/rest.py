@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ class Route:
     method: str
     pattern: re.Pattern[str]
     handler: Handler
-    auth: str  # "jwt" | "token"
+    auth: str  # "jwt" | "token" | "none"
 
 
 # ---------------------------------------------------------------------------------- the App (JWT)
@@ -66,6 +67,61 @@ def get_repo_installation(ctx: Ctx) -> Reply:
     except NotFound:
         raise not_found() from None
     return Reply(200, ctx.fake.shapes.installation(ctx.fake.world.installations[repo.installation_id]))
+
+
+# ---------------------------------------------------------------------------------- the App's webhook
+def get_hook_config(ctx: Ctx) -> Reply:
+    fake = ctx.fake
+    body: dict[str, Any] = {"content_type": fake.hooks.content_type, "insecure_ssl": fake.hooks.insecure_ssl}
+    if fake.webhook_url is not None:
+        body["url"] = fake.webhook_url
+    if fake.webhook_secret:
+        body["secret"] = "********"  # GitHub never shows a secret, only that one is set
+    return Reply(200, body)
+
+
+def update_hook_config(ctx: Ctx) -> Reply:
+    body = ctx.json_object()
+    if "url" in body:
+        ctx.fake.webhook_url = str(body["url"]) or None
+    if "secret" in body:
+        ctx.fake.set_webhook_secret(str(body["secret"] or ""))
+    for key in ("content_type", "insecure_ssl"):
+        if key in body:
+            setattr(ctx.fake.hooks, key, str(body[key]))
+    return get_hook_config(ctx)
+
+
+def list_hook_deliveries(ctx: Ctx) -> Reply:
+    try:
+        per_page = max(1, min(int(ctx.query.get("per_page", 30)), 100))
+    except ValueError:
+        raise validation_failed("Delivery", "per_page", "invalid", "per_page must be a number") from None
+    try:
+        chunk, following = ctx.fake.hooks.page(
+            cursor=ctx.query.get("cursor"),
+            per_page=per_page,
+            outcome=ctx.query.get("status"),
+            now=time.time(),
+        )
+    except ValueError:
+        raise ApiError(400, "Invalid cursor") from None
+    headers = {}
+    if following is not None:
+        query = {**ctx.query, "per_page": str(per_page), "cursor": following}
+        headers["Link"] = f'<{ctx.url.with_query(query)}>; rel="next"'
+    return Reply(200, [d.item() for d in chunk], headers)
+
+
+def get_hook_delivery(ctx: Ctx) -> Reply:
+    found = ctx.fake.hooks.find(ctx.int_param("delivery_id"))
+    if found is None:
+        raise not_found()
+    return Reply(200, found.full())
+
+
+def convert_manifest(ctx: Ctx) -> Reply:
+    return Reply(201, ctx.fake.convert_manifest(ctx.params["code"]))
 
 
 # ---------------------------------------------------------------------------------- repositories
@@ -476,6 +532,11 @@ ROUTES: list[Route] = [
     _r("GET", r"/app/installations/(?P<installation_id>\d+)", get_installation, "jwt"),
     _r("POST", r"/app/installations/(?P<installation_id>\d+)/access_tokens", create_access_token, "jwt"),
     _r("GET", _OWNER_REPO + r"/installation", get_repo_installation, "jwt"),
+    _r("GET", r"/app/hook/config", get_hook_config, "jwt"),
+    _r("PATCH", r"/app/hook/config", update_hook_config, "jwt"),
+    _r("GET", r"/app/hook/deliveries", list_hook_deliveries, "jwt"),
+    _r("GET", r"/app/hook/deliveries/(?P<delivery_id>\d+)", get_hook_delivery, "jwt"),
+    _r("POST", r"/app-manifests/(?P<code>[^/]+)/conversions", convert_manifest, "none"),
     _r("GET", r"/installation/repositories", list_installation_repos),
     _r("GET", _OWNER_REPO, get_repo),
     _r("GET", _OWNER_REPO + r"/contents/(?P<path>.+)", get_contents),

@@ -18,6 +18,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from yarl import URL
 
 from .auth import AuthError, looks_like_jwt, split_authorization, verify_app_jwt
 from .context import Ctx, Reply
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 JSON_TYPE = "application/json; charset=utf-8"
 RATE_LIMIT = 5000
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# The web page (not the API) a manifest form posts to, for a user or an organization.
+NEW_APP_FORM = re.compile(r"(/organizations/[^/]+)?/settings/apps/new")
 
 
 @dataclass
@@ -82,6 +85,8 @@ class Server:
         fake = self.fake
         method = request.method.upper()
         path = normalise_path(request.path)
+        if method == "POST" and NEW_APP_FORM.fullmatch(path):
+            return await self._new_app_form(request)
         query = {k: v for k, v in request.query.items()}
         raw = await request.read()
         body: Any = None
@@ -139,6 +144,21 @@ class Server:
                 fake.dispatcher.enqueue(item, reserved=True)
         return response
 
+    async def _new_app_form(self, request: web.Request) -> web.StreamResponse:
+        """GitHub's web page for registering an App from a manifest (not the API): the person
+        confirms, GitHub creates the App and sends the browser to ``redirect_url`` with a code."""
+        form = await request.post()
+        try:
+            manifest = json.loads(str(form.get("manifest", "")))
+            code = self.fake.register_manifest(manifest)
+        except (ValueError, ApiError) as exc:
+            return web.Response(status=422, text=f"Invalid GitHub App manifest: {exc}")
+        target = URL(str(manifest.get("redirect_url") or ""))
+        if not target.is_absolute():
+            return web.Response(status=422, text="Invalid GitHub App manifest: redirect_url")
+        query = {"code": code, **({"state": request.query["state"]} if "state" in request.query else {})}
+        raise web.HTTPFound(target.update_query(query))
+
     async def _delay(self, method: str, path: str) -> None:
         total = sum(
             d.seconds for d in self.delays if _method_matches(d.method, method) and d.pattern.fullmatch(path)
@@ -193,6 +213,8 @@ class Server:
 
     def _authenticate(self, request: web.Request, wanted: str) -> tuple[int | None, str]:
         fake = self.fake
+        if wanted == "none":
+            return None, ""
         authorization = split_authorization(request.headers.get("Authorization"))
         if wanted == "jwt":
             if authorization is None or authorization[0] != "bearer":

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,8 +44,22 @@ class Outgoing:
     done: asyncio.Future[int] | None = None
 
 
+@dataclass
+class Attempt:
+    """One try at delivering: what was sent and what came back (``status`` 0: no HTTP answer)."""
+
+    item: Outgoing
+    url: str | None
+    request_headers: dict[str, str]
+    status: int = 0
+    error: str | None = None  # GitHub's words when no HTTP answer came ("failed to connect")
+    duration: float = 0.0
+    response_headers: dict[str, str] = field(default_factory=dict)
+    response_body: str | None = None
+
+
 class Dispatcher:
-    """The delivery queue. ``record`` is called with every attempt's (event, id, payload, status)."""
+    """The delivery queue. ``record`` is called with every attempt."""
 
     def __init__(
         self,
@@ -52,7 +67,7 @@ class Dispatcher:
         secret: str,
         url: Callable[[], str | None],
         app_id: int,
-        record: Callable[[str, str, dict[str, Any], int], None],
+        record: Callable[[Attempt], None],
     ) -> None:
         self._secret = secret
         self._url = url
@@ -65,6 +80,10 @@ class Dispatcher:
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None
         self.errors: list[str] = []
+
+    def use_secret(self, secret: str) -> None:
+        """Sign from now on with ``secret`` (the App's webhook secret was changed)."""
+        self._secret = secret
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -147,24 +166,33 @@ class Dispatcher:
                 await self._wakeup.wait()
                 continue
             item = self._queue.pop(0)
-            status = 0
+            body = json.dumps(item.payload, separators=(",", ":")).encode()
+            attempt = Attempt(item, self._url(), self._headers(item, body))
+            started = time.monotonic()
             try:
-                status = await self._post(item)
+                await self._post(attempt, body)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a failed delivery is recorded, like GitHub's log
                 self.errors.append(f"{item.event} {item.delivery_id}: {exc!r}")
                 log.warning("webhook delivery %s failed: %r", item.delivery_id, exc)
-            self._record(item.event, item.delivery_id, item.payload, status)
+                attempt.status = 0
+                attempt.error = "timed out" if isinstance(exc, TimeoutError) else "failed to connect"
+            attempt.duration = time.monotonic() - started
+            self._record(attempt)
             if item.done is not None and not item.done.done():
-                item.done.set_result(status)
+                item.done.set_result(attempt.status)
             self.release()
 
-    async def _post(self, item: Outgoing) -> int:
-        url = self._url()
-        if url is None or self._session is None:
-            return 0
-        body = json.dumps(item.payload, separators=(",", ":")).encode()
+    async def _post(self, attempt: Attempt, body: bytes) -> None:
+        if attempt.url is None or self._session is None:
+            return
+        async with self._session.post(attempt.url, data=body, headers=attempt.request_headers) as response:
+            attempt.response_body = (await response.read()).decode("utf-8", "replace")
+            attempt.response_headers = dict(response.headers)
+            attempt.status = response.status
+
+    def _headers(self, item: Outgoing, body: bytes) -> dict[str, str]:
         installation = item.payload.get("installation")
         headers = {
             "Content-Type": "application/json",
@@ -179,6 +207,4 @@ class Dispatcher:
         }
         if not isinstance(installation, dict):
             headers.pop("X-GitHub-Hook-Installation-Target-Type")
-        async with self._session.post(url, data=body, headers=headers) as response:
-            await response.read()
-            return response.status
+        return headers

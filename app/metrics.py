@@ -1,0 +1,163 @@
+"""Prometheus metrics (``GET /metrics``), one registry for the process.
+
+Counters and histograms are updated where things happen (one call at each point); the queue's
+gauges are read from the database when scraped, so every process reports the shared queue as
+it is now. Labels are bounded sets: an event name is only used after the delivery's signature
+verified (before that, anyone could invent one), installations are few.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    gc_collector,
+    generate_latest,
+    platform_collector,
+    process_collector,
+)
+from sqlalchemy import func, select
+
+from .store import PENDING, Store, deliveries
+
+log = logging.getLogger(__name__)
+
+REGISTRY = CollectorRegistry()
+process_collector.ProcessCollector(registry=REGISTRY)
+platform_collector.PlatformCollector(registry=REGISTRY)
+gc_collector.GCCollector(registry=REGISTRY)
+
+UNVERIFIED_EVENT = "unverified"  # the event label of a delivery refused before its signature checked
+
+DELIVERIES = Counter(
+    "revbot_webhook_deliveries",
+    "Webhook deliveries by event and outcome (accepted, duplicate, ping, recovered, refused_*, error).",
+    ["event", "outcome"],
+    registry=REGISTRY,
+)
+QUEUE_JOBS = Gauge(
+    "revbot_queue_jobs",
+    "Unfinished jobs by status (waiting, queued, running).",
+    ["status"],
+    registry=REGISTRY,
+)
+QUEUE_DEPTH = Gauge(
+    "revbot_queue_depth", "Jobs not started yet (queued, or waiting behind their subject).", registry=REGISTRY
+)
+QUEUE_OLDEST_DUE = Gauge(
+    "revbot_queue_oldest_due_age_seconds",
+    "How long the oldest queued job that is due has waited for a worker (0 when none).",
+    registry=REGISTRY,
+)
+JOB_DURATION = Histogram(
+    "revbot_job_duration_seconds",
+    "One attempt of a job, from claim to outcome (done, skipped, failed, retried).",
+    ["outcome"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+    registry=REGISTRY,
+)
+JOB_LATENCY = Histogram(
+    "revbot_job_latency_seconds",
+    "From the delivery's arrival to its job's final outcome.",
+    ["outcome"],
+    buckets=(0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600),
+    registry=REGISTRY,
+)
+GITHUB_CALLS = Counter(
+    "revbot_github_api_calls",
+    "Requests to GitHub's REST and GraphQL APIs by HTTP status (error: no answer).",
+    ["status"],
+    registry=REGISTRY,
+)
+RATE_LIMIT_REMAINING = Gauge(
+    "revbot_github_rate_limit_remaining",
+    "GitHub's x-ratelimit-remaining from the latest answer, per installation (app: JWT calls).",
+    ["installation", "resource"],
+    registry=REGISTRY,
+)
+REVIEWS = Counter("revbot_reviews", "Reviews posted, by verdict.", ["verdict"], registry=REGISTRY)
+THREADS_RESOLVED = Counter("revbot_threads_resolved", "Review threads the bot resolved.", registry=REGISTRY)
+RECOVERED = Counter(
+    "revbot_recovered_deliveries",
+    "Deliveries GitHub failed to deliver that were read back from its delivery log and recorded.",
+    registry=REGISTRY,
+)
+RECOVERY_SWEEPS = Counter(
+    "revbot_recovery_sweeps",
+    "Sweeps of GitHub's delivery log by outcome (ok, skipped: another process holds the lock, error).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+PAYLOADS_EMPTIED = Counter(
+    "revbot_payloads_emptied", "Handled deliveries whose payload retention ran out.", registry=REGISTRY
+)
+
+
+def github_answer(status: int | str, headers: Mapping[str, str] | None, installation: int | None) -> None:
+    """Count one request to GitHub and remember the rate limit it reported."""
+    GITHUB_CALLS.labels(status=str(status)).inc()
+    if not headers:
+        return
+    lowered = {k.lower(): v for k, v in headers.items()}
+    remaining = lowered.get("x-ratelimit-remaining")
+    if remaining is not None and remaining.isdigit():
+        RATE_LIMIT_REMAINING.labels(
+            installation=str(installation) if installation is not None else "app",
+            resource=lowered.get("x-ratelimit-resource", "core"),
+        ).set(int(remaining))
+
+
+async def observe_queue(store: Store, *, now: float | None = None) -> None:
+    """Set the queue gauges from the database. Only unfinished rows are counted (an index range):
+    finished rows stay forever and counting them at every scrape would grow without bound; the
+    job counters say how jobs ended."""
+    moment = time.time() if now is None else now
+    async with store.engine.connect() as conn:
+        by_status = (
+            select(deliveries.c.status, func.count())
+            .where(deliveries.c.status.in_(PENDING))
+            .group_by(deliveries.c.status)
+        )
+        counts: dict[str, int] = {status: count for status, count in await conn.execute(by_status)}
+        oldest = (
+            await conn.execute(
+                select(func.min(deliveries.c.run_after)).where(
+                    deliveries.c.status == "queued", deliveries.c.run_after <= moment
+                )
+            )
+        ).scalar()
+    for status in PENDING:
+        QUEUE_JOBS.labels(status=status).set(counts.get(status, 0))
+    QUEUE_DEPTH.set(counts.get("queued", 0) + counts.get("waiting", 0))
+    QUEUE_OLDEST_DUE.set(max(0.0, moment - oldest) if oldest is not None else 0.0)
+
+
+def metrics_view(store: Store, *, token: str | None) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``GET /metrics`` in Prometheus' text format; with ``token``, only for ``Bearer <token>``."""
+    expected = f"Bearer {token}".encode() if token else None
+
+    async def handle(request: web.Request) -> web.Response:
+        if expected is not None:
+            given = request.headers.get("Authorization", "").encode()
+            if not hmac.compare_digest(given, expected):
+                return web.json_response(
+                    {"error": "bearer token required"}, status=401, headers={"WWW-Authenticate": "Bearer"}
+                )
+        try:
+            await observe_queue(store)
+        except Exception as exc:  # noqa: BLE001 - the other metrics still matter without the database
+            log.warning("metrics: cannot read the queue (%s)", type(exc).__name__)
+            QUEUE_JOBS.clear()
+        body = generate_latest(REGISTRY)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    return handle

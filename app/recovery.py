@@ -1,0 +1,218 @@
+"""Recovery of missed deliveries from the App's delivery log.
+
+GitHub never retries a failed delivery by itself: while the bot was down, restarting, or
+answering 503, those events are lost unless someone asks for them. This reads the log
+(``GET /app/hook/deliveries``, newest first, back to where the last sweep read, at most the 3 days
+GitHub keeps) and, for every delivery id with no successful attempt and no ledger row, fetches
+the delivery (``GET /app/hook/deliveries/{id}``) and records it through the same ledger method
+as the webhook endpoint, under the same delivery id: a delivery that did arrive, or that a
+concurrent redelivery records first, is a duplicate and nothing runs twice.
+
+One process sweeps at a time: on PostgreSQL the one that holds an advisory lock, on SQLite
+(one process by design) the in-process lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import gidgethub
+import orjson
+from sqlalchemy import Column, Float, String, Table, insert, select, text, update
+
+from .github import AppClient
+from .metrics import DELIVERIES, RECOVERED
+from .store import IncomingDelivery, Store, deliveries, metadata
+from .web import _delivery_from
+
+log = logging.getLogger(__name__)
+
+LOOKBACK_SECONDS = 3 * 24 * 3600  # GitHub keeps the delivery log for 3 days
+# Read a little before the last sweep's newest entry: an attempt can appear in the log after a
+# later one did. Re-reading costs one page; recording twice is impossible (the ledger dedups).
+OVERLAP_SECONDS = 10 * 60
+LOCK_KEY = 727275  # pg advisory lock of the sweeper (727274 serialises the schema DDL)
+CURSOR = "hook_deliveries"
+
+recovery_state = Table(
+    "recovery_state",
+    metadata,
+    Column("name", String(50), primary_key=True),
+    Column("read_until", Float, nullable=False),  # delivered_at of the newest log entry read
+    Column("updated_at", Float, nullable=False),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepCounts:
+    read: int  # log entries read (attempts)
+    failed: int  # delivery ids with no successful attempt
+    already_recorded: int  # ... that the ledger has anyway (the bot answered late, or a redelivery)
+    recovered: int  # ... recorded now
+
+
+def github_time(stamp: str) -> float:
+    """Epoch seconds of GitHub's ``2024-01-02T03:04:05Z``."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def succeeded(status_code: Any) -> bool:
+    return isinstance(status_code, int) and 200 <= status_code < 300
+
+
+def never_delivered(attempts: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Delivery id (``guid``) -> its latest attempt, for ids none of whose attempts succeeded."""
+    by_guid: dict[str, list[dict[str, Any]]] = {}
+    for attempt in attempts:
+        by_guid.setdefault(str(attempt["guid"]), []).append(attempt)
+    return {
+        guid: max(tries, key=lambda t: int(t["id"]))
+        for guid, tries in by_guid.items()
+        if not any(succeeded(t.get("status_code")) for t in tries)
+    }
+
+
+def incoming_from(delivery: dict[str, Any]) -> IncomingDelivery | None:
+    """The ledger entry for a delivery read back from the log, as the endpoint would have built it."""
+    request = delivery.get("request") or {}
+    payload = request.get("payload")
+    if not isinstance(payload, dict) or delivery.get("event") == "ping":
+        return None
+    body = orjson.dumps(payload)
+    return _delivery_from(str(delivery["event"]), str(delivery["guid"]), payload, body)
+
+
+class DeliveryRecovery:
+    def __init__(
+        self,
+        store: Store,
+        app: AppClient,
+        *,
+        on_recorded: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.app = app
+        self.on_recorded = on_recorded
+        self.clock = clock
+        self._local = asyncio.Lock()
+
+    @contextlib.asynccontextmanager
+    async def _elected(self) -> AsyncIterator[bool]:
+        """True while this process may sweep; False when another one is sweeping."""
+        if self._local.locked():
+            yield False
+            return
+        async with self._local:
+            if self.store.is_sqlite:
+                yield True
+                return
+            async with self.store.engine.connect() as conn:
+                got = (await conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": LOCK_KEY})).scalar()
+                await conn.commit()
+                if not got:
+                    yield False
+                    return
+                try:
+                    yield True
+                finally:
+                    await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": LOCK_KEY})
+                    await conn.commit()
+
+    async def read_until(self) -> float | None:
+        async with self.store.engine.connect() as conn:
+            found = await conn.execute(
+                select(recovery_state.c.read_until).where(recovery_state.c.name == CURSOR)
+            )
+            return found.scalar()
+
+    async def _save(self, read_until: float) -> None:
+        now = self.clock()
+        async with self.store.engine.begin() as conn:
+            changed = await conn.execute(
+                update(recovery_state)
+                .where(recovery_state.c.name == CURSOR)
+                .values(read_until=read_until, updated_at=now)
+            )
+            if changed.rowcount == 0:
+                await conn.execute(
+                    insert(recovery_state).values(name=CURSOR, read_until=read_until, updated_at=now)
+                )
+
+    async def _in_ledger(self, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        async with self.store.engine.connect() as conn:
+            found = await conn.execute(
+                select(deliveries.c.delivery_id).where(deliveries.c.delivery_id.in_(ids))
+            )
+            return set(found.scalars())
+
+    async def sweep(self) -> SweepCounts | None:
+        """One pass over the log; None when another process holds the sweep."""
+        async with self._elected() as elected:
+            if not elected:
+                log.info("delivery recovery: another process is sweeping")
+                return None
+            return await self._sweep()
+
+    async def _sweep(self) -> SweepCounts:
+        now = self.clock()
+        last = await self.read_until()
+        since = (
+            now - LOOKBACK_SECONDS if last is None else max(now - LOOKBACK_SECONDS, last - OVERLAP_SECONDS)
+        )
+        attempts: list[dict[str, Any]] = []
+        newest = last
+        async for attempt in self.app.iter_hook_deliveries():
+            at = github_time(str(attempt["delivered_at"]))
+            if at < since:
+                break  # newest first: everything further was read by an earlier sweep
+            attempts.append(attempt)
+            newest = at if newest is None else max(newest, at)
+        missed = never_delivered(attempts)
+        recorded = await self._in_ledger(sorted(missed))
+        recovered = 0
+        for guid, attempt in missed.items():
+            if guid in recorded:
+                continue
+            try:
+                delivery = await self.app.get_hook_delivery(delivery_id=int(attempt["id"]))
+            except gidgethub.BadRequest as exc:
+                if int(exc.status_code) != 404:
+                    raise
+                # Gone from the log between the listing and now: nothing left to recover.
+                log.warning("delivery %s left GitHub's log before it could be recovered", guid)
+                continue
+            incoming = incoming_from(delivery)
+            if incoming is None:
+                continue
+            [is_new] = await self.store.record_deliveries([incoming])
+            if is_new:
+                recovered += 1
+                RECOVERED.inc()
+                DELIVERIES.labels(event=incoming.event, outcome="recovered").inc()
+                log.info("recovered delivery %s (%s) from GitHub's delivery log", guid, incoming.event)
+        if recovered:
+            self.on_recorded()
+        if newest is not None:
+            await self._save(newest)
+        counts = SweepCounts(
+            read=len(attempts), failed=len(missed), already_recorded=len(recorded), recovered=recovered
+        )
+        log.info(
+            "delivery recovery: %d attempt(s) read, %d delivery id(s) never delivered, %d already recorded, "
+            "%d recovered",
+            counts.read,
+            counts.failed,
+            counts.already_recorded,
+            counts.recovered,
+        )
+        return counts
