@@ -76,7 +76,24 @@ async def _doctor_checks(settings: Settings, pem: str) -> list[tuple[str, bool, 
             results.append(("github", True, f"authenticated as App {app.get('slug')!r} (id {app.get('id')})"))
         except (gidgethub.GitHubException, aiohttp.ClientError, TimeoutError) as exc:
             results.append(("github", False, f"GET /app failed: {type(exc).__name__}: {exc}"))
+    if settings.reviewer == "llm":
+        results.append(await _doctor_llm(settings))
     return results
+
+
+async def _doctor_llm(settings: Settings) -> tuple[str, bool, str]:
+    """One tiny request to the model provider, timed."""
+    from .review.llm.providers import ProviderError, make_provider, ping
+
+    provider = make_provider(settings)
+    where = settings.llm_base_url or settings.llm_provider
+    try:
+        seconds, said = await ping(provider)
+    except ProviderError as exc:
+        return ("llm", False, f"{settings.llm_model} at {where}: {exc}")
+    finally:
+        await provider.aclose()
+    return ("llm", True, f"{settings.llm_model} at {where} answered in {seconds:.2f}s ({said!r})")
 
 
 def _doctor(args: argparse.Namespace) -> int:

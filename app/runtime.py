@@ -109,7 +109,7 @@ class Runtime:
         self._worker_options = worker_options
         self._run_worker = run_worker
         self._identity_backoff = identity_backoff
-        self.reviewer: Reviewer = reviewer or BuiltinReviewer()
+        self.reviewer: Reviewer = reviewer or self._default_reviewer()
         self.repo_configs = RepoConfigs()
         self.analyses = AnalysisCache()
         self.session: aiohttp.ClientSession | None = None
@@ -117,6 +117,13 @@ class Runtime:
         self.tokens: InstallationTokens | None = None
         self.worker: Worker | None = None
         self._identity_task: asyncio.Task[BotIdentity] | None = None
+
+    def _default_reviewer(self) -> Reviewer:
+        if self.settings.reviewer == "llm":
+            from .review.llm import build_reviewer
+
+            return build_reviewer(self.settings, store=self.store)  # its tables join the schema
+        return BuiltinReviewer()
 
     async def start(self) -> None:
         await self.store.create_schema()
@@ -192,6 +199,9 @@ class Runtime:
                 await self._identity_task
         if self.session is not None:
             await self.session.close()
+        close = getattr(self.reviewer, "aclose", None)
+        if close is not None:
+            await close()
         await self.store.close()
 
 
