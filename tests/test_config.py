@@ -55,7 +55,12 @@ def run_serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         ({"REVIEWER": "llm"}, "LLM_MODEL", "is required with REVIEWER=llm"),
         ({"REVIEWER": "llm", "LLM_MODEL": "gpt-x"}, "LLM_API_KEY", "is required with REVIEWER=llm"),
         (
-            {"REVIEWER": "llm", "LLM_MODEL": "claude-x", "LLM_PROVIDER": "anthropic", "LLM_BASE_URL": "http://h"},
+            {
+                "REVIEWER": "llm",
+                "LLM_MODEL": "claude-x",
+                "LLM_PROVIDER": "anthropic",
+                "LLM_BASE_URL": "http://h",
+            },
             "LLM_API_KEY",
             "for Anthropic",
         ),

@@ -101,6 +101,7 @@ class Outcome:
     paths: dict[int, str] = field(default_factory=dict)  # id(finding) -> path it belongs to
     not_reviewed: list[Skipped] = field(default_factory=list)
     reviewed: int = 0
+    outside: int = 0  # findings on a file the request did not show: dropped
     cached: int = 0
     requests: int = 0
     input_tokens: int = 0
@@ -417,6 +418,8 @@ class LlmReviewer:
         for f in findings:
             if f.path in paths:
                 outcome.findings.append(f)
+            else:
+                outcome.outside += 1
 
     # ---------------------------------------------------------------------------- combine
     def _check(
@@ -430,7 +433,7 @@ class LlmReviewer:
         }
         texts: dict[str, PatchLines] = {}
         kept: list[tuple[float, Finding]] = []
-        dropped = merged = 0
+        dropped, merged = outcome.outside, 0
         for m in outcome.findings:
             changed = by_path.get(m.path)
             category = m.category.strip().lower()
