@@ -5,7 +5,8 @@
    installation's daily token budget may stop the model, never the built-in review: the summary
    says why.
 2. Each analysed file (minus ``review.llm.skip.paths``) becomes a section (``prompt``); a file
-   whose answer is cached under (blob sha, its diff, prompt version, model) costs nothing.
+   whose answer is cached under (blob sha, its diff, prompt version, model; plus the replies in
+   the bot's threads on that file, which the model must hear) costs nothing.
 3. The other sections are packed into requests under ``LLM_MAX_INPUT_TOKENS`` (the provider's
    tokenizer when its SDK has one, else bytes/4), planned in order against
    ``LLM_MAX_TOKENS_PER_REVIEW`` (input plus the output allowance, so the cap holds), and sent
@@ -255,6 +256,7 @@ class LlmReviewer:
             content = contents.get(f.path)
             text = content.text if content is not None else None
             lines = parse_patch(f.patch)
+            prior = [p for p in context.prior if p.path == f.path]
             rendered = prompt.render_file(
                 path=f.path,
                 status=f.status,
@@ -262,7 +264,7 @@ class LlmReviewer:
                 lines=lines,
                 text=text,
                 builtin=[x for x in base.findings if x.path == f.path],
-                prior=[p for p in context.prior if p.path == f.path],
+                prior=prior,
             )
             key = cache_key(
                 "review",
@@ -272,6 +274,8 @@ class LlmReviewer:
                 f.path,
                 f.blob_sha or hashlib.sha256((text or "").encode()).hexdigest(),
                 f.patch or "",
+                # Someone answered in a thread on this file: the model must hear it.
+                *(reply for p in prior for reply in p.replies),
             )
             sections.append(
                 Section(
