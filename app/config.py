@@ -74,7 +74,46 @@ def async_database_url(url: str) -> str:
     raise ConfigError("DATABASE_URL", "expected a postgres://, postgresql:// or sqlite:/// URL")
 
 
-class Settings(BaseSettings):
+class LlmSettings(BaseSettings):
+    """The language-model reviewer's settings (``REVIEWER=llm``; see app/review/llm/), on their
+    own so ``python -m app eval`` can use them without the GitHub App's."""
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    llm_provider: Literal["openai", "anthropic"] = "openai"
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str | None = None
+    llm_structured_output: Literal["json_schema", "json"] = "json_schema"
+    llm_max_input_tokens: int = Field(default=24_000, ge=1_000)
+    llm_max_output_tokens: int = Field(default=4_096, ge=256)
+    llm_concurrency: int = Field(default=4, ge=1, le=64)
+    llm_max_tokens_per_review: int = Field(default=200_000, ge=1_000)
+    llm_daily_token_budget: int = Field(default=5_000_000, ge=0)  # per installation; 0: no cap
+    llm_timeout_seconds: float = Field(default=120.0, gt=0)
+    llm_max_retries: int = Field(default=4, ge=0, le=10)
+    llm_price_input_per_mtok: float = Field(default=0.0, ge=0)  # USD per million tokens, for the footer
+    llm_price_output_per_mtok: float = Field(default=0.0, ge=0)
+
+    @field_validator("llm_base_url", "llm_api_key", "llm_model", mode="before")
+    @classmethod
+    def _blank_llm_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("llm_provider", "llm_structured_output", mode="before")
+    @classmethod
+    def _lower_choice(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _llm_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/") if value else value
+
+
+class Settings(LlmSettings):
     """The interface contract's environment variables (see DESIGN.md)."""
 
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
@@ -94,21 +133,6 @@ class Settings(BaseSettings):
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=1, le=65535)
     webhook_path: str = "/api/github/webhooks"
-    # The language-model reviewer (REVIEWER=llm); see app/review/llm/.
-    llm_provider: Literal["openai", "anthropic"] = "openai"
-    llm_base_url: str | None = None
-    llm_api_key: SecretStr | None = None
-    llm_model: str | None = None
-    llm_structured_output: Literal["json_schema", "json"] = "json_schema"
-    llm_max_input_tokens: int = Field(default=24_000, ge=1_000)
-    llm_max_output_tokens: int = Field(default=4_096, ge=256)
-    llm_concurrency: int = Field(default=4, ge=1, le=64)
-    llm_max_tokens_per_review: int = Field(default=200_000, ge=1_000)
-    llm_daily_token_budget: int = Field(default=5_000_000, ge=0)  # per installation; 0: no cap
-    llm_timeout_seconds: float = Field(default=120.0, gt=0)
-    llm_max_retries: int = Field(default=4, ge=0, le=10)
-    llm_price_input_per_mtok: float = Field(default=0.0, ge=0)  # USD per million tokens, for the footer
-    llm_price_output_per_mtok: float = Field(default=0.0, ge=0)
 
     @field_validator(
         "private_key",
@@ -117,9 +141,6 @@ class Settings(BaseSettings):
         "database_url",
         "app_slug",
         "decoy_login",
-        "llm_base_url",
-        "llm_api_key",
-        "llm_model",
         mode="before",
     )
     @classmethod
@@ -138,12 +159,7 @@ class Settings(BaseSettings):
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
 
-    @field_validator("llm_provider", "llm_structured_output", mode="before")
-    @classmethod
-    def _lower_choice(cls, value: Any) -> Any:
-        return value.strip().lower() if isinstance(value, str) else value
-
-    @field_validator("github_api_url", "github_graphql_url", "llm_base_url")
+    @field_validator("github_api_url", "github_graphql_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
@@ -191,6 +207,19 @@ class Settings(BaseSettings):
         return int(logging.getLevelName(self.log_level.upper()))
 
 
+def load_llm_settings(env: Mapping[str, str] | None = None) -> LlmSettings:
+    """Only the model reviewer's settings, checked as for ``REVIEWER=llm`` (``eval``)."""
+    try:
+        if env is None:
+            settings = LlmSettings()
+        else:
+            settings = LlmSettings.model_validate({k.lower(): v for k, v in env.items()})
+    except ValidationError as exc:
+        raise _first_problem(exc) from None
+    check_llm_settings(settings)
+    return settings
+
+
 def _first_problem(exc: ValidationError) -> ConfigError:
     error = exc.errors()[0]
     setting = str(error["loc"][0]).upper() if error["loc"] else "PRIVATE_KEY"
@@ -222,7 +251,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> tuple[Settings, str]:
 LLM_SDK = {"openai": "openai", "anthropic": "anthropic"}
 
 
-def check_llm_settings(settings: Settings) -> None:
+def check_llm_settings(settings: LlmSettings) -> None:
     """``REVIEWER=llm`` needs a usable provider: its SDK installed, a model, and a key (an
     OpenAI-compatible server of one's own, ``LLM_BASE_URL``, may need none). Never a silent
     fallback to the built-in reviewer."""

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 from .reviewer import Limits, LlmReviewer
 
 if TYPE_CHECKING:
-    from ...config import Settings
+    from ...config import LlmSettings
     from ...store import Store
     from .providers import Sleep
 
 __all__ = ["Limits", "LlmReviewer", "build_reviewer", "limits_from"]
 
 
-def limits_from(settings: Settings) -> Limits:
+def limits_from(settings: LlmSettings) -> Limits:
     return Limits(
         max_input_tokens=settings.llm_max_input_tokens,
         max_output_tokens=settings.llm_max_output_tokens,
@@ -28,7 +28,7 @@ def limits_from(settings: Settings) -> Limits:
 
 
 def build_reviewer(
-    settings: Settings, *, store: Store | None = None, sleep: Sleep = asyncio.sleep
+    settings: LlmSettings, *, store: Store | None = None, sleep: Sleep = asyncio.sleep
 ) -> LlmReviewer:
     """The reviewer for ``REVIEWER=llm``: its provider from the settings, its memory in the
     database when there is one (in memory otherwise, for the command line)."""

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from ...config import Settings
+from ...config import LlmSettings
 from .schema import OutputSchema
 
 log = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ async def with_retries(
 class OpenAIProvider:
     name = "openai"
 
-    def __init__(self, settings: Settings, *, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(self, settings: LlmSettings, *, sleep: Sleep = asyncio.sleep) -> None:
         import openai
 
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "unused"
@@ -216,7 +216,7 @@ class OpenAIProvider:
 class AnthropicProvider:
     name = "anthropic"
 
-    def __init__(self, settings: Settings, *, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(self, settings: LlmSettings, *, sleep: Sleep = asyncio.sleep) -> None:
         import anthropic
 
         assert settings.llm_api_key is not None and settings.llm_model is not None
@@ -304,7 +304,7 @@ class AnthropicProvider:
         await self.client.close()
 
 
-def make_provider(settings: Settings, *, sleep: Sleep = asyncio.sleep) -> Provider:
+def make_provider(settings: LlmSettings, *, sleep: Sleep = asyncio.sleep) -> Provider:
     if settings.llm_provider == "anthropic":
         return AnthropicProvider(settings, sleep=sleep)
     return OpenAIProvider(settings, sleep=sleep)

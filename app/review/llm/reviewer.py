@@ -173,6 +173,7 @@ class LlmReviewer:
         self.builtin = builtin or BuiltinReviewer()
         self.clock = clock
         self._gate = asyncio.Semaphore(self.limits.concurrency)
+        self.tokens_used = 0  # since this reviewer was made (``eval`` reads it)
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -385,6 +386,7 @@ class LlmReviewer:
         outcome.requests += 1
         outcome.input_tokens += reply.input_tokens
         outcome.output_tokens += reply.output_tokens
+        self.tokens_used += reply.input_tokens + reply.output_tokens
         return reply
 
     async def _ask(self, context: PullContext, group: Group, outcome: Outcome) -> str | None:
@@ -606,6 +608,7 @@ class LlmReviewer:
         outcome.requests += 1
         outcome.input_tokens += reply.input_tokens
         outcome.output_tokens += reply.output_tokens
+        self.tokens_used += reply.input_tokens + reply.output_tokens
         return reply
 
 
