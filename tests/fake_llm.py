@@ -60,21 +60,27 @@ def no_findings(asked: Asked) -> Reply:
     return Reply({"findings": []})
 
 
+def proposed(path: str, line: int, **extra: Any) -> dict[str, Any]:
+    """One finding as a model answers it (a blocker in logic unless ``extra`` says otherwise)."""
+    return {
+        "path": path,
+        "line": line,
+        "end_line": None,
+        "severity": "blocker",
+        "category": "logic",
+        "confidence": 0.8,
+        "message": "Wrong.",
+        "suggestion": None,
+        **extra,
+    }
+
+
 def flag_marked_lines(asked: Asked, marker: str = "# BUG") -> Reply:
     """A model that reports every added line holding ``marker`` as a blocker."""
     if asked.schema == "judge_thread":
         return Reply({"status": "cannot_tell", "reason": "no idea"})
     findings = [
-        {
-            "path": path,
-            "line": number,
-            "end_line": None,
-            "severity": "blocker",
-            "category": "logic",
-            "confidence": 0.9,
-            "message": f"This looks wrong: {text.strip()[:40]}",
-            "suggestion": None,
-        }
+        proposed(path, number, confidence=0.9, message=f"This looks wrong: {text.strip()[:40]}")
         for path, lines in asked.files().items()
         for number, text in lines
         if marker in text

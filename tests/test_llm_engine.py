@@ -17,7 +17,7 @@ from app.review.llm import build_reviewer
 from app.review.llm.memory import InMemory
 from app.review.llm.reviewer import LlmReviewer, defuse_mentions, skip_reason
 from app.review.model import ChangedFile, FileContent, ModelOptions, PullContext, Severity, Verdict
-from tests.fake_llm import Asked, FakeModelServer, Reply, flag_marked_lines
+from tests.fake_llm import Asked, FakeModelServer, Reply, flag_marked_lines, proposed
 
 
 def settings(model: FakeModelServer, provider: str = "openai", **extra: Any) -> Settings:
@@ -187,20 +187,6 @@ def answering(*findings: dict[str, Any]) -> Any:
     return script
 
 
-def proposed(path: str, line: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "path": path,
-        "line": line,
-        "end_line": None,
-        "severity": "blocker",
-        "category": "logic",
-        "confidence": 0.8,
-        "message": "Wrong.",
-        "suggestion": None,
-        **extra,
-    }
-
-
 async def test_every_model_finding_is_checked_mechanically(model: FakeModelServer) -> None:
     text = "import os\n\ndef f(a):\n    return a + 1\n\n\ndef g(b):\n    return b\n"
     model.script = answering(
@@ -342,3 +328,31 @@ def test_model_text_is_rendered_with_the_same_escaping() -> None:
     said = finding("src/a.py", 3, Severity.CONCERN, "llm/logic", f"Look <b>here</b> {forged}", "x")
     body = render.comment_body(said, "c" * 40)
     assert len(FindingMarker.read_all(body)) == 1 and "<b>" not in body
+
+
+async def test_doctor_makes_one_tiny_call_and_reports_the_answer_time(model: FakeModelServer) -> None:
+    from app.__main__ import _doctor_llm
+
+    model.script = lambda asked: Reply({"status": "ok", "reason": "ready"})
+    name, ok, detail = await _doctor_llm(settings(model))
+    assert (name, ok) == ("llm", True)
+    assert re.fullmatch(
+        r"fake-model at http://127\.0\.0\.1:\d+/v1 answered in \d+\.\d\ds \(.*ready.*\)", detail
+    )
+    [asked] = model.asked
+    assert asked.schema == "ping" and asked.raw["max_completion_tokens"] == 32
+
+    model.script = lambda asked: Reply(status=401)
+    name, ok, detail = await _doctor_llm(settings(model, "anthropic"))
+    assert not ok and "AuthenticationError (HTTP 401)" in detail
+    assert len(model.asked) == 2, "a refused key is not retried"
+
+
+def test_serve_with_reviewer_llm_and_no_model_exits_2_with_one_line(private_key_pem: str) -> None:
+    from tests.test_config import base_env, run_serve
+
+    result = run_serve({**base_env(private_key_pem), "REVIEWER": "llm", "LLM_API_KEY": "k"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "revbot: configuration error: LLM_MODEL: is required with REVIEWER=llm (the provider's model name)"
+    ]

@@ -17,7 +17,7 @@ from app.config import load_llm_settings
 from app.review.diff import parse_patch
 from app.review.evaluate import DEFAULT_CASES, evaluate, load_cases
 from app.review.llm import build_reviewer
-from tests.fake_llm import Asked, FakeModelServer, Reply
+from tests.fake_llm import Asked, FakeModelServer, Reply, proposed
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED_KINDS = {
@@ -55,16 +55,7 @@ def defect_lines(cases_dir: Path) -> set[tuple[str, str]]:
 def scripted_model(wanted: set[tuple[str, str]]) -> object:
     def script(asked: Asked) -> Reply:
         findings = [
-            {
-                "path": path,
-                "line": number,
-                "end_line": None,
-                "severity": "blocker",
-                "category": "logic",
-                "confidence": 0.7,
-                "message": "A scripted finding.",
-                "suggestion": None,
-            }
+            proposed(path, number, confidence=0.7, message="A scripted finding.")
             for path, lines in asked.files().items()
             for number, text in lines
             if (path, text.strip()) in wanted

@@ -166,40 +166,67 @@ async def verify_threads(
                 head_sha[:12],
             )
             continue
-        if status == "fixed":
-            if await github.resolve_review_thread(ctx.gh, thread_node_id=item.thread.node_id):
-                log.info(
-                    "resolved thread %s (%s) at %s", item.thread.node_id, item.finding.rule, head_sha[:12]
+        if status != "fixed" and claimed and earlier_replies is None:
+            earlier_replies = await github.list_pull_review_comments(ctx.gh, repo=repo, pr_number=pr_number)
+        await conclude(
+            ctx,
+            repo=repo,
+            pr_number=pr_number,
+            item=item,
+            head_sha=head_sha,
+            fixed=status == "fixed",
+            claimed=claimed,
+            acknowledge=acknowledge,
+            fixed_text=f"Verified fixed at {head_sha[:12]}.",
+            open_text=(
+                f"Still there at {head_sha[:12]}: `{item.finding.rule}` in `{item.finding.path}`. "
+                "I resolve this thread once the change is pushed."
+            ),
+            earlier=earlier_replies,
+        )
+
+
+async def conclude(
+    ctx: Context,
+    *,
+    repo: str,
+    pr_number: int,
+    item: OpenThread,
+    head_sha: str,
+    fixed: bool,
+    claimed: bool,
+    acknowledge: bool,
+    fixed_text: str,
+    open_text: str,
+    earlier: list[dict[str, Any]] | None,
+) -> None:
+    """Resolve a fixed thread (and say so when someone replied); answer a claimed fix that is not
+    there, once per head."""
+    if fixed:
+        if await github.resolve_review_thread(ctx.gh, thread_node_id=item.thread.node_id):
+            log.info("resolved thread %s (%s) at %s", item.thread.node_id, item.finding.rule, head_sha[:12])
+            if acknowledge:
+                await say_in_thread(
+                    ctx,
+                    repo=repo,
+                    pr_number=pr_number,
+                    item=item,
+                    key=f"fixed:{head_sha}",
+                    text=fixed_text,
+                    earlier=earlier,
                 )
-                if acknowledge:
-                    await say_in_thread(
-                        ctx,
-                        repo=repo,
-                        pr_number=pr_number,
-                        item=item,
-                        key=f"fixed:{head_sha}",
-                        text=f"Verified fixed at {head_sha[:12]}.",
-                        earlier=earlier_replies,
-                    )
-            else:
-                log.warning("GitHub did not confirm resolving thread %s", item.thread.node_id)
-        elif claimed:
-            if earlier_replies is None:
-                earlier_replies = await github.list_pull_review_comments(
-                    ctx.gh, repo=repo, pr_number=pr_number
-                )
-            await say_in_thread(
-                ctx,
-                repo=repo,
-                pr_number=pr_number,
-                item=item,
-                key=f"still-open:{head_sha}",
-                text=(
-                    f"Still there at {head_sha[:12]}: `{item.finding.rule}` in `{item.finding.path}`. "
-                    "I resolve this thread once the change is pushed."
-                ),
-                earlier=earlier_replies,
-            )
+        else:
+            log.warning("GitHub did not confirm resolving thread %s", item.thread.node_id)
+    elif claimed:
+        await say_in_thread(
+            ctx,
+            repo=repo,
+            pr_number=pr_number,
+            item=item,
+            key=f"still-open:{head_sha}",
+            text=open_text,
+            earlier=earlier,
+        )
 
 
 async def say_in_thread(
@@ -306,30 +333,20 @@ async def verify_model_threads(
                 continue
             status, reason = answer.status, answer.reason
         said = render.escape(defuse_mentions(" ".join(reason.split())[:400]))
-        if status == "fixed":
-            if await github.resolve_review_thread(ctx.gh, thread_node_id=item.thread.node_id):
-                log.info("resolved model thread %s at %s", item.thread.node_id, head_sha[:12])
-                if acknowledge:
-                    await say_in_thread(
-                        ctx,
-                        repo=repo,
-                        pr_number=pr_number,
-                        item=item,
-                        key=f"fixed:{head_sha}",
-                        text=f"Looks fixed at {head_sha[:12]}: {said}",
-                        earlier=comments,
-                    )
-        elif claimed:
-            await say_in_thread(
-                ctx,
-                repo=repo,
-                pr_number=pr_number,
-                item=item,
-                key=f"still-open:{head_sha}",
-                text=f"Still there at {head_sha[:12]}, as far as I can tell: {said} "
-                "I resolve this thread once the change is pushed.",
-                earlier=comments,
-            )
+        await conclude(
+            ctx,
+            repo=repo,
+            pr_number=pr_number,
+            item=item,
+            head_sha=head_sha,
+            fixed=status == "fixed",
+            claimed=claimed,
+            acknowledge=acknowledge,
+            fixed_text=f"Looks fixed at {head_sha[:12]}: {said}",
+            open_text=f"Still there at {head_sha[:12]}, as far as I can tell: {said} "
+            "I resolve this thread once the change is pushed.",
+            earlier=comments,
+        )
 
 
 def code_at_head(text: str | None, *, patch: str, line: int) -> str:

@@ -141,7 +141,26 @@ async def with_retries(
             await sleep(delay)
 
 
-class OpenAIProvider:
+class _SdkProvider:
+    """What both SDK providers share: their retry policy."""
+
+    retries: int
+    sleep: Sleep
+    transient: tuple[type[BaseException], ...]
+    errors: tuple[type[Exception], ...]
+
+    async def _retrying(self, call: Callable[[], Awaitable[T]], what: str) -> T:
+        return await with_retries(
+            call,
+            retries=self.retries,
+            sleep=self.sleep,
+            transient=self.transient,
+            errors=self.errors,
+            what=what,
+        )
+
+
+class OpenAIProvider(_SdkProvider):
     name = "openai"
 
     def __init__(self, settings: LlmSettings, *, sleep: Sleep = asyncio.sleep) -> None:
@@ -159,18 +178,8 @@ class OpenAIProvider:
         self.structured = settings.llm_structured_output == "json_schema"
         self.retries = settings.llm_max_retries
         self.sleep = sleep
-        self.transient: tuple[type[BaseException], ...] = (openai.APIConnectionError,)
-        self.errors: tuple[type[Exception], ...] = (openai.APIError,)
-
-    async def _retrying(self, call: Callable[[], Awaitable[T]], what: str) -> T:
-        return await with_retries(
-            call,
-            retries=self.retries,
-            sleep=self.sleep,
-            transient=self.transient,
-            errors=self.errors,
-            what=what,
-        )
+        self.transient = (openai.APIConnectionError,)
+        self.errors = (openai.APIError,)
 
     async def complete(self, *, system: str, user: str, schema: OutputSchema, max_tokens: int) -> Completion:
         extra: dict[str, Any] = {}
@@ -189,14 +198,7 @@ class OpenAIProvider:
                 **extra,
             )
 
-        response = await with_retries(
-            call,
-            retries=self.retries,
-            sleep=self.sleep,
-            transient=self.transient,
-            errors=self.errors,
-            what=self.model,
-        )
+        response = await self._retrying(call, self.model)
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content or "") if choice is not None else ""
         usage = response.usage
@@ -213,7 +215,7 @@ class OpenAIProvider:
         await self.client.close()
 
 
-class AnthropicProvider:
+class AnthropicProvider(_SdkProvider):
     name = "anthropic"
 
     def __init__(self, settings: LlmSettings, *, sleep: Sleep = asyncio.sleep) -> None:
@@ -229,18 +231,8 @@ class AnthropicProvider:
         self.model = settings.llm_model
         self.retries = settings.llm_max_retries
         self.sleep = sleep
-        self.transient: tuple[type[BaseException], ...] = (anthropic.APIConnectionError,)
-        self.errors: tuple[type[Exception], ...] = (anthropic.APIError,)
-
-    async def _retrying(self, call: Callable[[], Awaitable[T]], what: str) -> T:
-        return await with_retries(
-            call,
-            retries=self.retries,
-            sleep=self.sleep,
-            transient=self.transient,
-            errors=self.errors,
-            what=what,
-        )
+        self.transient = (anthropic.APIConnectionError,)
+        self.errors = (anthropic.APIError,)
 
     @staticmethod
     def _tool(schema: OutputSchema) -> Any:
@@ -259,14 +251,7 @@ class AnthropicProvider:
                 tool_choice={"type": "tool", "name": schema.name},
             )
 
-        response = await with_retries(
-            call,
-            retries=self.retries,
-            sleep=self.sleep,
-            transient=self.transient,
-            errors=self.errors,
-            what=self.model,
-        )
+        response = await self._retrying(call, self.model)
         text = ""
         for block in response.content:
             if block.type == "tool_use" and block.name == schema.name:
@@ -290,14 +275,7 @@ class AnthropicProvider:
                 tool_choice={"type": "tool", "name": schema.name},
             )
 
-        counted = await with_retries(
-            call,
-            retries=self.retries,
-            sleep=self.sleep,
-            transient=self.transient,
-            errors=self.errors,
-            what="count_tokens",
-        )
+        counted = await self._retrying(call, "count_tokens")
         return int(counted.input_tokens)
 
     async def aclose(self) -> None:

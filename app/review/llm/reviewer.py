@@ -183,7 +183,7 @@ class LlmReviewer:
         base = await self.builtin.review(context)
         reason = skip_reason(context)
         if reason is None:
-            reason = await self._over_budget(context)
+            reason = await self._over_budget(context.installation_id)
         if reason is not None:
             log.info("model review skipped: %s", reason)
             return self._combine(context, base, Outcome(), notes=[f"the model did not review it: {reason}"])
@@ -215,11 +215,11 @@ class LlmReviewer:
         )
         return self._combine(context, base, outcome, notes=notes)
 
-    async def _over_budget(self, context: PullContext) -> str | None:
+    async def _over_budget(self, installation_id: int | None) -> str | None:
         budget = self.limits.daily_token_budget
         if not budget:
             return None
-        used = await self.memory.used_today(context.installation_id, self.clock())
+        used = await self.memory.used_today(installation_id, self.clock())
         if used >= budget:
             return (
                 f"this installation's daily token budget is used up ({used:,} of {budget:,}, "
@@ -576,6 +576,10 @@ class LlmReviewer:
             cached, _ = parse(stored, ThreadAnswer)
             if cached is not None:
                 return cached
+        over = await self._over_budget(installation_id)
+        if over is not None:
+            log.info("thread verification by the model skipped: %s", over)
+            return None
         request = prompt.thread_request(finding=finding, replies=replies, code=code, schema=THREAD_SCHEMA)
         outcome = Outcome()
         answer: ThreadAnswer | None = None
