@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +99,11 @@ class FakeModelServer:
 
     def __init__(self, script: Script = no_findings) -> None:
         self.script = script
+        # Awaited before each completion is answered (a test holds requests there); with the
+        # number of requests being answered at that moment.
+        self.hold: Callable[[int], Awaitable[None]] | None = None
+        self.in_flight = 0
+        self.most_in_flight = 0
         self.asked: list[Asked] = []  # every completion request, in arrival order
         self.counted: list[Asked] = []  # Anthropic count_tokens requests
         self.port = free_port()
@@ -138,8 +143,18 @@ class FakeModelServer:
             body = {"type": "error", **body}
         return web.json_response(body, status=reply.status, headers=reply.headers)
 
+    async def _held(self) -> None:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.hold is not None:
+                await self.hold(self.in_flight)
+        finally:
+            self.in_flight -= 1
+
     async def _openai(self, request: web.Request) -> web.Response:
         data = await request.json()
+        await self._held()
         messages = data["messages"]
         fmt = data.get("response_format") or {}
         asked = Asked(

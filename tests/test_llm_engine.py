@@ -4,6 +4,8 @@ servers of ``tests/fake_llm.py``; time never passes (the retry sleep is injected
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -356,3 +358,107 @@ def test_serve_with_reviewer_llm_and_no_model_exits_2_with_one_line(private_key_
     assert result.stderr.strip().splitlines() == [
         "revbot: configuration error: LLM_MODEL: is required with REVIEWER=llm (the provider's model name)"
     ]
+
+
+async def test_requests_run_at_most_llm_concurrency_at_once(model: FakeModelServer) -> None:
+    release = asyncio.Event()
+
+    async def hold(in_flight: int) -> None:
+        if in_flight >= 2:
+            release.set()
+        await release.wait()
+
+    model.hold = hold
+    files = {f"src/m{n}.py": module(n) for n in range(12)}
+    reviewer = build_reviewer(settings(model, llm_max_input_tokens=1_500, llm_concurrency=2))
+    try:
+        await reviewer.review(pull(files))
+    finally:
+        await reviewer.aclose()
+    assert len(model.reviews()) >= 4
+    assert model.most_in_flight == 2
+
+
+async def test_plain_json_mode_sends_no_schema_format_and_reads_json_in_prose(model: FakeModelServer) -> None:
+    answer = proposed("src/a.py", 1, severity="nit")
+    model.script = lambda asked: Reply(
+        text=f'Here you go:\n```json\n{{"findings": [{json.dumps(answer)}]}}\n```'
+    )
+    reviewer = build_reviewer(settings(model, llm_structured_output="json"))
+    try:
+        result = await reviewer.review(pull({"src/a.py": "x = 1\n"}))
+    finally:
+        await reviewer.aclose()
+    [asked] = model.reviews() or model.asked
+    assert "response_format" not in asked.raw
+    assert '"required":["findings"]' in asked.system, "the schema is in the instruction instead"
+    assert [(f.rule, f.severity) for f in result.findings] == [("llm/logic", Severity.NIT)]
+
+
+def test_what_the_model_sees_of_a_file() -> None:
+    from app.review.diff import parse_patch
+    from app.review.llm.prompt import render_file
+
+    text = (
+        "import os\nimport re\n\n\nclass Parser:\n    def parse(self, s):\n"
+        + "".join(f"        step_{n} = {n}\n" for n in range(30))
+        + "        return s.strip()\n\n\ndef unrelated():\n    return 1\n"
+    )
+    patch = (
+        "@@ -36,3 +36,3 @@ class Parser:\n         step_29 = 29\n-        return s\n"
+        "+        return s.strip()\n \n"
+    )
+    shown = render_file(
+        path="p.py", status="modified", patch=patch, lines=parse_patch(patch), text=text, builtin=(), prior=()
+    )
+    assert "enclosing: parse" in shown
+    assert "    1 | import os" in shown and "    6 |     def parse(self, s):" in shown
+    assert "   37 + " in shown and "      -         return s" in shown
+    assert "unrelated" not in shown
+
+    markdown = "\n".join(f"line {n}" for n in range(1, 61)) + "\n"
+    md_patch = "@@ -30,1 +30,1 @@\n-old\n+line 30\n"
+    shown = render_file(
+        path="d.md",
+        status="modified",
+        patch=md_patch,
+        lines=parse_patch(md_patch),
+        text=markdown,
+        builtin=(),
+        prior=(),
+    )
+    assert "   18 | line 18" in shown and "   42 | line 42" in shown
+    assert "   17 | line 17" not in shown and "   43 | line 43" not in shown
+
+
+def test_withheld_approval_turns_every_approval_into_a_comment() -> None:
+    from app.review.render import Policy, review_event
+
+    policy = Policy(approve=True, pr_by_bot=False)
+    assert review_event(Verdict.APPROVE, policy) == "APPROVE"
+    assert review_event(Verdict.APPROVE, policy, withhold_approval=True) == "COMMENT"
+    assert review_event(Verdict.COMMENT, policy, rereview=True, withhold_approval=True) == "COMMENT"
+    assert review_event(Verdict.REQUEST_CHANGES, policy, withhold_approval=True) == "REQUEST_CHANGES"
+
+
+async def test_the_models_memory_on_each_database(db_url: str) -> None:
+    from app.review.llm.memory import DatabaseMemory
+    from app.store import Store
+
+    store = Store(db_url)
+    await store.create_schema()
+    try:
+        memory = DatabaseMemory(store.engine)
+        assert await memory.answer("k") is None
+        await memory.remember("k", '{"findings": []}')
+        await memory.remember("k", '{"findings": [1]}')
+        assert await memory.answer("k") == '{"findings": [1]}'
+        day = 1_800_000_000.0
+        await memory.spend(7, day, input_tokens=100, output_tokens=20, requests=1)
+        await memory.spend(7, day + 60, input_tokens=30, output_tokens=5, requests=1)
+        await memory.spend(8, day, input_tokens=1, output_tokens=1, requests=1)
+        assert await memory.used_today(7, day) == 155
+        assert await memory.used_today(7, day + 86_400) == 0
+        assert await memory.used_today(None, day) == 0
+    finally:
+        await store.close()

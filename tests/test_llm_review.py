@@ -13,7 +13,7 @@ from app.handlers.common import AnalysisCache
 from app.review.llm import LlmReviewer
 from app.review.markers import FindingMarker
 from app.sandbox import Call
-from tests.fake_llm import Asked, FakeModelServer, Reply, flag_marked_lines, no_findings
+from tests.fake_llm import Asked, FakeModelServer, Reply, flag_marked_lines, no_findings, proposed
 from tests.harness import INSTALLATION, REPO, BotHarness
 
 AUTHOR = "alice"
@@ -363,3 +363,24 @@ async def test_rereview_shows_open_findings_replies_and_default_branch_instructi
     assert "Findings of the bot's earlier review, still open" not in first.user
     assert "Findings of the bot's earlier review, still open" in second.user
     assert "reply in the thread: alice: This is intentional: the last item is a sentinel." in second.user
+
+
+async def test_a_model_finding_outside_the_diff_goes_to_the_body(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    base = "".join(f"value_{n} = {n}\n" for n in range(1, 41))
+    model.script = lambda asked: Reply(
+        {"findings": [proposed("src/values.py", 20, severity="concern"), proposed("src/values.py", 5)]}
+    )
+    bot = await start_bot(tmp_path, llm_env(model))
+    bot.fake.push(REPO, "main", {"src/values.py": base})
+    try:
+        await review_once(bot, {"src/values.py": base.replace("value_20 = 20", "value_20 = 21")})
+        [post] = reviews_posted(bot)
+    finally:
+        await bot.stop()
+    bot.assert_conforms()
+    assert [(c["path"], c["line"]) for c in post.body["comments"]] == [("src/values.py", 20)]
+    body = post.body["body"]
+    assert "**Findings not commented inline**" in body and "`src/values.py:5`" in body
+    assert post.body["event"] == "COMMENT"
