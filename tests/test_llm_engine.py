@@ -222,13 +222,17 @@ async def test_every_model_finding_is_checked_mechanically(model: FakeModelServe
 
 async def test_with_review_llm_blockers_the_models_blocker_blocks(model: FakeModelServer) -> None:
     model.script = answering(proposed("src/a.py", 1))
-    reviewer = build_reviewer(settings(model))
+    reviewer = build_reviewer(settings(model, llm_price_input_per_mtok=3, llm_price_output_per_mtok=15))
     try:
         result = await reviewer.review(pull({"src/a.py": "x = 1\n"}, model=ModelOptions(blockers=True)))
     finally:
         await reviewer.aclose()
     assert [f.severity for f in result.findings] == [Severity.BLOCKER]
     assert result.verdict is Verdict.REQUEST_CHANGES
+    [cost] = [line for line in result.usage if line.startswith("cost: $")]
+    [tokens] = [line for line in result.usage if line.startswith("tokens: ")]
+    spent_in, spent_out = (int(n.replace(",", "")) for n in re.findall(r"[\d,]+", tokens))
+    assert cost == f"cost: ${(spent_in * 3 + spent_out * 15) / 1_000_000:.4f}"
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -111,6 +112,7 @@ async def test_structured_findings_become_inline_comments(
     assert post.body["event"] == "REQUEST_CHANGES"  # the built-in secret is a blocker
     body = post.body["body"]
     assert "<details><summary>Model usage</summary>" in body and "fake-model" in body
+    assert re.search(r"today for this installation: [\d,]+ of 5,000,000 tokens", body)
 
 
 def malformed_then(valid: bool) -> tuple[list[Asked], object]:
@@ -238,7 +240,7 @@ async def test_skip_rules_keep_the_builtin_review_and_say_why(tmp_path: Path, mo
     finally:
         await bot.stop()
     assert model.asked == []
-    assert "model did not review it: its title contains '[chore]'" in post.body["body"]
+    assert "model did not review this pull request: its title contains '[chore]'" in post.body["body"]
     assert post.body["event"] == "APPROVE"
 
 

@@ -107,6 +107,7 @@ class Outcome:
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    today: str = ""  # the installation's usage today, for the footer
 
 
 def cache_key(*parts: str) -> str:
@@ -186,7 +187,9 @@ class LlmReviewer:
             reason = await self._over_budget(context.installation_id)
         if reason is not None:
             log.info("model review skipped: %s", reason)
-            return self._combine(context, base, Outcome(), notes=[f"the model did not review it: {reason}"])
+            return self._combine(
+                context, base, Outcome(), notes=[f"the model did not review this pull request: {reason}"]
+            )
         outcome = Outcome()
         notes: list[str] = []
         sections = await self._sections(context, base, outcome)
@@ -196,7 +199,7 @@ class LlmReviewer:
         results = await asyncio.gather(*(self._ask(context, group, outcome) for group in planned))
         failures = [note for note in results if note]
         notes += failures
-        if outcome.requests or outcome.cached:
+        if outcome.requests:
             await self.memory.spend(
                 context.installation_id,
                 self.clock(),
@@ -213,6 +216,12 @@ class LlmReviewer:
             outcome.output_tokens,
             len(outcome.not_reviewed),
         )
+        budget = self.limits.daily_token_budget
+        if budget and (outcome.requests or outcome.cached):
+            used = await self.memory.used_today(context.installation_id, self.clock())
+            outcome.today = (
+                f"today for this installation: {used:,} of {budget:,} tokens (LLM_DAILY_TOKEN_BUDGET)"
+            )
         return self._combine(context, base, outcome, notes=notes)
 
     async def _over_budget(self, installation_id: int | None) -> str | None:
@@ -556,6 +565,8 @@ class LlmReviewer:
         if price_in or price_out:
             cost = (outcome.input_tokens * price_in + outcome.output_tokens * price_out) / 1_000_000
             lines.append(f"cost: ${cost:.4f}")
+        if outcome.today:
+            lines.append(outcome.today)
         return tuple(lines)
 
     # ---------------------------------------------------------------------- verification
