@@ -231,7 +231,7 @@ async def test_with_review_llm_blockers_the_models_blocker_blocks(model: FakeMod
     assert result.verdict is Verdict.REQUEST_CHANGES
     [cost] = [line for line in result.usage if line.startswith("cost: $")]
     [tokens] = [line for line in result.usage if line.startswith("tokens: ")]
-    spent_in, spent_out = (int(n.replace(",", "")) for n in re.findall(r"[\d,]+", tokens))
+    spent_in, spent_out = (int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", tokens))
     assert cost == f"cost: ${(spent_in * 3 + spent_out * 15) / 1_000_000:.4f}"
 
 
