@@ -188,7 +188,11 @@ class Runtime:
 
     def _health(self) -> dict[str, Any]:
         known = self.identity.known if self.identity else None
-        return {"app_slug": known.slug if known else None, "worker": self.worker is not None}
+        health = {"app_slug": known.slug if known else None, "worker": self.worker is not None}
+        model = getattr(self.reviewer, "health", None)
+        if model is not None:
+            health["llm"] = model()  # the model provider's last answer: ok, or failing since when
+        return health
 
     async def stop(self) -> None:
         if self.worker is not None:

@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from app.handlers.common import AnalysisCache
@@ -82,6 +83,12 @@ async def test_structured_findings_become_inline_comments(
             },
         )
         [post] = reviews_posted(bot)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{bot.bot_port}/healthz") as response,
+        ):
+            health = await response.json()
+        assert health["llm"] == {"status": "ok", "model": "fake-model"}
     finally:
         await bot.stop()
     bot.assert_conforms()

@@ -70,7 +70,7 @@ class BuiltinReviewer:
             for f in output.findings
             if not f.inline or f.rule in FILE_LEVEL_RULES or f.line in added.get(f.path, ())
         ]
-        kept += body_findings(context.body)  # the PR's description is text the PR adds, too
+        kept += body_findings(context.title, context.body)  # the PR's own text is added text too
         findings = deduplicate(
             sorted(kept, key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule))
         )

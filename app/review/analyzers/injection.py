@@ -102,9 +102,9 @@ def _message(kind: str, where: str) -> str:
     )
 
 
-def body_findings(body: str | None) -> list[Finding]:
-    """The PR description's reviewer-directed text, as one body-only finding."""
-    kind = scan_text(body or "")
+def body_findings(title: str, body: str | None) -> list[Finding]:
+    """Reviewer-directed text in the PR's title or description, as one body-only finding."""
+    kind = scan_text(title) or scan_text(body or "")
     if kind is None:
         return []
     return [
@@ -113,7 +113,7 @@ def body_findings(body: str | None) -> list[Finding]:
             1,
             Severity.CONCERN,
             RULE,
-            _message(kind, "the pull request's description"),
+            _message(kind, "the pull request's title or description"),
             kind,
             inline=False,
         )

@@ -49,6 +49,7 @@ from .schema import (
     THREAD_SCHEMA,
     ModelAnswer,
     ModelFinding,
+    OutputSchema,
     ThreadAnswer,
     extract_json,
     problems,
@@ -175,6 +176,21 @@ class LlmReviewer:
         self.clock = clock
         self._gate = asyncio.Semaphore(self.limits.concurrency)
         self.tokens_used = 0  # since this reviewer was made (``eval`` reads it)
+        self._last_ok: float | None = None
+        self._failing: tuple[float, str] | None = None  # since when, and the error
+
+    def health(self) -> dict[str, object]:
+        """For ``/healthz``: whether the provider's last request succeeded."""
+        if self._failing is not None:
+            since, error = self._failing
+            return {"status": "failing", "since": since, "error": error, "model": self.provider.model}
+        return {"status": "ok" if self._last_ok else "unused", "model": self.provider.model}
+
+    def _record(self, error: ProviderError | None) -> None:
+        if error is None:
+            self._last_ok, self._failing = self.clock(), None
+        elif self._failing is None:
+            self._failing = (self.clock(), str(error))
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -384,14 +400,20 @@ class LlmReviewer:
             planned.append(group)
         return planned
 
-    async def _complete(self, request: prompt.Request, outcome: Outcome) -> Completion:
+    async def _call(self, request: prompt.Request, schema: OutputSchema, max_tokens: int) -> Completion:
         async with self._gate:
-            reply = await self.provider.complete(
-                system=request.system,
-                user=request.user,
-                schema=FINDINGS_SCHEMA,
-                max_tokens=self.limits.max_output_tokens,
-            )
+            try:
+                reply = await self.provider.complete(
+                    system=request.system, user=request.user, schema=schema, max_tokens=max_tokens
+                )
+            except ProviderError as exc:
+                self._record(exc)
+                raise
+        self._record(None)
+        return reply
+
+    async def _complete(self, request: prompt.Request, outcome: Outcome) -> Completion:
+        reply = await self._call(request, FINDINGS_SCHEMA, self.limits.max_output_tokens)
         outcome.requests += 1
         outcome.input_tokens += reply.input_tokens
         outcome.output_tokens += reply.output_tokens
@@ -616,10 +638,7 @@ class LlmReviewer:
         return answer
 
     async def _judge(self, request: prompt.Request, outcome: Outcome) -> Completion:
-        async with self._gate:
-            reply = await self.provider.complete(
-                system=request.system, user=request.user, schema=THREAD_SCHEMA, max_tokens=512
-            )
+        reply = await self._call(request, THREAD_SCHEMA, 512)
         outcome.requests += 1
         outcome.input_tokens += reply.input_tokens
         outcome.output_tokens += reply.output_tokens
