@@ -90,12 +90,13 @@ class LlmSettings(BaseSettings):
     llm_concurrency: int = Field(default=4, ge=1, le=64)
     llm_max_tokens_per_review: int = Field(default=200_000, ge=1_000)
     llm_daily_token_budget: int = Field(default=5_000_000, ge=0)  # per installation; 0: no cap
+    llm_temperature: float | None = Field(default=None, ge=0, le=2)  # unset: the model's default
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     llm_max_retries: int = Field(default=4, ge=0, le=10)
     llm_price_input_per_mtok: float = Field(default=0.0, ge=0)  # USD per million tokens, for the footer
     llm_price_output_per_mtok: float = Field(default=0.0, ge=0)
 
-    @field_validator("llm_base_url", "llm_api_key", "llm_model", mode="before")
+    @field_validator("llm_base_url", "llm_api_key", "llm_model", "llm_temperature", mode="before")
     @classmethod
     def _blank_llm_is_unset(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value

@@ -388,6 +388,7 @@ async def test_requests_run_at_most_llm_concurrency_at_once(model: FakeModelServ
         await reviewer.aclose()
     assert len(model.reviews()) >= 4
     assert model.most_in_flight == 2
+    assert all("temperature" not in asked.raw for asked in model.asked), "unset: the model's default"
 
 
 async def test_plain_json_mode_sends_no_schema_format_and_reads_json_in_prose(model: FakeModelServer) -> None:
@@ -395,13 +396,13 @@ async def test_plain_json_mode_sends_no_schema_format_and_reads_json_in_prose(mo
     model.script = lambda asked: Reply(
         text=f'Here you go:\n```json\n{{"findings": [{json.dumps(answer)}]}}\n```'
     )
-    reviewer = build_reviewer(settings(model, llm_structured_output="json"))
+    reviewer = build_reviewer(settings(model, llm_structured_output="json", llm_temperature=0))
     try:
         result = await reviewer.review(pull({"src/a.py": "x = 1\n"}))
     finally:
         await reviewer.aclose()
     [asked] = model.reviews() or model.asked
-    assert "response_format" not in asked.raw
+    assert "response_format" not in asked.raw and asked.raw["temperature"] == 0
     assert '"required":["findings"]' in asked.system, "the schema is in the instruction instead"
     assert [(f.rule, f.severity) for f in result.findings] == [("llm/logic", Severity.NIT)]
 
@@ -487,3 +488,23 @@ def test_the_prs_own_title_and_description_are_checked_and_never_annotated() -> 
         assert (found.path, found.rule, found.inline) == (PR_BODY_PATH, RULE, False)
     result = ReviewResult(verdict=Verdict.COMMENT, summary="", findings=(by_title,))
     assert check_annotations(result) == []
+
+
+def test_a_provider_sdk_that_is_not_installed_is_named(
+    monkeypatch: pytest.MonkeyPatch, private_key_pem: str
+) -> None:
+    import importlib.util
+
+    from app.config import ConfigError, load_settings
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *rest: None if name == "anthropic" else real(name, *rest)
+    )
+    env = {"APP_ID": "1", "PRIVATE_KEY": private_key_pem, "WEBHOOK_SECRET": "s", "REVIEWER": "llm"}
+    with pytest.raises(ConfigError) as caught:
+        load_settings({**env, "LLM_PROVIDER": "anthropic", "LLM_MODEL": "claude-x", "LLM_API_KEY": "k"})
+    assert caught.value.setting == "LLM_PROVIDER"
+    assert caught.value.problem == "'anthropic' needs the 'anthropic' package: pip install 'revbot[llm]'"
+    settings, _ = load_settings({**env, "LLM_MODEL": "llama3", "LLM_BASE_URL": "http://localhost:11434/v1"})
+    assert settings.llm_api_key is None, "a local OpenAI-compatible server needs no key"

@@ -176,6 +176,7 @@ class OpenAIProvider(_SdkProvider):
         assert settings.llm_model is not None
         self.model = settings.llm_model
         self.structured = settings.llm_structured_output == "json_schema"
+        self.temperature = settings.llm_temperature
         self.retries = settings.llm_max_retries
         self.sleep = sleep
         self.transient = (openai.APIConnectionError,)
@@ -183,6 +184,8 @@ class OpenAIProvider(_SdkProvider):
 
     async def complete(self, *, system: str, user: str, schema: OutputSchema, max_tokens: int) -> Completion:
         extra: dict[str, Any] = {}
+        if self.temperature is not None:  # reasoning models refuse any but their default
+            extra["temperature"] = self.temperature
         if self.structured:
             extra["response_format"] = {
                 "type": "json_schema",
@@ -194,7 +197,6 @@ class OpenAIProvider(_SdkProvider):
                 model=self.model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 max_completion_tokens=max_tokens,
-                temperature=0,
                 **extra,
             )
 
