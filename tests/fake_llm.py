@@ -207,6 +207,7 @@ class FakeModelServer:
 
     async def _anthropic(self, request: web.Request) -> web.Response:
         data = await request.json()
+        await self._held()
         asked = self._anthropic_asked(data)
         self.asked.append(asked)
         reply = self.script(asked)

@@ -508,3 +508,26 @@ def test_a_provider_sdk_that_is_not_installed_is_named(
     assert caught.value.problem == "'anthropic' needs the 'anthropic' package: pip install 'revbot[llm]'"
     settings, _ = load_settings({**env, "LLM_MODEL": "llama3", "LLM_BASE_URL": "http://localhost:11434/v1"})
     assert settings.llm_api_key is None, "a local OpenAI-compatible server needs no key"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_request_that_times_out_is_retried(model: FakeModelServer, provider: str) -> None:
+    never = asyncio.Event()
+    held = 0
+
+    async def hold(in_flight: int) -> None:
+        nonlocal held
+        held += 1
+        if held == 1:
+            await never.wait()  # the first request never gets an answer
+
+    model.hold = hold
+    sleeps = Sleeps()
+    reviewer = build_reviewer(settings(model, provider, llm_timeout_seconds=0.5), sleep=sleeps)
+    try:
+        result = await reviewer.review(pull({"src/a.py": "x = 1  # BUG\n"}))
+    finally:
+        never.set()  # let the abandoned request end, so the server stops at once
+        await reviewer.aclose()
+    assert held == 2 and len(sleeps.delays) == 1, "one timeout, one retry"
+    assert [f.rule for f in result.findings] == ["llm/logic"]
