@@ -272,7 +272,8 @@ def render_body(
         and event == "COMMENT"
         and result.verdict is not (Verdict.REQUEST_CHANGES)
     ):
-        lines += ["", f"**Not approving:** {escape(result.withhold_approval)}."]
+        stands = " My earlier request for changes stands until a maintainer dismisses it." if rereview else ""
+        lines += ["", f"**Not approving:** {escape(result.withhold_approval)}.{stands}"]
     elif rereview is None and result.verdict is Verdict.APPROVE and event == "COMMENT":
         reason = (
             "this pull request was opened by the bot itself" if policy.pr_by_bot else "approval is disabled"
