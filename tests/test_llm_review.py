@@ -422,3 +422,31 @@ async def test_a_rereview_that_would_approve_comments_instead_when_the_pr_steers
     assert "My earlier request for changes stands until a maintainer dismisses it." in second.body["body"]
     assert not [c for c in bot.fake.calls if c.path.endswith("/dismissals")]
     assert bot.fake.review_decision(REPO, number) == "CHANGES_REQUESTED"
+
+
+async def test_a_120_file_pr_through_github_names_what_the_cap_left_unreviewed(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    files: dict[str, str | None] = {
+        f"src/pkg/mod_{n:03}.py": "\n\n".join(f"def f_{n}_{k}(x):\n    return x + {k}\n" for k in range(8))
+        for n in range(120)
+    }
+    env = llm_env(
+        model, LLM_MAX_INPUT_TOKENS="5000", LLM_MAX_OUTPUT_TOKENS="500", LLM_MAX_TOKENS_PER_REVIEW="20000"
+    )
+    bot = await start_bot(tmp_path, env)
+    try:
+        await review_once(bot, files)
+        [post] = reviews_posted(bot)
+    finally:
+        await bot.stop()
+    bot.assert_conforms()
+    asked = model.reviews()
+    assert len(asked) >= 2 and all(len((a.system + a.user).encode()) // 4 <= 5000 for a in asked)
+    sent = [path for a in asked for path in a.files()]
+    body = post.body["body"]
+    unreviewed = re.findall(r"^- `(src/pkg/mod_\d+\.py)`: the review's token cap was reached", body, re.M)
+    assert unreviewed and sorted(sent + unreviewed) == sorted(files)
+    assert f"**Not reviewed by the model** ({len(unreviewed)} files):" in body
+    assert f"{len(unreviewed)} files not reviewed by the model" in body
+    assert post.body["event"] == "APPROVE"
