@@ -217,7 +217,7 @@ async def test_every_model_finding_is_checked_mechanically(model: FakeModelServe
     assert sorted(by_line) == [3, 4], "the two most important kept (review.llm.max_findings: 2)"
     assert by_line[4].severity is Severity.CONCERN, "capped at concern without review.llm.blockers"
     assert "@\u2060maria" in by_line[4].message and "`@decorator`" in by_line[4].message
-    assert "ghp_" + "Ab1Cd2" not in by_line[3].message and "[redacted]" in by_line[3].message
+    assert "Ab1Cd2Ef3Gh4" not in by_line[3].message and by_line[3].message.startswith("token ")
     assert by_line[4].message.endswith("(confidence 80%)")
     [builtin] = [f for f in result.findings if f.rule == "python/F401"]
     assert builtin.line == 1
@@ -319,9 +319,11 @@ def test_the_injection_check(text: str, flagged: bool) -> None:
 
 
 def test_redaction_and_mentions() -> None:
-    assert redact_secrets('AWS_KEY = "AKIAQWERTYUIOPASDFGH"') == 'AWS_KEY = "[redacted]"'
+    # (Only what must hold for any redactor: the placeholder text is the scanner's business.)
+    assert "QWERTYUIOPASDFGH" not in redact_secrets('AWS_KEY = "AKIAQWERTYUIOPASDFGH"')
     block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
-    assert redact_secrets(f"a\n{block}\nb") == "a\n[redacted private key]\nb"
+    redacted = redact_secrets(f"a\n{block}\nb")
+    assert "MIIEowIBAAKCAQEA" not in redacted and redacted.startswith("a\n") and redacted.endswith("\nb")
     assert redact_secrets("x = 1\ny = 'hello'") == "x = 1\ny = 'hello'"
     assert (
         defuse_mentions("thanks @bob, see `@app.get` and a@b.c")

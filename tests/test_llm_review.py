@@ -105,7 +105,7 @@ async def test_structured_findings_become_inline_comments(
     [asked] = model.reviews()
     assert "python/F821" in asked.user and "Built-in findings (facts" in asked.user
     # Redacted before sending; fenced with a nonce the system instruction names.
-    assert "Zq8xW3vR7tY2uK9mN4bP6sL1" not in asked.user and "[redacted]" in asked.user
+    assert "Zq8xW3vR7tY2uK9mN4bP6sL1" not in asked.user and "API_TOKEN = " in asked.user
     nonce = asked.system.split("<data-", 1)[1].split(">", 1)[0]
     assert f"<data-{nonce}>" in asked.user and f"</data-{nonce}>" in asked.user
     assert "    3 + " in asked.user  # hunks carry head line numbers
