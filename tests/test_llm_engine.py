@@ -203,6 +203,7 @@ async def test_every_model_finding_is_checked_mechanically(model: FakeModelServe
         proposed("src/a.py", 1, message="Unused import, as the built-in said."),  # merges into F401
         proposed("src/a.py", 7, category="vibes"),  # unknown category: dropped
         proposed("src/elsewhere.py", 1),  # not a file of the request: dropped
+        proposed("src/a.py", 99),  # not a line of the file: dropped
         proposed("src/a.py", 8, severity="nit", confidence=0.2, suggestion="    return b  <!-- x -->\n"),
         proposed(
             "src/a.py", 3, severity="concern", message="token ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2"
@@ -223,7 +224,7 @@ async def test_every_model_finding_is_checked_mechanically(model: FakeModelServe
     assert builtin.line == 1
     assert "1 more model findings not shown (review.llm.max_findings: 2)" in result.summary
     assert "1 model finding merged into built-in ones" in result.summary
-    assert "2 model findings dropped by the checks" in result.summary
+    assert "3 model findings dropped by the checks" in result.summary
     assert result.verdict is Verdict.COMMENT
 
 

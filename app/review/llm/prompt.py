@@ -67,13 +67,6 @@ def output_rule(schema: OutputSchema) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class FileSection:
-    path: str
-    text: str  # the rendered section, redaction not yet applied
-    tokens: int  # estimated
-
-
 def nonce_for(*parts: str) -> str:
     digest = hashlib.sha256()
     for part in parts:

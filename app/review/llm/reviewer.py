@@ -78,8 +78,6 @@ class Limits:
 @dataclass(slots=True)
 class Section:
     file: ChangedFile
-    lines: PatchLines
-    line_count: int  # lines of the file at head (0: unknown)
     text: str
     tokens: int
     key: str  # cache key
@@ -109,6 +107,7 @@ class Outcome:
     input_tokens: int = 0
     output_tokens: int = 0
     today: str = ""  # the installation's usage today, for the footer
+    line_counts: dict[str, int] = field(default_factory=dict)  # path -> lines at head, when read
 
 
 def cache_key(*parts: str) -> str:
@@ -283,6 +282,8 @@ class LlmReviewer:
             text = content.text if content is not None else None
             lines = parse_patch(f.patch)
             prior = [p for p in context.prior if p.path == f.path]
+            if text is not None:
+                outcome.line_counts[f.path] = len(text.splitlines())
             rendered = prompt.render_file(
                 path=f.path,
                 status=f.status,
@@ -306,8 +307,6 @@ class LlmReviewer:
             sections.append(
                 Section(
                     file=f,
-                    lines=lines,
-                    line_count=len(text.splitlines()) if text is not None else 0,
                     text=rendered,
                     tokens=estimate_tokens(rendered),
                     key=key,
@@ -480,6 +479,9 @@ class LlmReviewer:
                 continue
             lines = texts.setdefault(m.path, parse_patch(changed.patch))
             first, last = m.line, m.end_line if m.end_line and m.end_line >= m.line else m.line
+            if last > outcome.line_counts.get(m.path, last):
+                dropped += 1  # not a line of the file
+                continue
             if last - first > MAX_SUGGESTION_LINES:
                 first = last
             if (m.path, last) in builtin_lines or (m.path, first) in builtin_lines:
