@@ -374,12 +374,18 @@ async def test_rereview_shows_open_findings_replies_and_default_branch_instructi
     assert "reply in the thread: alice: This is intentional: the last item is a sentinel." in second.user
 
 
-async def test_a_model_finding_outside_the_diff_goes_to_the_body(
+async def test_a_model_finding_off_the_changed_lines_goes_to_the_body(
     tmp_path: Path, model: FakeModelServer
 ) -> None:
     base = "".join(f"value_{n} = {n}\n" for n in range(1, 41))
     model.script = lambda asked: Reply(
-        {"findings": [proposed("src/values.py", 20, severity="concern"), proposed("src/values.py", 5)]}
+        {
+            "findings": [
+                proposed("src/values.py", 20, severity="concern"),  # the changed line: inline
+                proposed("src/values.py", 18),  # an unchanged line inside the hunk: body
+                proposed("src/values.py", 5),  # outside the diff: body
+            ]
+        }
     )
     bot = await start_bot(tmp_path, llm_env(model))
     bot.fake.push(REPO, "main", {"src/values.py": base})
@@ -391,7 +397,8 @@ async def test_a_model_finding_outside_the_diff_goes_to_the_body(
     bot.assert_conforms()
     assert [(c["path"], c["line"]) for c in post.body["comments"]] == [("src/values.py", 20)]
     body = post.body["body"]
-    assert "**Findings not commented inline**" in body and "`src/values.py:5`" in body
+    assert "**Findings not commented inline**" in body
+    assert "`src/values.py:5`" in body and "`src/values.py:18`" in body
     assert post.body["event"] == "COMMENT"
 
 

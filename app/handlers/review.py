@@ -222,18 +222,17 @@ def plan_for(
 ) -> render.ReviewPlan:
     """The review to post; ``inline=False`` puts every finding in the body (the fallback for a
     review GitHub refused)."""
-    commentable = {
-        f.path: parse_patch(f.patch).right_lines for f in context.files if inline and f.patch is not None
-    }
+    patches = {f.path: parse_patch(f.patch) for f in context.files if inline and f.patch is not None}
     return render.plan_review(
         result,
         head_sha=context.head_sha,
-        commentable=commentable,
+        commentable={path: lines.right_lines for path, lines in patches.items()},
         policy=policy,
         trigger=trigger,
         bot_name=identity.slug,
         rereview=rereview,
         issued_at=time.time(),
+        changed={path: lines.added for path, lines in patches.items()},
     )
 
 

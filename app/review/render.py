@@ -29,6 +29,7 @@ HEADLINE = {
     "APPROVE": "approved",
 }
 MAX_CHECK_TEXT = 60_000
+MODEL_RULES = "llm/"  # the language-model reviewer's findings
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,8 +193,11 @@ def plan_review(
     bot_name: str,
     rereview: Rereview | None = None,
     issued_at: float = 0.0,
+    changed: Mapping[str, frozenset[int]] | None = None,
 ) -> ReviewPlan:
-    """Decide the event, which findings are inline, and write the body."""
+    """Decide the event, which findings are inline, and write the body. ``changed``: the lines
+    the PR added or changed, where alone a language model's finding may be inline (on an
+    unchanged line it goes to the body, like one outside the diff)."""
     event = review_event(
         result.verdict,
         policy,
@@ -209,7 +213,10 @@ def plan_review(
         if finding.inline and finding.fingerprint in known:
             in_threads.append(finding)
             continue
-        anchor = _anchor(finding, commentable.get(finding.path, frozenset()))
+        lines = commentable.get(finding.path, frozenset())
+        if changed is not None and finding.rule.startswith(MODEL_RULES):
+            lines = lines & changed.get(finding.path, frozenset())
+        anchor = _anchor(finding, lines)
         if anchor is not None and len(inline) < policy.max_comments:
             anchor["body"] = comment_body(finding, head_sha)
             comments.append(anchor)
