@@ -1,10 +1,11 @@
-"""Command line: ``python -m app serve | worker | doctor | setup | review | demo``.
+"""Command line: ``python -m app serve | worker | doctor | setup | review | eval | demo``.
 
 ``serve`` runs the webhook server with the worker in-process (Procfile ``web:``); ``worker`` runs
 the worker alone (Procfile ``worker:``, for scaling out on PostgreSQL); ``doctor`` checks the
 settings, the database and GitHub, and says what is wrong in plain words; ``setup`` registers
 the App from ``app.yml`` and writes ``.env``; ``review`` prints
-the review the bot would post, for a real PR or a local git range, without posting; ``demo``
+the review the bot would post, for a real PR or a local git range, without posting; ``eval``
+measures a reviewer on a corpus of cases; ``demo``
 plays a pull request's story against a fake GitHub, offline.
 """
 
@@ -18,12 +19,16 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
 import gidgethub
 import yaml
 
 from .config import ConfigError, Settings, ephemeral_sqlite_problem, load_env_file, load_settings
+
+if TYPE_CHECKING:
+    from .review.evaluate import Case
 from .logs import setup_logging
 
 EXIT_CONFIG = 2
@@ -169,6 +174,52 @@ def _setup(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _eval_run(reviewer_name: str, cases: Sequence[Case], output: str) -> int:
+    from .config import load_llm_settings
+    from .review.engine import BuiltinReviewer
+    from .review.evaluate import evaluate
+    from .review.model import Reviewer
+
+    reviewer: Reviewer = BuiltinReviewer()
+    label = "builtin"
+    if reviewer_name == "llm":
+        from .review.llm import build_reviewer
+
+        try:
+            settings = load_llm_settings()
+        except ConfigError as exc:
+            print(f"revbot: configuration error: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
+        llm = build_reviewer(settings)
+        reviewer, label = llm, f"llm ({settings.llm_provider} {settings.llm_model})"
+    try:
+        report = await evaluate(cases, reviewer, label=label)
+    finally:
+        close = getattr(reviewer, "aclose", None)
+        if close is not None:
+            await close()
+    print(report.as_json() if output == "json" else report.as_text())
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING)
+    name = args.reviewer or os.environ.get("REVIEWER", "builtin").strip().lower() or "builtin"
+    if name not in ("builtin", "llm"):
+        print(f"revbot: configuration error: REVIEWER: {name!r} is not 'builtin' or 'llm'", file=sys.stderr)
+        return EXIT_CONFIG
+    from .review.evaluate import load_cases
+
+    if not args.cases.is_dir():
+        print(f"revbot: --cases: {args.cases} is not a directory", file=sys.stderr)
+        return EXIT_CONFIG
+    cases = load_cases(args.cases)
+    if not cases:
+        print(f"revbot: --cases: no case.yaml under {args.cases}", file=sys.stderr)
+        return EXIT_CONFIG
+    return asyncio.run(_eval_run(name, cases, args.format))
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import DemoOptions, run_demo
 
@@ -214,6 +265,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     review.add_argument("--repo", default=".", help="the local repository for --git (default: .)")
     review.add_argument("--format", choices=("text", "json"), default="text")
     review.set_defaults(run=_review)
+    from .review.evaluate import DEFAULT_CASES
+
+    evaluation = commands.add_parser(
+        "eval",
+        help="measure a reviewer on a corpus of cases: recall, false blockers, tokens, time",
+        description="Review every case (a base tree, a patch, the defects a good reviewer must find) "
+        "and print recall, false blockers on clean changes, tokens and time per case.",
+    )
+    evaluation.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="default: the shipped corpus")
+    evaluation.add_argument("--format", choices=("text", "json"), default="text")
+    evaluation.add_argument(
+        "--reviewer", choices=("builtin", "llm"), help="default: the REVIEWER setting (builtin when unset)"
+    )
+    evaluation.set_defaults(run=_eval)
     demo = commands.add_parser(
         "demo",
         help="play a story: the real bot against a sandbox GitHub, printed as a timeline",

@@ -131,7 +131,47 @@ def load_env_file(path: Path, environ: MutableMapping[str, str] | None = None) -
     return True
 
 
-class Settings(BaseSettings):
+class LlmSettings(BaseSettings):
+    """The language-model reviewer's settings (``REVIEWER=llm``; see app/review/llm/), on their
+    own so ``python -m app eval`` can use them without the GitHub App's."""
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    llm_provider: Literal["openai", "anthropic"] = "openai"
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str | None = None
+    llm_structured_output: Literal["json_schema", "json"] = "json_schema"
+    llm_max_input_tokens: int = Field(default=24_000, ge=1_000)
+    llm_max_output_tokens: int = Field(default=4_096, ge=256)
+    llm_concurrency: int = Field(default=4, ge=1, le=64)
+    llm_max_tokens_per_review: int = Field(default=200_000, ge=1_000)
+    llm_daily_token_budget: int = Field(default=5_000_000, ge=0)  # per installation; 0: no cap
+    llm_temperature: float | None = Field(default=None, ge=0, le=2)  # unset: the model's default
+    llm_timeout_seconds: float = Field(default=120.0, gt=0)
+    llm_max_retries: int = Field(default=4, ge=0, le=10)
+    llm_price_input_per_mtok: float = Field(default=0.0, ge=0)  # USD per million tokens, for the footer
+    llm_price_output_per_mtok: float = Field(default=0.0, ge=0)
+
+    @field_validator("llm_base_url", "llm_api_key", "llm_model", "llm_temperature", mode="before")
+    @classmethod
+    def _blank_llm_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("llm_provider", "llm_structured_output", mode="before")
+    @classmethod
+    def _lower_choice(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _llm_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/") if value else value
+
+
+class Settings(LlmSettings):
     """The interface contract's environment variables (see DESIGN.md)."""
 
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
@@ -237,6 +277,19 @@ class Settings(BaseSettings):
         return int(logging.getLevelName(self.log_level.upper()))
 
 
+def load_llm_settings(env: Mapping[str, str] | None = None) -> LlmSettings:
+    """Only the model reviewer's settings, checked as for ``REVIEWER=llm`` (``eval``)."""
+    try:
+        if env is None:
+            settings = LlmSettings()
+        else:
+            settings = LlmSettings.model_validate({k.lower(): v for k, v in env.items()})
+    except ValidationError as exc:
+        raise _first_problem(exc) from None
+    check_llm_settings(settings)
+    return settings
+
+
 def _first_problem(exc: ValidationError) -> ConfigError:
     error = exc.errors()[0]
     setting = str(error["loc"][0]).upper() if error["loc"] else "PRIVATE_KEY"
@@ -262,12 +315,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> tuple[Settings, str]:
         url = async_database_url(settings.database_url)
         if not url.startswith("sqlite"):
             postgres_engine_options(url, pool_size=settings.database_pool_size)
-    if settings.reviewer != "builtin":
-        # Accepted by the contract for the language-model reviewer, which this version lacks:
-        # refusing beats silently reviewing with a different engine than the operator chose.
-        raise ConfigError(
-            "REVIEWER", f"{settings.reviewer!r} is not available in this version; use 'builtin'"
-        )
+    if settings.reviewer == "llm":
+        check_llm_settings(settings)
     return settings, settings.private_key_pem()
 
 
@@ -284,10 +333,56 @@ def ephemeral_sqlite_problem(settings: Settings, environ: Mapping[str, str]) -> 
     )
 
 
+LLM_SDK = {"openai": "openai", "anthropic": "anthropic"}
+
+
+def check_llm_settings(settings: LlmSettings) -> None:
+    """``REVIEWER=llm`` needs a usable provider: its SDK installed, a model, and a key (an
+    OpenAI-compatible server of one's own, ``LLM_BASE_URL``, may need none). Never a silent
+    fallback to the built-in reviewer."""
+    import importlib.util
+
+    package = LLM_SDK[settings.llm_provider]
+    if importlib.util.find_spec(package) is None:
+        raise ConfigError(
+            "LLM_PROVIDER",
+            f"{settings.llm_provider!r} needs the {package!r} package: pip install 'revbot[llm]'",
+        )
+    if not settings.llm_model:
+        raise ConfigError("LLM_MODEL", "is required with REVIEWER=llm (the provider's model name)")
+    keyless = settings.llm_provider == "openai" and settings.llm_base_url is not None
+    if settings.llm_api_key is None and not keyless:
+        where = "Anthropic" if settings.llm_provider == "anthropic" else "OpenAI (or set LLM_BASE_URL)"
+        raise ConfigError("LLM_API_KEY", f"is required with REVIEWER=llm for {where}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Per-repository settings: an optional ``.github/{slug}.yml`` on the default branch.
 # ---------------------------------------------------------------------------------------------
 DEFAULT_ALLOWED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
+
+
+MAX_INSTRUCTIONS_CHARS = 4_000
+
+
+class LlmSkipConfig(BaseModel):
+    """When the language model does not review a PR (the built-in review still runs)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    drafts: bool = True
+    title_keywords: tuple[str, ...] = ("[skip review]", "[no llm]")  # case-insensitive substrings
+    labels: tuple[str, ...] = ()
+    authors: tuple[str, ...] = ("dependabot[bot]", "renovate[bot]")
+    paths: tuple[str, ...] = ()  # globs, as in review.paths_ignore: files the model is not shown
+
+
+class LlmReviewConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    blockers: bool = False  # may the model's findings block a merge? (default: concerns at most)
+    max_findings: int = Field(default=10, ge=0, le=100)
+    skip: LlmSkipConfig = LlmSkipConfig()
 
 
 class ReviewConfig(BaseModel):
@@ -304,6 +399,8 @@ class ReviewConfig(BaseModel):
     max_files: int = Field(default=300, ge=1, le=3000)
     max_comments: int = Field(default=30, ge=1, le=100)
     allowed_associations: tuple[str, ...] = DEFAULT_ALLOWED_ASSOCIATIONS  # who may ask, besides the author
+    instructions: str | None = None  # for the model; capped at MAX_INSTRUCTIONS_CHARS when used
+    llm: LlmReviewConfig = LlmReviewConfig()
 
 
 class RepoConfig(BaseModel):

@@ -4,7 +4,8 @@ a table or a setting; it only reads and says what is wrong and where to fix it.
 Checks: the settings; the database (reachable, schema, what the queue holds); the App on GitHub
 (authenticates; granted permissions and subscribed events against ``app.yml``); the App's
 webhook (URL, secret, content type); recent deliveries from GitHub's log; and the running bot's
-``/metrics`` endpoint. Exit status 0 when nothing failed, 1 with the list of problems.
+``/metrics`` endpoint; with ``REVIEWER=llm``, one tiny timed request to the model provider.
+Exit status 0 when nothing failed, 1 with the list of problems.
 """
 
 from __future__ import annotations
@@ -209,6 +210,21 @@ async def check_metrics(session: aiohttp.ClientSession, url: str, settings: Sett
     return Check("metrics", "ok", url)
 
 
+async def check_llm(settings: Settings) -> Check:
+    """One tiny request to the model provider, timed (``REVIEWER=llm``)."""
+    from .review.llm.providers import ProviderError, make_provider, ping
+
+    provider = make_provider(settings)
+    where = settings.llm_base_url or settings.llm_provider
+    try:
+        seconds, said = await ping(provider)
+    except ProviderError as exc:
+        return Check("llm", "FAIL", f"{settings.llm_model} at {where}: {exc}")
+    finally:
+        await provider.aclose()
+    return Check("llm", "ok", f"{settings.llm_model} at {where} answered in {seconds:.2f}s ({said!r})")
+
+
 async def run_checks(
     settings: Settings,
     pem: str,
@@ -222,6 +238,8 @@ async def run_checks(
     if problem is not None:
         checks.append(Check("settings", "FAIL", str(problem)))
     checks.append(await check_database(settings))
+    if settings.reviewer == "llm":
+        checks.append(await check_llm(settings))
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=15)) as session:
         client = AppClient(session, app_jwt=AppJWT(settings.app_id, pem), api_url=settings.github_api_url)
         try:

@@ -118,7 +118,7 @@ class Runtime:
         self._worker_options = worker_options
         self._run_worker = run_worker
         self._identity_backoff = identity_backoff
-        self.reviewer: Reviewer = reviewer or BuiltinReviewer()
+        self.reviewer: Reviewer = reviewer or self._default_reviewer()
         self.repo_configs = RepoConfigs()
         self.analyses = AnalysisCache()
         self.session: aiohttp.ClientSession | None = None
@@ -128,6 +128,13 @@ class Runtime:
         self._identity_task: asyncio.Task[BotIdentity] | None = None
         self._housekeeping_interval = housekeeping_interval
         self.housekeeping: Housekeeping | None = None
+
+    def _default_reviewer(self) -> Reviewer:
+        if self.settings.reviewer == "llm":
+            from .review.llm import build_reviewer
+
+            return build_reviewer(self.settings, store=self.store)  # its tables join the schema
+        return BuiltinReviewer()
 
     async def start(self) -> None:
         await self.store.create_schema()
@@ -209,11 +216,15 @@ class Runtime:
 
     def _health(self) -> dict[str, Any]:
         known = self.identity.known if self.identity else None
-        return {
+        health = {
             "app_slug": known.slug if known else None,
             "worker": self.worker is not None,
             "delivery_recovery": self.housekeeping.status() if self.housekeeping else None,
         }
+        model = getattr(self.reviewer, "health", None)
+        if model is not None:
+            health["llm"] = model()  # the model provider's last answer: ok, or failing since when
+        return health
 
     async def stop(self) -> None:
         if self.housekeeping is not None:
@@ -226,6 +237,9 @@ class Runtime:
                 await self._identity_task
         if self.session is not None:
             await self.session.close()
+        close = getattr(self.reviewer, "aclose", None)
+        if close is not None:
+            await close()
         await self.store.close()
 
 

@@ -16,6 +16,9 @@ from app.store import Store, metadata
 
 PG_ENV = "DATABASE_URL_TEST_PG"
 
+# The eval corpus (tests/fixtures/review_cases) holds code under review, not tests of revbot.
+collect_ignore_glob = ["fixtures/*"]
+
 
 @pytest.fixture(scope="session")
 def private_key_pem() -> str:

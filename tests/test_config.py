@@ -52,7 +52,20 @@ def run_serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         ({"REVIEW_APPROVE": "perhaps"}, "REVIEW_APPROVE", "valid boolean"),
         ({"PORT": "0"}, "PORT", "greater than or equal to 1"),
         ({"GITHUB_API_URL": "ftp://ghe"}, "GITHUB_API_URL", "http(s) URL"),
-        ({"REVIEWER": "llm"}, "REVIEWER", "not available in this version"),
+        ({"REVIEWER": "llm"}, "LLM_MODEL", "is required with REVIEWER=llm"),
+        ({"REVIEWER": "llm", "LLM_MODEL": "gpt-x"}, "LLM_API_KEY", "is required with REVIEWER=llm"),
+        (
+            {
+                "REVIEWER": "llm",
+                "LLM_MODEL": "claude-x",
+                "LLM_PROVIDER": "anthropic",
+                "LLM_BASE_URL": "http://h",
+            },
+            "LLM_API_KEY",
+            "for Anthropic",
+        ),
+        ({"REVIEWER": "llm", "LLM_PROVIDER": "mistral"}, "LLM_PROVIDER", "'openai' or 'anthropic'"),
+        ({"REVIEWER": "llm", "LLM_BASE_URL": "localhost:11434"}, "LLM_BASE_URL", "http(s) URL"),
         ({"REVIEWER": "gpt"}, "REVIEWER", "Input should be 'builtin' or 'llm'"),
     ],
 )

@@ -16,7 +16,7 @@ from cachetools import LRUCache, TTLCache
 from .. import github
 from ..config import RepoConfig, parse_repo_config
 from ..github import GitHubClient, InstallationClient, get_file_text
-from ..review.model import ChangedFile, FileContent, PullContext, ReviewResult, ReviewSettings
+from ..review.model import ChangedFile, FileContent, PullContext, Reviewer, ReviewResult, ReviewSettings
 from ..routing import Context
 
 log = logging.getLogger(__name__)
@@ -156,16 +156,24 @@ async def build_context(
         read=read,
         settings=ReviewSettings(paths_ignore=config.review.paths_ignore, max_files=config.review.max_files),
         files_truncated=len(raw_files) >= MAX_LISTED_FILES,
+        body=str(pull.get("body") or ""),
+        labels=tuple(str(label.get("name")) for label in pull.get("labels") or () if label.get("name")),
+        draft=bool(pull.get("draft")),
+        installation_id=getattr(gh, "installation_id", None),
     )
 
 
-async def analyse(ctx: Context, context: PullContext) -> ReviewResult:
-    """Run the engine, or re-use its result for exactly the same analysed content."""
-    key = ctx.analyses.key(context.repo, context.files, context.settings)
+async def analyse(ctx: Context, context: PullContext, *, reviewer: Reviewer | None = None) -> ReviewResult:
+    """Run the engine (``reviewer``, by default the deployment's), or re-use its result for
+    exactly the same analysed content, description and repository options."""
+    reviewer = reviewer or ctx.reviewer
+    key = ctx.analyses.key(
+        context.repo, context.files, (type(reviewer).__name__, context.settings, context.body, context.model)
+    )
     cached = ctx.analyses.get(key)
     if cached is not None:
         log.info("analysed files unchanged since an earlier review; re-using its analysis")
         return cached
-    result = await ctx.reviewer.review(context)
+    result = await reviewer.review(context)
     ctx.analyses.put(key, result)
     return result

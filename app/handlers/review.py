@@ -23,17 +23,18 @@ from gidgethub import routing
 
 from .. import github, metrics
 from ..commands import HELP_TEXT, Command, parse_command
-from ..config import RepoConfig
+from ..config import MAX_INSTRUCTIONS_CHARS, RepoConfig
 from ..events import CheckRunEvent, IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
 from ..guards import BotIdentity, is_bot_login
 from ..review import decide, render
 from ..review.diff import parse_patch
+from ..review.llm import LlmReviewer
 from ..review.markers import ReviewMarker, encode
-from ..review.model import PullContext, ReviewResult
+from ..review.model import ModelOptions, PriorFinding, PullContext, ReviewResult
 from ..routing import Context
 from .common import analyse, build_context, may_ask
 from .decoy import drop_decoy
-from .threads import OpenThread, open_bot_threads, verify_threads
+from .threads import OpenThread, finding_text, open_bot_threads, thread_replies, verify_threads
 
 log = logging.getLogger(__name__)
 
@@ -221,18 +222,17 @@ def plan_for(
 ) -> render.ReviewPlan:
     """The review to post; ``inline=False`` puts every finding in the body (the fallback for a
     review GitHub refused)."""
-    commentable = {
-        f.path: parse_patch(f.patch).right_lines for f in context.files if inline and f.patch is not None
-    }
+    patches = {f.path: parse_patch(f.patch) for f in context.files if inline and f.patch is not None}
     return render.plan_review(
         result,
         head_sha=context.head_sha,
-        commentable=commentable,
+        commentable={path: lines.right_lines for path, lines in patches.items()},
         policy=policy,
         trigger=trigger,
         bot_name=identity.slug,
         rereview=rereview,
         issued_at=time.time(),
+        changed={path: lines.added for path, lines in patches.items()},
     )
 
 
@@ -275,18 +275,23 @@ async def review_pull(
         return
     check_run_id = await start_check_run(ctx, repo=repo, pr_number=pr_number, head_sha=head_sha)
     context = await build_context(ctx.gh, repo=repo, pull=pull, config=config)
+    open_threads: list[OpenThread] | None = None
+    if isinstance(ctx.reviewer, LlmReviewer):
+        open_threads = await open_bot_threads(ctx, repo=repo, pr_number=pr_number)
+        context = await with_model_inputs(ctx, context, config=config, threads=open_threads)
     result = await analyse(ctx, context)
     policy = policy_for(context, config=config, approve=ctx.settings.review_approve, identity=ctx.identity)
     rereview = None
-    open_threads: list[OpenThread] = []
     if block is not None and not policy.pr_by_bot:
-        open_threads = await open_bot_threads(ctx, repo=repo, pr_number=pr_number)
+        if open_threads is None:
+            open_threads = await open_bot_threads(ctx, repo=repo, pr_number=pr_number)
         rereview = await prepare_rereview(
             ctx, repo=repo, pr_number=pr_number, block=block, result=result, open_threads=open_threads
         )
     plan = plan_for(result, context, policy=policy, trigger=trigger, identity=ctx.identity, rereview=rereview)
-    if rereview is not None and plan.event == "COMMENT":
+    if rereview is not None and plan.event == "COMMENT" and result.withhold_approval is None:
         # No blockers remain but approval is disabled: only dismissing clears the sticky block.
+        # (Withheld approval keeps the block too: a person should look at this PR.)
         outcome = await dismiss_blocks(ctx, repo=repo, pr_number=pr_number, mine=mine, head_sha=head_sha)
         rereview = replace(rereview, dismissal=outcome)
         plan = plan_for(
@@ -322,8 +327,55 @@ async def review_pull(
     if rereview is not None:
         # The threads read before posting; those this review opened hold current findings.
         await verify_threads(
-            ctx, repo=repo, pr_number=pr_number, pull=pull, result=result, threads=open_threads
+            ctx, repo=repo, pr_number=pr_number, pull=pull, result=result, threads=open_threads or []
         )
+
+
+async def with_model_inputs(
+    ctx: Context, context: PullContext, *, config: RepoConfig, threads: Sequence[OpenThread]
+) -> PullContext:
+    """What only the model reviewer needs: the repository's options and review instructions (the
+    config's ``review.instructions`` and ``.github/{slug}-instructions.md``, both from the default
+    branch, never from the PR's head, and capped), and the bot's open findings with the replies in
+    their threads."""
+    inline = (config.review.instructions or "")[:MAX_INSTRUCTIONS_CHARS]
+    from_file = await github.get_file_text(
+        ctx.gh, repo=context.repo, path=f".github/{ctx.identity.slug}-instructions.md"
+    )
+    instructions = "\n\n".join(
+        part.strip() for part in (inline, (from_file or "")[:MAX_INSTRUCTIONS_CHARS]) if part
+    )
+    llm = config.review.llm
+    prior: list[PriorFinding] = []
+    if threads:
+        comments = await github.list_pull_review_comments(
+            ctx.gh, repo=context.repo, pr_number=int(context.pr_number or 0)
+        )
+        for item in threads:
+            replies = tuple(thread_replies(comments, item, ctx.identity))
+            prior.append(
+                PriorFinding(
+                    rule=item.finding.rule,
+                    path=item.finding.path,
+                    line=item.thread.line or item.finding.line,
+                    message=finding_text(item.thread.root_body),
+                    replies=replies[-5:],
+                )
+            )
+    return replace(
+        context,
+        model=ModelOptions(
+            blockers=llm.blockers,
+            max_findings=llm.max_findings,
+            instructions=instructions,
+            skip_drafts=llm.skip.drafts,
+            skip_title_keywords=llm.skip.title_keywords,
+            skip_labels=llm.skip.labels,
+            skip_authors=llm.skip.authors,
+            skip_paths=llm.skip.paths,
+        ),
+        prior=tuple(prior),
+    )
 
 
 async def prepare_rereview(

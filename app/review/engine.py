@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, default_analyzers
+from .analyzers.injection import body_findings
 from .analyzers.python import SYNTAX_RULE
 from .diff import PatchLines, parse_patch
 from .model import Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
@@ -69,6 +70,7 @@ class BuiltinReviewer:
             for f in output.findings
             if not f.inline or f.rule in FILE_LEVEL_RULES or f.line in added.get(f.path, ())
         ]
+        kept += body_findings(context.title, context.body)  # the PR's own text is added text too
         findings = deduplicate(
             sorted(kept, key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule))
         )
@@ -92,6 +94,7 @@ class BuiltinReviewer:
             findings=tuple(findings),
             skipped=tuple(skipped),
             analysed=analysed,
+            notes=tuple(notes),
         )
 
 

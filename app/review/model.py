@@ -65,6 +65,32 @@ class ReviewSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class PriorFinding:
+    """An open thread of the bot at re-review: the finding it holds and the replies in it."""
+
+    rule: str
+    path: str
+    line: int
+    message: str
+    replies: tuple[str, ...] = ()  # "login: text", oldest first
+
+
+@dataclass(frozen=True, slots=True)
+class ModelOptions:
+    """What the repository says about the language-model reviewer (``review.llm``,
+    ``review.instructions`` and ``.github/revbot-instructions.md`` from the default branch)."""
+
+    blockers: bool = False
+    max_findings: int = 10
+    instructions: str = ""
+    skip_drafts: bool = True
+    skip_title_keywords: tuple[str, ...] = ()
+    skip_labels: tuple[str, ...] = ()
+    skip_authors: tuple[str, ...] = ()
+    skip_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PullContext:
     repo: str  # "owner/name", or a local label for ``review --git``
     pr_number: int | None
@@ -76,6 +102,13 @@ class PullContext:
     read: ContentReader
     settings: ReviewSettings = field(default_factory=ReviewSettings)
     files_truncated: bool = False  # GitHub lists at most 3000 files
+    # For the language-model reviewer and the injection check (untrusted, like everything above).
+    body: str = ""
+    labels: tuple[str, ...] = ()
+    draft: bool = False
+    installation_id: int | None = None
+    model: ModelOptions = field(default_factory=ModelOptions)
+    prior: tuple[PriorFinding, ...] = ()  # the bot's open threads, at re-review
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +137,13 @@ class ReviewResult:
     findings: tuple[Finding, ...]
     skipped: tuple[Skipped, ...] = ()
     analysed: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what limited the review (already in ``summary``)
+    # Set by the language-model reviewer: why this review must not approve (text addressing an
+    # AI reviewer was found while the model reviewed), files the model did not review and why,
+    # and its usage (rendered collapsed in the review body).
+    withhold_approval: str | None = None
+    model_skipped: tuple[Skipped, ...] = ()
+    usage: tuple[str, ...] = ()
 
 
 class Reviewer(Protocol):

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .analyzers.injection import PR_BODY_PATH
 from .markers import FindingMarker, ReviewMarker, problem_key
 from .model import Finding, ReviewResult, Severity, Verdict
 
@@ -28,6 +29,7 @@ HEADLINE = {
     "APPROVE": "approved",
 }
 MAX_CHECK_TEXT = 60_000
+MODEL_RULES = "llm/"  # the language-model reviewer's findings
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,17 +73,22 @@ class ReviewPlan:
         return data
 
 
-def review_event(verdict: Verdict, policy: Policy, *, rereview: bool = False) -> str:
+def review_event(
+    verdict: Verdict, policy: Policy, *, rereview: bool = False, withhold_approval: bool = False
+) -> str:
     """The GitHub review event for a verdict under the deployment's policy.
 
     A re-review never ends in a plain comment while it could decide: GitHub's request for changes
     is sticky, so it is either asserted again (blockers remain) or cleared by an approval (or,
     with approval disabled, by dismissing it; the review itself is then a comment).
+    ``withhold_approval`` (text addressed to an AI reviewer, read by the model) turns an approval
+    into a comment, on a re-review too.
     """
     if rereview and verdict is not Verdict.REQUEST_CHANGES:
         verdict = Verdict.APPROVE
     if verdict is Verdict.APPROVE:
-        return "APPROVE" if policy.approve and not policy.pr_by_bot else "COMMENT"
+        allowed = policy.approve and not policy.pr_by_bot and not withhold_approval
+        return "APPROVE" if allowed else "COMMENT"
     if verdict is Verdict.REQUEST_CHANGES and policy.pr_by_bot:
         return "COMMENT"
     return verdict.value
@@ -186,9 +193,17 @@ def plan_review(
     bot_name: str,
     rereview: Rereview | None = None,
     issued_at: float = 0.0,
+    changed: Mapping[str, frozenset[int]] | None = None,
 ) -> ReviewPlan:
-    """Decide the event, which findings are inline, and write the body."""
-    event = review_event(result.verdict, policy, rereview=rereview is not None)
+    """Decide the event, which findings are inline, and write the body. ``changed``: the lines
+    the PR added or changed, where alone a language model's finding may be inline (on an
+    unchanged line it goes to the body, like one outside the diff)."""
+    event = review_event(
+        result.verdict,
+        policy,
+        rereview=rereview is not None,
+        withhold_approval=result.withhold_approval is not None,
+    )
     inline: list[Finding] = []
     comments: list[dict[str, Any]] = []
     in_body: list[Finding] = []
@@ -198,7 +213,10 @@ def plan_review(
         if finding.inline and finding.fingerprint in known:
             in_threads.append(finding)
             continue
-        anchor = _anchor(finding, commentable.get(finding.path, frozenset()))
+        lines = commentable.get(finding.path, frozenset())
+        if changed is not None and finding.rule.startswith(MODEL_RULES):
+            lines = lines & changed.get(finding.path, frozenset())
+        anchor = _anchor(finding, lines)
         if anchor is not None and len(inline) < policy.max_comments:
             anchor["body"] = comment_body(finding, head_sha)
             comments.append(anchor)
@@ -256,7 +274,14 @@ def render_body(
         lines += ["", *severity_table(result.findings)]
     if rereview is not None:
         lines += ["", *_rereview_lines(rereview, event=event, head_sha=head_sha)]
-    elif result.verdict is Verdict.APPROVE and event == "COMMENT":
+    if (
+        result.withhold_approval is not None
+        and event == "COMMENT"
+        and result.verdict is not (Verdict.REQUEST_CHANGES)
+    ):
+        stands = " My earlier request for changes stands until a maintainer dismisses it." if rereview else ""
+        lines += ["", f"**Not approving:** {escape(result.withhold_approval)}.{stands}"]
+    elif rereview is None and result.verdict is Verdict.APPROVE and event == "COMMENT":
         reason = (
             "this pull request was opened by the bot itself" if policy.pr_by_bot else "approval is disabled"
         )
@@ -285,12 +310,28 @@ def render_body(
             f"**Not analysed** ({len(result.skipped)} file{'s' if len(result.skipped) != 1 else ''}):",
         ]
         lines += [f"- {code(s.path)}: {escape(s.reason)}" for s in result.skipped]
+    lines += _model_lines(result)
     marker = ReviewMarker(
         head_sha=head_sha, trigger=trigger, verdict=event, findings=len(result.findings), issued_at=issued_at
     )
     lines += ["", f"<sub>Reviewed at {head_sha[:12]}.</sub>", marker.encode()]
     lines += [_marker(f, head_sha) for f in in_body]
     return "\n".join(lines)
+
+
+def _model_lines(result: ReviewResult) -> list[str]:
+    """What the language-model reviewer adds: the files it did not review, and its usage
+    (collapsed: it matters to whoever pays, not to the author)."""
+    lines: list[str] = []
+    if result.model_skipped:
+        count = len(result.model_skipped)
+        lines += ["", f"**Not reviewed by the model** ({count} file{'s' if count != 1 else ''}):"]
+        lines += [f"- {code(s.path)}: {escape(s.reason)}" for s in result.model_skipped]
+    if result.usage:
+        lines += ["", "<details><summary>Model usage</summary>", ""]
+        lines += [f"- {escape(line)}" for line in result.usage]
+        lines += ["", "</details>"]
+    return lines
 
 
 def _marker_line(marker: FindingMarker) -> str:
@@ -352,6 +393,8 @@ def check_summary(plan: ReviewPlan) -> str:
 def check_annotations(result: ReviewResult) -> list[dict[str, Any]]:
     out = []
     for finding in _ordered(result.findings):
+        if finding.path == PR_BODY_PATH:
+            continue  # not a file: annotations need one
         start = finding.start_line if finding.start_line is not None else finding.line
         out.append(
             {

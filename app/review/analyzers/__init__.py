@@ -145,7 +145,15 @@ def default_analyzers() -> list[Analyzer]:
     from .conflicts import ConflictMarkerAnalyzer
     from .debug import DebugAnalyzer
     from .hygiene import HygieneAnalyzer
+    from .injection import InjectionAnalyzer
     from .python import PythonAnalyzer
     from .secrets import SecretsAnalyzer
 
-    return [PythonAnalyzer(), SecretsAnalyzer(), ConflictMarkerAnalyzer(), DebugAnalyzer(), HygieneAnalyzer()]
+    return [
+        PythonAnalyzer(),
+        SecretsAnalyzer(),
+        ConflictMarkerAnalyzer(),
+        DebugAnalyzer(),
+        HygieneAnalyzer(),
+        InjectionAnalyzer(),
+    ]

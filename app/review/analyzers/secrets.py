@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 from ..model import ChangedFile, Finding, Severity
 from . import AnalysisInput, AnalyzerOutput, finding, is_test_path
 
-__all__ = ["SecretHit", "SecretsAnalyzer", "redact", "scan_lines", "shannon_entropy"]
+__all__ = ["SecretHit", "SecretsAnalyzer", "redact", "redact_secrets", "scan_lines", "shannon_entropy"]
 
 MIN_GENERIC_LENGTH = 16
 MIN_GENERIC_ENTROPY = 3.5
@@ -222,6 +222,28 @@ def scan_lines(path: str, added: Mapping[int, str]) -> list[SecretHit]:
                 seen.add(hit.rule)
                 hits.append(hit)
     return hits
+
+
+REDACTED = "[redacted]"
+_PRIVATE_KEY_BLOCK = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
+    r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every value the scanner recognises replaced by ``[redacted]`` (private key
+    blocks whole), for text that leaves the bot: what is sent to a language model, what it says.
+    Errs towards redacting: the generic rule applies to every path here, tests and docs too."""
+    text = _PRIVATE_KEY_BLOCK.sub("[redacted private key]", text)
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        hits = [*_token_hits(0, line), *_generic_hits("", 0, line)]
+        for hit in hits:
+            line = line.replace(hit.value, REDACTED)
+        lines[index] = line
+    return "\n".join(lines)
 
 
 def _message(hit: SecretHit) -> str:

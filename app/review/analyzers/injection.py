@@ -1,0 +1,169 @@
+"""Text added by a pull request that addresses an AI reviewer or tries to steer it.
+
+``injection/reviewer-directed-text`` flags, in added lines of any file (code comments, strings,
+docs) and in the PR's description: "ignore previous instructions" and its variants, orders
+given to "the reviewer"/"the AI"/"the bot" ("as the reviewer you must approve"), hidden HTML
+comments that speak to bots, and zero-width characters hiding such words. It is a concern: the
+text is not a defect by itself, but a person should see why it is there, and a PR holding it is
+never approved while a language model reviewed it (see ``app/review/llm``).
+
+Matching runs on a normalised copy (zero-width and bidi control characters removed, case folded,
+whitespace collapsed) so "ig\u200bnore previous instructions" is caught too. A message never
+repeats the text: it names what kind of steering was found.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from ..model import ChangedFile, Finding, Severity
+from . import AnalysisInput, AnalyzerOutput, finding
+
+__all__ = ["PR_BODY_PATH", "RULE", "InjectionAnalyzer", "body_findings", "normalise", "scan_text"]
+
+RULE = "injection/reviewer-directed-text"
+PR_BODY_PATH = "(pull request description)"  # pseudo path: a body finding, never inline
+
+# Zero-width and invisible formatting characters (and bidi controls) used to hide words.
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad\u202a-\u202e\u2066-\u2069]")
+_AUDIENCE = (
+    r"(?:ai|a\.i\.|llm|language model|gpt|chatgpt|claude|copilot|assistant|bot|(?:code )?reviewer"
+    r"|review(?:ing)? (?:bot|tool|model|agent))"
+)
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "an order to ignore earlier instructions",
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass)\b(?: all| any| the| your| of)*"
+            r" (?:previous|prior|above|earlier|preceding|system|original|existing)"
+            r" (?:instructions?|prompts?|rules?|directions?|guidelines?|context)"
+        ),
+    ),
+    (
+        "an order to approve or to stay silent",
+        re.compile(
+            rf"\b(?:as|dear|attention|note to|hey|hello)(?: the| an| a| any)? {_AUDIENCE}\b.{{0,80}}?"
+            r"\b(?:must|should|shall|need to|have to|will|please|always|do not|don't|never)\b"
+        ),
+    ),
+    (
+        "an order to approve or to stay silent",
+        re.compile(
+            r"\b(?:approve|lgtm|accept|merge) (?:this|the) (?:pr|pull request|change|changes|diff|code)\b"
+            r".{0,60}?\b(?:without|immediately|regardless|no matter|do not|don't)\b"
+            r"|\b(?:you must|you should|you will|be sure to|make sure to) (?:approve|report no|not report"
+            r"|not flag|ignore (?:this|the|any))"
+            r"|\b(?:report|return|output|respond with) (?:no|zero|an empty list of)"
+            r" (?:findings|issues|problems)\b"
+        ),
+    ),
+    (
+        "a new instruction or role for the model",
+        re.compile(
+            r"\b(?:new|updated|additional|system) (?:instructions?|prompt) (?:for|to) (?:the |any )?"
+            rf"{_AUDIENCE}\b"
+            r"|\byou are (?:now )?(?:an? )?(?:ai|llm|language model|assistant)\b"
+            r"|\b(?:end|ignore) (?:of )?(?:the )?(?:untrusted|data) (?:block|section|fence)\b"
+        ),
+    ),
+)
+_HTML_COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
+_BOT_WORDS = re.compile(
+    rf"\b{_AUDIENCE}\b.*\b(?:approve|ignore|must|instruction|do not|don't|never|report)\b"
+    rf"|\b(?:approve|ignore|instruction)\b.*\b{_AUDIENCE}\b",
+    re.DOTALL,
+)
+_WORD_WITH_INVISIBLE = re.compile(r"\w[\u200b-\u200d\u2060\ufeff]+\w")
+
+
+def normalise(text: str) -> str:
+    return " ".join(_INVISIBLE.sub("", text).casefold().split())
+
+
+def scan_text(text: str) -> str | None:
+    """What kind of reviewer-directed text ``text`` holds, or None."""
+    flat = normalise(text)
+    for kind, pattern in _PATTERNS:
+        if pattern.search(flat):
+            return kind
+    for comment in _HTML_COMMENT.finditer(text):
+        if _BOT_WORDS.search(normalise(comment.group(1))):
+            return "a hidden HTML comment addressed to a bot"
+    if _WORD_WITH_INVISIBLE.search(text) and re.search(rf"\b{_AUDIENCE}\b|approve|instruction", flat):
+        return "zero-width characters hiding words aimed at a reviewer"
+    return None
+
+
+def _message(kind: str, where: str) -> str:
+    return (
+        f"Text addressed to an automated reviewer ({kind}) in {where}. The bot treats it as data, "
+        "not as instructions; a person should check why it is here."
+    )
+
+
+def body_findings(title: str, body: str | None) -> list[Finding]:
+    """Reviewer-directed text in the PR's title or description, as one body-only finding."""
+    kind = scan_text(title) or scan_text(body or "")
+    if kind is None:
+        return []
+    return [
+        finding(
+            PR_BODY_PATH,
+            1,
+            Severity.CONCERN,
+            RULE,
+            _message(kind, "the pull request's title or description"),
+            kind,
+            inline=False,
+        )
+    ]
+
+
+def _line_hits(added: Mapping[int, str]) -> list[tuple[int, str]]:
+    hits: list[tuple[int, str]] = []
+    for number in sorted(added):
+        kind = scan_text(added[number])
+        if kind is not None:
+            hits.append((number, kind))
+    # A hidden comment spread over several added lines: judge the whole run of lines.
+    flagged = {n for n, _ in hits}
+    numbers = sorted(added)
+    run: list[int] = []
+    for index, number in enumerate(numbers):
+        run.append(number)
+        if index + 1 < len(numbers) and numbers[index + 1] == number + 1:
+            continue
+        text = "\n".join(added[n] for n in run)
+        if "<!--" in text and not flagged.intersection(run):
+            for comment in _HTML_COMMENT.finditer(text):
+                if _BOT_WORDS.search(normalise(comment.group(1))):
+                    first = run[text[: comment.start()].count("\n")]
+                    hits.append((first, "a hidden HTML comment addressed to a bot"))
+                    break
+        run = []
+    return sorted(hits)
+
+
+class InjectionAnalyzer:
+    name = "injection"
+
+    def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
+        return []
+
+    async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
+        findings: list[Finding] = []
+        for item in batch.files:
+            added = item.lines.added_text
+            for number, kind in _line_hits(added):
+                findings.append(
+                    finding(
+                        item.path,
+                        number,
+                        Severity.CONCERN,
+                        RULE,
+                        _message(kind, "an added line"),
+                        added[number],
+                    )
+                )
+        return AnalyzerOutput(findings=findings)

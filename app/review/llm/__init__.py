@@ -1,0 +1,39 @@
+"""The language-model reviewer (``REVIEWER=llm``) behind the same engine: see ``reviewer``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from .reviewer import Limits, LlmReviewer
+
+if TYPE_CHECKING:
+    from ...config import LlmSettings
+    from ...store import Store
+    from .providers import Sleep
+
+__all__ = ["Limits", "LlmReviewer", "build_reviewer", "limits_from"]
+
+
+def limits_from(settings: LlmSettings) -> Limits:
+    return Limits(
+        max_input_tokens=settings.llm_max_input_tokens,
+        max_output_tokens=settings.llm_max_output_tokens,
+        concurrency=settings.llm_concurrency,
+        max_tokens_per_review=settings.llm_max_tokens_per_review,
+        daily_token_budget=settings.llm_daily_token_budget,
+        price_input_per_mtok=settings.llm_price_input_per_mtok,
+        price_output_per_mtok=settings.llm_price_output_per_mtok,
+    )
+
+
+def build_reviewer(
+    settings: LlmSettings, *, store: Store | None = None, sleep: Sleep = asyncio.sleep
+) -> LlmReviewer:
+    """The reviewer for ``REVIEWER=llm``: its provider from the settings, its memory in the
+    database when there is one (in memory otherwise, for the command line)."""
+    from .memory import DatabaseMemory, InMemory
+    from .providers import make_provider
+
+    memory = DatabaseMemory(store.engine) if store is not None else InMemory()
+    return LlmReviewer(make_provider(settings, sleep=sleep), limits=limits_from(settings), memory=memory)

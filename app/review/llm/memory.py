@@ -1,0 +1,129 @@
+"""What the model reviewer keeps: answers by what was asked (so an unchanged file costs no
+tokens twice) and tokens used per installation and day (the daily budget).
+
+Two tables defined against the store's ``metadata`` (created with the rest of the schema) and
+used through ``store.engine``, off the ledger's hot path. ``InMemory`` is the same thing for the
+command line (``review``, ``eval``), where there is no database.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from sqlalchemy import BigInteger, Column, Float, Integer, String, Table, Text, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from ...store import metadata
+
+llm_answers = Table(
+    "llm_answers",
+    metadata,
+    Column("key", String(64), primary_key=True),  # sha256 of what was asked (see reviewer.cache_key)
+    Column("answer", Text, nullable=False),  # validated JSON
+    Column("created_at", Float, nullable=False),
+)
+
+llm_usage = Table(
+    "llm_usage",
+    metadata,
+    Column("installation_id", BigInteger, primary_key=True),  # 0: no installation (command line)
+    Column("day", String(10), primary_key=True),  # UTC, YYYY-MM-DD
+    Column("input_tokens", BigInteger, nullable=False, default=0),
+    Column("output_tokens", BigInteger, nullable=False, default=0),
+    Column("requests", Integer, nullable=False, default=0),
+)
+
+
+def today(now: float) -> str:
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+
+
+class Memory(Protocol):
+    async def answer(self, key: str) -> str | None: ...
+
+    async def remember(self, key: str, answer: str) -> None: ...
+
+    async def used_today(self, installation_id: int | None, now: float) -> int: ...
+
+    async def spend(
+        self, installation_id: int | None, now: float, *, input_tokens: int, output_tokens: int, requests: int
+    ) -> None: ...
+
+
+class DatabaseMemory:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.postgres = engine.dialect.name == "postgresql"
+
+    def _insert(self, table: Table) -> Any:
+        return (pg_insert if self.postgres else sqlite_insert)(table)
+
+    async def answer(self, key: str) -> str | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(select(llm_answers.c.answer).where(llm_answers.c.key == key))).first()
+        return None if row is None else str(row[0])
+
+    async def remember(self, key: str, answer: str) -> None:
+        statement = self._insert(llm_answers).values(key=key, answer=answer, created_at=time.time())
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[llm_answers.c.key], set_={"answer": answer, "created_at": time.time()}
+                )
+            )
+
+    async def used_today(self, installation_id: int | None, now: float) -> int:
+        query = select(llm_usage.c.input_tokens + llm_usage.c.output_tokens).where(
+            llm_usage.c.installation_id == (installation_id or 0), llm_usage.c.day == today(now)
+        )
+        async with self.engine.connect() as conn:
+            value = (await conn.execute(query)).scalar()
+        return int(value or 0)
+
+    async def spend(
+        self, installation_id: int | None, now: float, *, input_tokens: int, output_tokens: int, requests: int
+    ) -> None:
+        statement = self._insert(llm_usage).values(
+            installation_id=installation_id or 0,
+            day=today(now),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            requests=requests,
+        )
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[llm_usage.c.installation_id, llm_usage.c.day],
+                    set_={
+                        "input_tokens": llm_usage.c.input_tokens + input_tokens,
+                        "output_tokens": llm_usage.c.output_tokens + output_tokens,
+                        "requests": llm_usage.c.requests + requests,
+                    },
+                )
+            )
+
+
+@dataclass
+class InMemory:
+    answers: dict[str, str] = field(default_factory=dict)
+    usage: dict[tuple[int, str], int] = field(default_factory=dict)
+
+    async def answer(self, key: str) -> str | None:
+        return self.answers.get(key)
+
+    async def remember(self, key: str, answer: str) -> None:
+        self.answers[key] = answer
+
+    async def used_today(self, installation_id: int | None, now: float) -> int:
+        return self.usage.get((installation_id or 0, today(now)), 0)
+
+    async def spend(
+        self, installation_id: int | None, now: float, *, input_tokens: int, output_tokens: int, requests: int
+    ) -> None:
+        key = (installation_id or 0, today(now))
+        self.usage[key] = self.usage.get(key, 0) + input_tokens + output_tokens
