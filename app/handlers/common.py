@@ -14,7 +14,7 @@ from cachetools import LRUCache, TTLCache
 from .. import github
 from ..config import RepoConfig, parse_repo_config
 from ..github import GitHubClient, InstallationClient, get_file_text
-from ..review.model import ChangedFile, FileContent, PullContext, ReviewResult, ReviewSettings
+from ..review.model import ChangedFile, FileContent, PullContext, RepoTree, ReviewResult, ReviewSettings
 from ..routing import Context
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,10 @@ async def build_context(
             for path, blob in blobs.items()
         }
 
+    async def tree() -> RepoTree:
+        listing = await github.read_tree(gh, repo=repo, sha=head_sha)
+        return RepoTree.of(listing.blobs, listing.symlinks, truncated=listing.truncated)
+
     return PullContext(
         repo=repo,
         pr_number=int(pull["number"]),
@@ -120,6 +124,7 @@ async def build_context(
         read=read,
         settings=ReviewSettings(paths_ignore=config.review.paths_ignore, max_files=config.review.max_files),
         files_truncated=len(raw_files) >= MAX_LISTED_FILES,
+        tree=tree,
     )
 
 

@@ -19,6 +19,7 @@ from dataclasses import replace
 from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, default_analyzers
 from .analyzers.python import SYNTAX_RULE
 from .diff import PatchLines, parse_patch
+from .lintconfig import config_paths, lint_config, missing_extends
 from .model import Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
 from .selection import looks_generated, select_files
 
@@ -42,10 +43,17 @@ class BuiltinReviewer:
         )
         skipped = list(selection.skipped)
 
-        wanted: dict[str, None] = {}
+        # The repository's layout (one tree read) and its own lint configuration.
+        selected = [f.path for f in (*selection.analysable, *selection.unpatched)]
+        tree = await context.tree() if context.tree is not None and selected else None
+        wanted: dict[str, None] = dict.fromkeys(config_paths(selected, tree)) if selected else {}
         for analyzer in self.analyzers:
             wanted.update(dict.fromkeys(analyzer.wanted_paths(selection.analysable, selection.unpatched)))
         contents = dict(await context.read(list(wanted))) if wanted else {}
+        extends = missing_extends(contents)
+        if extends:
+            contents.update(await context.read(extends))
+        lint = lint_config(contents)
 
         files: list[FileUnderReview] = []
         for changed in selection.analysable:
@@ -53,10 +61,13 @@ class BuiltinReviewer:
             if content is not None and content.text is not None and looks_generated(content.text):
                 skipped.append(Skipped(changed.path, GENERATED_HEADER))
                 continue
+            exclusion = lint.excluded(changed.path)
+            if exclusion is not None:
+                skipped.append(Skipped(changed.path, exclusion.reason))
             files.append(FileUnderReview(changed, parse_patch(changed.patch), content))
         unpatched = tuple(FileUnderReview(f, PatchLines(), contents.get(f.path)) for f in selection.unpatched)
 
-        batch = AnalysisInput(tuple(files), unpatched, contents, settings)
+        batch = AnalysisInput(tuple(files), unpatched, contents, settings, tree=tree, lint=lint)
         outputs: list[AnalyzerOutput] = list(
             await asyncio.gather(*(a.analyse(batch) for a in self.analyzers))
         )

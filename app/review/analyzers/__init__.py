@@ -15,7 +15,8 @@ from pathlib import PurePosixPath
 from typing import Protocol
 
 from ..diff import PatchLines
-from ..model import ChangedFile, FileContent, Finding, ReviewSettings, Severity, Skipped
+from ..lintconfig import LintConfig
+from ..model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, Severity, Skipped
 
 __all__ = [
     "AnalysisInput",
@@ -56,6 +57,12 @@ class AnalysisInput:
     unpatched: tuple[FileUnderReview, ...]  # selected files GitHub gave no patch for
     contents: Mapping[str, FileContent | None]  # everything read, config files included
     settings: ReviewSettings = field(default_factory=ReviewSettings)
+    tree: RepoTree | None = None  # the repository at head, when it could be listed
+    lint: LintConfig = field(default_factory=LintConfig)  # the repository's own lint configuration
+
+    def linted(self, item: FileUnderReview) -> bool:
+        """Whether the repository lints this file (lint-style checks skip the others)."""
+        return self.lint.excluded(item.path) is None
 
 
 @dataclass(slots=True)
