@@ -30,7 +30,7 @@ from app.review.analyzers.python import (
     severity_for,
     single_line_fix,
 )
-from app.review.analyzers.secrets import SecretsAnalyzer, redact, scan_lines, shannon_entropy
+from app.review.analyzers.secrets import SecretsAnalyzer, base62_crc32, redact, scan_lines, shannon_entropy
 from app.review.diff import PatchLines, parse_patch
 from app.review.lintconfig import lint_config
 from app.review.model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, Severity
@@ -93,7 +93,8 @@ def _random(alphabet: str, length: int) -> str:
 
 
 ALNUM = string.ascii_letters + string.digits
-GITHUB_TOKEN = "ghp_" + _random(ALNUM, 36)
+_GITHUB_BODY = _random(ALNUM, 30)
+GITHUB_TOKEN = "ghp_" + _GITHUB_BODY + base62_crc32(_GITHUB_BODY)  # with its checksum, as GitHub mints them
 GITHUB_PAT = "github_pat_" + _random(ALNUM + "_", 82)
 AWS_KEY = "AKIA" + _random(string.ascii_uppercase + string.digits, 16)
 SLACK_TOKEN = f"xoxb-{_random(string.digits, 12)}-{_random(string.digits, 13)}-{_random(ALNUM, 24)}"

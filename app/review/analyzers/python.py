@@ -54,6 +54,7 @@ SYNTAX_RULE = "python/syntax-error"
 DEFAULT_SELECT = ("E9", "F")
 RUFF_TIMEOUT = 60.0
 DEFAULT_CONFIG = f"[lint]\nselect = [{', '.join(repr(code) for code in DEFAULT_SELECT)}]\n"
+_DEFAULTS = ", ".join(DEFAULT_SELECT)
 MAX_LAYOUT_FILES = 50_000  # stand-ins written for the package layout; beyond this, __init__.py only
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -426,7 +427,7 @@ class PythonAnalyzer:
         if used:
             text = f"Python checked by ruff {version} with the repository's {_listed(used)}"
         else:
-            text = f"Python checked by ruff {version} with revbot's default rules ({', '.join(DEFAULT_SELECT)})"
+            text = f"Python checked by ruff {version} with revbot's default rules ({_DEFAULTS})"
         if lint.pin is not None and used:
             text += f"; rules newer than the pinned ruff {lint.pin.label} (`{lint.pin.source}`) not reported"
             if dropped:
