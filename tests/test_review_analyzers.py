@@ -447,7 +447,7 @@ async def test_conflict_markers_are_blockers_on_their_lines() -> None:
         ("pkg/mod.py", "    import ipdb", {("debug/pdb", Severity.CONCERN)}),
         ("pkg/mod.py", "from pdb import set_trace", {("debug/pdb", Severity.CONCERN)}),
         ("pkg/mod.py", "    ipdb.set_trace()", {("debug/pdb", Severity.CONCERN)}),
-        ("pkg/mod.py", '    print("value", x)', {("debug/print", Severity.NIT)}),
+        ("pkg/mod.py", '    print("value", x)', {("debug/print", Severity.CONCERN)}),
         ("src/app.js", "  console.log(state);", {("debug/console-log", Severity.NIT)}),
         ("src/app.tsx", "  debugger;", {("debug/debugger", Severity.CONCERN)}),
         ("src/App.vue", "    debugger", {("debug/debugger", Severity.CONCERN)}),
@@ -497,11 +497,11 @@ async def test_the_tokenizer_ignores_docstrings_when_the_content_was_read() -> N
     assert read.findings == []
 
 
-async def test_prints_in_cli_modules_are_fine_when_the_content_was_read() -> None:
+async def test_prints_in_modules_with_a_main_guard_are_fine_when_the_content_was_read() -> None:
     new = 'import sys\n\n\ndef main():\n    print(sys.argv)\n\n\nif __name__ == "__main__":\n    main()\n'
-    read = await run(DebugAnalyzer(), under_review("pkg/cli.py", None, new, read=True))
+    read = await run(DebugAnalyzer(), under_review("pkg/runner.py", None, new, read=True))
     assert read.findings == []
-    unread = await run(DebugAnalyzer(), under_review("pkg/cli.py", None, new))
+    unread = await run(DebugAnalyzer(), under_review("pkg/runner.py", None, new))
     assert rules_at(unread.findings) == {("debug/print", 5)}
 
 
