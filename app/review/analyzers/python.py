@@ -55,6 +55,8 @@ DEFAULT_SELECT = ("E9", "F")
 RUFF_TIMEOUT = 60.0
 DEFAULT_CONFIG = f"[lint]\nselect = [{', '.join(repr(code) for code in DEFAULT_SELECT)}]\n"
 _DEFAULTS = ", ".join(DEFAULT_SELECT)
+MAX_DROPPED_SETTINGS = 3
+_UNKNOWN_FIELD = re.compile(r"unknown field `([A-Za-z0-9_-]+)`")
 MAX_LAYOUT_FILES = 50_000  # stand-ins written for the package layout; beyond this, __init__.py only
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -132,6 +134,18 @@ def _write(root: Path, path: str, text: str) -> None:
         handle.write(text)
 
 
+def _is_ruff_config(name: str, text: str | None) -> bool:
+    if text is None:
+        return False
+    if name != "pyproject.toml":
+        return True
+    try:
+        tool = tomllib.loads(text).get("tool")
+    except tomllib.TOMLDecodeError:
+        return False
+    return isinstance(tool, dict) and isinstance(tool.get("ruff"), dict)
+
+
 def _prepare(
     tmp: str, files: Mapping[str, str], configs: Mapping[str, str] | None, layout: Sequence[str]
 ) -> tuple[Path, list[str]]:
@@ -140,8 +154,9 @@ def _prepare(
     a configuration at the root, ours goes there."""
     root = Path(tmp).resolve()
     configs = dict(configs or {})
-    if not any(name in configs for name in RUFF_CONFIGS):
-        configs["ruff.toml"] = DEFAULT_CONFIG
+    if not any(_is_ruff_config(name, configs.get(name)) for name in RUFF_CONFIGS):
+        # Ours goes first in ruff's precedence, ahead of a root pyproject.toml without [tool.ruff].
+        configs[".ruff.toml"] = DEFAULT_CONFIG
     stand_ins = [p for p in layout if p not in files and p not in configs and _safe_relative(p) is not None]
     if len(stand_ins) > MAX_LAYOUT_FILES:
         stand_ins = [p for p in stand_ins if p.endswith("/__init__.py")][:MAX_LAYOUT_FILES]
@@ -353,9 +368,7 @@ class PythonAnalyzer:
         layout = self._layout(batch.tree)
         command = list(self.command) if self.command is not None else find_ruff()
         try:
-            diagnostics = await run_ruff(
-                texts, configs, layout=layout, time_limit=self.time_limit, command=command
-            )
+            diagnostics = await self._run_tolerating_old_settings(texts, configs, layout, command, out)
         except RuffUnavailableError:
             raise
         except RuffError as exc:
@@ -379,6 +392,38 @@ class PythonAnalyzer:
         out.notes.append(await self._which(command, used, lint, dropped))
         out.findings.extend(self._findings(diagnostics, targets))
         return out
+
+    async def _run_tolerating_old_settings(
+        self,
+        texts: Mapping[str, str],
+        configs: dict[str, str],
+        layout: Sequence[str],
+        command: Sequence[str],
+        out: AnalyzerOutput,
+    ) -> list[dict[str, Any]]:
+        """Run ruff; a setting this ruff no longer knows (``show-source``, removed after the
+        repository pinned its ruff) is dropped from the configuration and said so, rather than
+        losing the whole configuration."""
+        dropped: list[str] = []
+        for _ in range(MAX_DROPPED_SETTINGS + 1):
+            try:
+                return await run_ruff(
+                    texts, configs, layout=layout, time_limit=self.time_limit, command=command
+                )
+            except RuffUnavailableError:
+                raise
+            except RuffError as exc:
+                unknown = _UNKNOWN_FIELD.search(str(exc))
+                name = unknown.group(1) if unknown else None
+                if name is None or name in dropped or len(dropped) >= MAX_DROPPED_SETTINGS:
+                    raise
+                setting = re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*=.*$", re.MULTILINE)
+                configs = {path: setting.sub("", text) for path, text in configs.items()}
+                dropped.append(name)
+                out.notes.append(
+                    f"ruff {await ruff_version(command)} no longer knows the setting `{name}`; it was ignored"
+                )
+        raise RuffError("unreachable")
 
     @staticmethod
     def _configs(batch: AnalysisInput, lint: LintConfig) -> dict[str, str]:
