@@ -136,9 +136,12 @@ class LintConfig:
 
     def _ruff_exclusion(self, config: RuffConfigFile, path: str) -> Exclusion | None:
         for source, base, pattern in self._ruff_patterns(config, 0):
-            relative = path[len(base) + 1 :] if base and path.startswith(base + "/") else path
-            if base and not path.startswith(base + "/"):
-                continue
+            if "/" in pattern.strip().rstrip("/"):  # anchored at the directory of the file that says so
+                if base and not path.startswith(base + "/"):
+                    continue
+                relative = path[len(base) + 1 :] if base else path
+            else:
+                relative = path  # a bare name matches at any depth
             if ruff_glob_match(pattern, relative):
                 return Exclusion(source, pattern)
         return None
@@ -330,6 +333,21 @@ def lint_config(contents: Mapping[str, FileContent | None]) -> LintConfig:
             requirement = _RUFF_REQUIREMENT.search(content.text)
             version = version_tuple(requirement.group(1)) if requirement else None
             pin = RuffPin(version, path) if version else None
+    for _ in range(MAX_EXTEND_DEPTH):  # the files ``extend`` names, whatever they are called
+        targets = {_extend_target(c) for c in configs.values()} - set(configs) - {None}
+        added = False
+        for target in sorted(t for t in targets if t is not None):
+            content = contents.get(target)
+            if content is None or content.text is None:
+                continue
+            table, problem = _ruff_table(target, content.text)
+            if problem is not None:
+                problems.append(problem)
+            elif table is not None:
+                configs[target] = RuffConfigFile(target, content.text, table)
+                added = True
+        if not added:
+            break
     top: Exclusion | None = None
     hooks: list[Exclusion | None] = []
     hook_pin: RuffPin | None = None
