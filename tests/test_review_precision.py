@@ -430,3 +430,18 @@ async def test_a_pull_request_reads_the_tree_once_however_many_files(tmp_path: P
     # 2 config files, 50 a query).
     assert len(calls) == 1 + 2 + 1 + 3, [(c.method, c.path) for c in calls]
     bot.assert_conforms()
+
+
+@pytest.mark.parametrize(
+    ("base", "added", "expected"),
+    [
+        ("def show(x):\n    print(x)\n", "def more(y):\n    print(y)\n", set()),  # the module already prints
+        ("", "def a():\n    print(1)\n    print(2)\n    print(3)\n", {Severity.NIT}),  # output on purpose?
+        ("", "def a():\n    print(1)\n", {Severity.CONCERN}),  # a leftover
+    ],
+)
+async def test_prints_in_a_module_that_prints_are_its_job(
+    tmp_path: Path, base: str, added: str, expected: set[Severity]
+) -> None:
+    repo = repo_with(tmp_path, {"src/lib/report.py": base}, {"src/lib/report.py": base + "\n\n" + added})
+    assert {s for _, r, s in rules(await review(repo)) if r == "debug/print"} == expected

@@ -1,13 +1,14 @@
 """Debugging leftovers in added lines.
 
 Python: ``breakpoint()`` and ``pdb``/``ipdb`` (concerns), ``print(`` in library code (a concern: it
-runs at import or on every request; not in tests, docs, scripts, ``__main__``, entry points or CLI
-modules). ``# noqa``, bare or with the matching ruff code (``T201``/``T203`` for print, ``T100`` for
-debuggers, or a prefix of it), silences them as it silences ruff. Files the repository does not lint
-(``lintconfig``) are left alone. JavaScript and friends: ``debugger`` (a concern) and
-``console.log(`` (a nit). Comments and string literals do not count: for Python files whose
-content was read, the tokenizer tells code from strings (docstrings included); otherwise, and for
-JavaScript, a one-line approximation does.
+runs at import or on every request; not in tests, docs, scripts, demos, ``__main__``, entry points,
+CLI modules, or a module that already prints elsewhere; a nit when a file gains three or more,
+which looks like output on purpose). ``# noqa``, bare or with the matching ruff code (``T201``/
+``T203`` for print, ``T100`` for debuggers, or a prefix of it), silences them as it silences ruff.
+Files the repository does not lint (``lintconfig``) are left alone. JavaScript and friends:
+``debugger`` (a concern) and ``console.log(`` (a nit). Comments and string literals do not count:
+for Python files whose content was read, the tokenizer tells code from strings (docstrings
+included); otherwise, and for JavaScript, a one-line approximation does.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ _PRINT_EXEMPT_DIRS = frozenset(
 _PRINT_EXEMPT_NAMES = frozenset(
     {"__main__.py", "setup.py", "manage.py", "noxfile.py", "tasks.py", "conf.py", "fabfile.py", "cli.py"}
 )
+# This many prints added to one file look like a module whose job is output, not a leftover.
+OUTPUT_MODULE_PRINTS = 3
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,?\s*[A-Z]+[0-9]*)*))?", re.IGNORECASE)
 # The ruff (flake8-debugger, flake8-print) codes that stand for the bot's own Python rules.
 NOQA_CODES = {"debug/print": ("T201", "T203"), "debug/breakpoint": ("T100",), "debug/pdb": ("T100",)}
@@ -155,6 +158,16 @@ class DebugAnalyzer:
         prints_allowed = is_print_exempt(item.path) or item.path.endswith(".pyi")
         if text is not None and _MAIN_GUARD.search(text):
             prints_allowed = True  # a CLI module
+        if view is not None and any(
+            _PRINT.search(line) for number, line in view.items() if number not in item.lines.added
+        ):
+            prints_allowed = True  # the module already writes to the terminal: that is its job
+        added_prints = sum(
+            1
+            for number, raw in item.lines.added_text.items()
+            if _PRINT.search(view.get(number, "") if view is not None else _strip_python_line(raw))
+        )
+        print_severity = Severity.NIT if added_prints >= OUTPUT_MODULE_PRINTS else Severity.CONCERN
         out: list[Finding] = []
         for number, raw in sorted(item.lines.added_text.items()):
             code = view.get(number, "") if view is not None else _strip_python_line(raw)
@@ -187,10 +200,15 @@ class DebugAnalyzer:
                     finding(
                         item.path,
                         number,
-                        Severity.CONCERN,
+                        print_severity,
                         "debug/print",
-                        "`print()` in library code, which runs at import or on every call: "
-                        "use logging, or remove it.",
+                        "`print()` in library code, which runs at import or on every call: use logging, or "
+                        "remove it"
+                        + (
+                            " (or, if this module is meant to write to the terminal, ignore this)."
+                            if print_severity is Severity.NIT
+                            else "."
+                        ),
                         raw,
                     )
                 )
