@@ -376,11 +376,8 @@ def test_an_extend_outside_the_repository_is_ignored() -> None:
 
 
 async def test_a_pull_request_reads_the_tree_once_however_many_files(tmp_path: Path) -> None:
-    import aiohttp
-
-    from app.auth import AppJWT
-    from app.github import AppClient
-    from tests.harness import INSTALLATION, REPO, BotHarness
+    from tests.harness import BotHarness
+    from tests.test_review_cli import review_pull_with_the_cli
 
     bot = BotHarness(tmp_path)
     base = {
@@ -393,32 +390,7 @@ async def test_a_pull_request_reads_the_tree_once_however_many_files(tmp_path: P
     head: dict[str, str | None] = {f"tests/test_{n:03}.py": IMPORTS for n in range(120)}
     head["tests/data/cases/broken.py"] = FIXTURE
     number = bot.open_pull(head, base_files=base, author="alice")
-    await bot.fake.start(port=bot.fake_port)
-    try:
-        async with aiohttp.ClientSession() as session:
-            app = AppClient(
-                session, app_jwt=AppJWT(4242, bot.fake.private_key_pem), api_url=bot.fake.base_url
-            )
-            token = (await app.mint_installation_token(INSTALLATION)).token
-        before = len(bot.fake.calls)
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "app",
-            "review",
-            f"{REPO}#{number}",
-            "--format",
-            "json",
-            cwd=ROOT,
-            env={**os.environ, "GITHUB_TOKEN": token, "GITHUB_API_URL": bot.fake.base_url},
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), 120)
-    finally:
-        await bot.fake.stop()
-    assert process.returncode == 0, err.decode()
-    data = json.loads(out)
+    data, before = await review_pull_with_the_cli(bot, number)
     assert data["verdict"] == "APPROVE", data["findings"][:3]  # no I001: mypkg is first-party
     assert {s["path"]: s["reason"] for s in data["skipped"]}["tests/data/cases/broken.py"].startswith(
         "not linted: excluded by the repository's config (`.pre-commit-config.yaml`"
