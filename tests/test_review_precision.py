@@ -417,3 +417,27 @@ async def test_prints_in_a_module_that_prints_are_its_job(
 ) -> None:
     repo = repo_with(tmp_path, {"src/lib/report.py": base}, {"src/lib/report.py": base + "\n\n" + added})
     assert {s for _, r, s in rules(await review(repo)) if r == "debug/print"} == expected
+
+
+@pytest.mark.parametrize(
+    ("config", "path", "source_pattern"),
+    [
+        ("files: ^src/\nrepos: []\n", "tools/x.py", "files: ^src/"),
+        ("files: ^src/\nrepos: []\n", "src/x.py", None),
+        (
+            "repos:\n  - repo: local\n    hooks:\n      - id: ruff\n        files: ^lib/\n",
+            "app/x.py",
+            "files: ^lib/",
+        ),
+        (  # two lint hooks: left out only when neither looks at it
+            "repos:\n  - repo: a\n    hooks:\n      - id: flake8\n        exclude: ^gen/\n"
+            "  - repo: b\n    hooks:\n      - id: pylint\n",
+            "gen/x.py",
+            None,
+        ),
+        ("exclude: (?x)^(\n    a/|\n    b/\n)\nrepos: []\n", "b/x.py", "(?x)^(\n    a/|\n    b/\n)"),
+    ],
+)
+def test_pre_commit_scope(config: str, path: str, source_pattern: str | None) -> None:
+    found = lint_config({".pre-commit-config.yaml": FileContent(config, len(config))}).excluded(path)
+    assert (found.pattern if found else None) == source_pattern

@@ -7,7 +7,8 @@ The bot lints what the repository lints, with the rules it chose, at the version
   ``pyproject.toml`` with ``[tool.ruff]`` on its path, following ``extend``); the top-level
   ``exclude`` of ``.pre-commit-config.yaml``, or the ``exclude`` of every lint hook it runs (ruff,
   flake8, pyflakes, pylint) when each of them leaves the file out; and, when no ruff configuration
-  governs the file, the formatter's ``[tool.black] exclude``/``extend-exclude``.
+  governs the file, the formatter's ``[tool.black] exclude``/``extend-exclude``. (Pre-commit's
+  ``files`` patterns count the same way: a path they do not match is left out.)
 - **Configs.** Every ruff configuration file on an analysed file's path, so ruff resolves them the
   way it does in a checkout (``config_paths`` lists what to read; ``extend`` targets inside the
   repository are read in a second round, ``missing_extends``).
@@ -38,6 +39,7 @@ __all__ = [
     "PRE_COMMIT",
     "RUFF_CONFIGS",
     "Exclusion",
+    "HookScope",
     "LintConfig",
     "RuffConfigFile",
     "RuffPin",
@@ -78,6 +80,30 @@ class Exclusion:
 
 
 @dataclass(frozen=True, slots=True)
+class HookScope:
+    """The paths pre-commit hands a hook (at the top level: every hook): those ``files`` matches
+    (every path when unset), minus those ``exclude`` matches."""
+
+    exclude: str | None = None
+    files: str | None = None
+
+    def leaves_out(self, path: str) -> Exclusion | None:
+        if self.exclude and _search(self.exclude, path):
+            return Exclusion(PRE_COMMIT, self.exclude)
+        if self.files and not _search(self.files, path):
+            return Exclusion(PRE_COMMIT, f"files: {self.files}")
+        return None
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> HookScope:
+        def pattern(key: str) -> str | None:
+            value = data.get(key)
+            return value if isinstance(value, str) and value.strip() else None
+
+        return cls(pattern("exclude"), pattern("files"))
+
+
+@dataclass(frozen=True, slots=True)
 class RuffConfigFile:
     path: str  # repository path of the file
     text: str
@@ -103,8 +129,8 @@ class RuffPin:
 class LintConfig:
     ruff_configs: Mapping[str, RuffConfigFile] = field(default_factory=dict)  # by path
     problems: tuple[str, ...] = ()  # configuration files that could not be used, and why
-    pre_commit_exclude: Exclusion | None = None
-    lint_hook_excludes: tuple[Exclusion | None, ...] = ()  # one per lint hook (None: no exclude)
+    pre_commit: HookScope | None = None  # the top level: applies to every hook
+    lint_hooks: tuple[HookScope, ...] = ()  # one per lint hook
     black_excludes: tuple[Exclusion, ...] = ()
     pin: RuffPin | None = None
 
@@ -121,10 +147,11 @@ class LintConfig:
 
     def excluded(self, path: str) -> Exclusion | None:
         """Why the repository does not lint ``path``, or None when it does."""
-        if self.pre_commit_exclude is not None and _search(self.pre_commit_exclude.pattern, path):
-            return self.pre_commit_exclude
-        hooks = self.lint_hook_excludes
-        if hooks and all(h is not None and _search(h.pattern, path) for h in hooks):
+        top = self.pre_commit.leaves_out(path) if self.pre_commit is not None else None
+        if top is not None:
+            return top
+        hooks = [hook.leaves_out(path) for hook in self.lint_hooks]
+        if hooks and all(hooks):
             return hooks[0]
         governing = self.governing(path)
         if governing is not None:
@@ -269,31 +296,27 @@ def _black_excludes(path: str, text: str) -> list[Exclusion]:
     ]
 
 
-def _pre_commit(text: str) -> tuple[Exclusion | None, list[Exclusion | None], RuffPin | None, str | None]:
+def _pre_commit(text: str) -> tuple[HookScope | None, list[HookScope], RuffPin | None, str | None]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         return None, [], None, f"`{PRE_COMMIT}` is not valid YAML ({' '.join(str(exc).split())[:120]})"
     if not isinstance(data, dict):
         return None, [], None, None
-    top = data.get("exclude")
-    top_exclusion = Exclusion(PRE_COMMIT, top) if isinstance(top, str) and top.strip() else None
-    hooks: list[Exclusion | None] = []
+    hooks: list[HookScope] = []
     pin: RuffPin | None = None
     for repo in data.get("repos") or []:
         if not isinstance(repo, dict):
             continue
         url = str(repo.get("repo") or "")
-        for hook in repo.get("hooks") or []:
-            if not isinstance(hook, dict) or str(hook.get("id")) not in LINT_HOOKS:
-                continue
-            exclude = hook.get("exclude")
-            hooks.append(
-                Exclusion(PRE_COMMIT, exclude) if isinstance(exclude, str) and exclude.strip() else None
-            )
+        hooks += [
+            HookScope.of(hook)
+            for hook in repo.get("hooks") or []
+            if isinstance(hook, dict) and str(hook.get("id")) in LINT_HOOKS
+        ]
         if any(url.rstrip("/").endswith(name) for name in RUFF_HOOK_REPOS):
             pin = pin or _hook_pin(text, str(repo.get("rev") or ""))
-    return top_exclusion, hooks, pin, None
+    return HookScope.of(data), hooks, pin, None
 
 
 def _hook_pin(text: str, rev: str) -> RuffPin | None:
@@ -348,8 +371,8 @@ def lint_config(contents: Mapping[str, FileContent | None]) -> LintConfig:
                 added = True
         if not added:
             break
-    top: Exclusion | None = None
-    hooks: list[Exclusion | None] = []
+    top: HookScope | None = None
+    hooks: list[HookScope] = []
     hook_pin: RuffPin | None = None
     pre_commit = contents.get(PRE_COMMIT)
     if pre_commit is not None and pre_commit.text is not None:
@@ -359,8 +382,8 @@ def lint_config(contents: Mapping[str, FileContent | None]) -> LintConfig:
     return LintConfig(
         ruff_configs=configs,
         problems=tuple(problems),
-        pre_commit_exclude=top,
-        lint_hook_excludes=tuple(hooks),
+        pre_commit=top,
+        lint_hooks=tuple(hooks),
         black_excludes=tuple(black),
         pin=hook_pin or pin,
     )
