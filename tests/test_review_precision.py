@@ -435,7 +435,11 @@ async def test_prints_in_a_module_that_prints_are_its_job(
             "gen/x.py",
             None,
         ),
-        ("exclude: (?x)^(\n    a/|\n    b/\n)\nrepos: []\n", "b/x.py", "(?x)^(\n    a/|\n    b/\n)"),
+        (
+            "exclude: |\n  (?x)^(\n      a/|\n      b/\n  )\nrepos: []\n",
+            "b/x.py",
+            "(?x)^(\n    a/|\n    b/\n)\n",
+        ),
     ],
 )
 def test_pre_commit_scope(config: str, path: str, source_pattern: str | None) -> None:
