@@ -445,3 +445,62 @@ async def test_prints_in_a_module_that_prints_are_its_job(
 def test_pre_commit_scope(config: str, path: str, source_pattern: str | None) -> None:
     found = lint_config({".pre-commit-config.yaml": FileContent(config, len(config))}).excluded(path)
     assert (found.pattern if found else None) == source_pattern
+
+
+# --- running the pinned ruff itself ---------------------------------------------------------------
+
+PINNED_PYPROJECT = '[dependency-groups]\ndev = ["ruff==0.1.0"]\n\n[tool.ruff.lint]\nselect = ["PLR"]\n'
+SIX_ARGS = "def f(a, b, c, d, e, g):\n    return a\n"
+
+
+def fake_installer(tmp_path: Path, real_ruff: str) -> list[str]:
+    """Stands in for ``pip install --target DIR ruff==X``: writes DIR/bin/ruff, a wrapper that says
+    it is version X and runs the real ruff (so the test needs no network)."""
+    script = tmp_path / "fake_pip.py"
+    script.write_text(
+        "import os, sys\n"
+        "target = sys.argv[sys.argv.index('--target') + 1]\n"
+        "version = sys.argv[-1].split('==')[1]\n"
+        "os.makedirs(os.path.join(target, 'bin'))\n"
+        "path = os.path.join(target, 'bin', 'ruff')\n"
+        "with open(path, 'w') as f:\n"
+        "    f.write('#!/bin/sh\\nif [ \"$1\" = --version ]; then echo ruff ' + version + '; exit 0; fi\\n'\n"
+        f"            'exec {real_ruff} \"$@\"\\n')\n"
+        "os.chmod(path, 0o755)\n"
+    )
+    return [sys.executable, str(script)]
+
+
+async def test_the_pinned_ruff_is_installed_once_and_run(tmp_path: Path) -> None:
+    from app.review.analyzers import default_analyzers
+    from app.review.analyzers.python import PythonAnalyzer, find_ruff
+
+    repo = repo_with(tmp_path, {"pyproject.toml": PINNED_PYPROJECT}, {"m.py": SIX_ARGS})
+    versions = tmp_path / "ruffs"
+    installer = fake_installer(tmp_path, find_ruff()[0])
+    analyzers = [
+        PythonAnalyzer(ruff_versions=versions, installer=installer) if a.name == "python" else a
+        for a in default_analyzers()
+    ]
+    for _ in range(2):
+        result = await BuiltinReviewer(analyzers).review(await context_from_git(repo, "HEAD~1", "HEAD"))
+        assert result.summary.endswith("Python checked by ruff 0.1.0 with the repository's `pyproject.toml`.")
+        # The pinned ruff ran (here a stand-in that reports PLR0917 too): nothing was filtered.
+        assert {r for _, r, _ in rules(result)} == {"python/PLR0913", "python/PLR0917"}
+    assert sorted(p.name for p in versions.iterdir()) == ["0.1.0"]  # installed once, no staging left
+
+
+async def test_a_pinned_ruff_that_cannot_be_installed_falls_back_to_the_metadata(tmp_path: Path) -> None:
+    from app.review.analyzers import default_analyzers
+    from app.review.analyzers.python import PythonAnalyzer
+
+    repo = repo_with(tmp_path, {"pyproject.toml": PINNED_PYPROJECT}, {"m.py": SIX_ARGS})
+    failing = [sys.executable, "-c", "raise SystemExit('no network')"]
+    analyzers = [
+        PythonAnalyzer(ruff_versions=tmp_path / "ruffs", installer=failing) if a.name == "python" else a
+        for a in default_analyzers()
+    ]
+    result = await BuiltinReviewer(analyzers).review(await context_from_git(repo, "HEAD~1", "HEAD"))
+    assert {r for _, r, _ in rules(result)} == {"python/PLR0913"}
+    assert "the pinned ruff 0.1.0 could not be installed" in result.summary.lower()
+    assert list((tmp_path / "ruffs").iterdir()) == []

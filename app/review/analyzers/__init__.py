@@ -8,10 +8,11 @@ Analyzers never talk to GitHub and never execute the pull request's code.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from ..diff import PatchLines
@@ -33,6 +34,8 @@ __all__ = [
 ]
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+# A directory where the ruff versions repositories pin are installed and kept; unset: not installed.
+RUFF_VERSIONS_ENV = "REVIEW_RUFF_VERSIONS"
 JS_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".vue", ".svelte")
 
 
@@ -155,4 +158,6 @@ def default_analyzers() -> list[Analyzer]:
     from .python import PythonAnalyzer
     from .secrets import SecretsAnalyzer
 
-    return [PythonAnalyzer(), SecretsAnalyzer(), ConflictMarkerAnalyzer(), DebugAnalyzer(), HygieneAnalyzer()]
+    versions = os.environ.get(RUFF_VERSIONS_ENV, "").strip()
+    python = PythonAnalyzer(ruff_versions=Path(versions) if versions else None)
+    return [python, SecretsAnalyzer(), ConflictMarkerAnalyzer(), DebugAnalyzer(), HygieneAnalyzer()]

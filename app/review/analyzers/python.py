@@ -11,8 +11,10 @@ configuration always sits at the root of that directory (the repository's, or ou
 config) can leak in.
 
 Files the repository does not lint are left out (``lintconfig``). When the repository pins an
-older ruff, rules that were not stable in that version are not reported (ruff's own rule metadata
-says since when each rule is stable). The summary says which ruff and which configuration ran.
+older ruff, that ruff is run if a directory for pinned versions is configured (installed there once,
+``REVIEW_RUFF_VERSIONS``); otherwise rules that were not stable in that version are not reported
+(ruff's own rule metadata says since when each rule is stable). The summary says which ruff and
+which configuration ran.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..lintconfig import RUFF_CONFIGS, LintConfig, governing_paths, version_tuple
+from ..lintconfig import RUFF_CONFIGS, LintConfig, RuffPin, governing_paths, version_tuple
 from ..model import ChangedFile, Finding, RepoTree, Severity, Skipped
 from . import AnalysisInput, AnalyzerOutput, FileUnderReview, finding, is_python
 
@@ -55,6 +57,8 @@ DEFAULT_SELECT = ("E9", "F")
 RUFF_TIMEOUT = 60.0
 DEFAULT_CONFIG = f"[lint]\nselect = [{', '.join(repr(code) for code in DEFAULT_SELECT)}]\n"
 _DEFAULTS = ", ".join(DEFAULT_SELECT)
+INSTALL_TIMEOUT = 180.0
+MIN_PINNED_RUFF = (0, 1, 0)  # older ruffs lack the command-line options used here
 MAX_DROPPED_SETTINGS = 3
 _UNKNOWN_FIELD = re.compile(r"unknown field `([A-Za-z0-9_-]+)`")
 MAX_LAYOUT_FILES = 50_000  # stand-ins written for the package layout; beyond this, __init__.py only
@@ -330,12 +334,78 @@ def _listed(paths: Sequence[str]) -> str:
     return ", ".join(f"`{p}`" for p in paths)
 
 
+_INSTALL_LOCKS: dict[str, asyncio.Lock] = {}
+
+
+def _staging_dir(directory: Path, label: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{label}-", dir=directory))
+
+
+def _publish(staging: Path, target: Path) -> None:
+    if not (staging / "bin" / "ruff").is_file():
+        raise RuffError(f"the package installed no bin/ruff in {staging}")
+    with contextlib.suppress(OSError):  # another process won the race: its copy is used
+        staging.rename(target)
+
+
+async def pinned_ruff(
+    directory: Path,
+    pin: RuffPin,
+    *,
+    installer: Sequence[str] | None = None,
+    time_limit: float = INSTALL_TIMEOUT,
+) -> list[str] | None:
+    """The command of ruff ``pin`` from ``directory``, installed there from the package index the
+    first time (``pip install --target``, a wheel, no dependencies); None when it cannot be (too
+    old for the options used here, or the install failed). The version is digits and dots only
+    (``RuffPin``), so a pull request cannot make it name anything else."""
+    if pin.version < MIN_PINNED_RUFF:
+        return None
+    label = pin.label
+    binary = directory / label / "bin" / "ruff"
+    async with _INSTALL_LOCKS.setdefault(label, asyncio.Lock()):
+        if binary.is_file():
+            return [str(binary)]
+        staging = await asyncio.to_thread(_staging_dir, directory, label)
+        command = [
+            *(
+                installer
+                or [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+            ),
+            "--no-deps",
+            "--only-binary=:all:",
+            "--target",
+            str(staging),
+            f"ruff=={label}",
+        ]
+        try:
+            await _run(command, directory, time_limit)
+            await asyncio.to_thread(_publish, staging, directory / label)
+        except (RuffError, OSError) as exc:
+            log.warning("could not install ruff %s: %s", label, exc)
+            return None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return [str(binary)] if binary.is_file() else None
+
+
 class PythonAnalyzer:
     name = "python"
 
-    def __init__(self, *, time_limit: float = RUFF_TIMEOUT, command: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        time_limit: float = RUFF_TIMEOUT,
+        command: Sequence[str] | None = None,
+        ruff_versions: Path | None = None,
+        installer: Sequence[str] | None = None,
+    ) -> None:
         self.time_limit = time_limit
         self.command = command
+        # With a directory for them, the ruff a repository pins is installed there once and run.
+        self.ruff_versions = ruff_versions
+        self.installer = installer
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         # The configuration files on their paths are read by the engine (``lintconfig.config_paths``).
@@ -367,6 +437,12 @@ class PythonAnalyzer:
         configs = self._configs(batch, lint)
         layout = self._layout(batch.tree)
         command = list(self.command) if self.command is not None else find_ruff()
+        if self.ruff_versions is not None and lint.pin is not None and used:
+            pinned = await pinned_ruff(self.ruff_versions, lint.pin, installer=self.installer)
+            if pinned is not None:
+                command = pinned
+            else:
+                out.notes.append(f"the pinned ruff {lint.pin.label} could not be installed")
         try:
             diagnostics = await self._run_tolerating_old_settings(texts, configs, layout, command, out)
         except RuffUnavailableError:
@@ -473,7 +549,7 @@ class PythonAnalyzer:
             text = f"Python checked by ruff {version} with the repository's {_listed(used)}"
         else:
             text = f"Python checked by ruff {version} with revbot's default rules ({_DEFAULTS})"
-        if lint.pin is not None and used:
+        if lint.pin is not None and used and version_tuple(version) != lint.pin.version:
             text += f"; rules newer than the pinned ruff {lint.pin.label} (`{lint.pin.source}`) not reported"
             if dropped:
                 text += f" ({dropped} finding{'s' if dropped != 1 else ''} left out)"
