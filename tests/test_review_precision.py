@@ -222,7 +222,8 @@ async def test_noqa_silences_the_bots_own_python_rules(
 
 
 @pytest.mark.parametrize(
-    "path", ["src/lib/__main__.py", "src/lib/cli.py", "scripts/run.py", "tests/test_app.py"]
+    "path",
+    ["src/lib/__main__.py", "src/lib/cli.py", "scripts/run.py", "tests/test_app.py", "app/demo/story.py"],
 )
 async def test_print_is_fine_where_printing_is_the_point(tmp_path: Path, path: str) -> None:
     repo = repo_with(tmp_path, {}, {path: LIBRARY.format(line="print(request)")})

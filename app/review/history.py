@@ -41,7 +41,7 @@ class CommitReview:
     def line(self) -> str:
         subject = self.subject if len(self.subject) <= 60 else self.subject[:59] + "\u2026"
         if self.verdict is None:
-            return f"{self.sha[:12]}  ERROR            {self.seconds:6.2f}s  {subject}: {self.error}"
+            return f"{self.sha[:12]}  {'ERROR':<15}  {'':10}  {self.seconds:6.2f}s  {subject}: {self.error}"
         counts = "  ".join(f"{self.count(s)}{s.label[0]}" for s in SEVERITIES)
         return f"{self.sha[:12]}  {self.verdict:<15}  {counts}  {self.seconds:6.2f}s  {subject}"
 

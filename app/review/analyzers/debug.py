@@ -52,6 +52,8 @@ _PRINT_EXEMPT_DIRS = frozenset(
         "cli",
         "commands",
         "benchmarks",
+        "demo",
+        "demos",
     }
 )
 _PRINT_EXEMPT_NAMES = frozenset(
