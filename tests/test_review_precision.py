@@ -505,3 +505,56 @@ async def test_a_pinned_ruff_that_cannot_be_installed_falls_back_to_the_metadata
     assert {r for _, r, _ in rules(result)} == {"python/PLR0913"}
     assert "the pinned ruff 0.1.0 could not be installed" in result.summary.lower()
     assert list((tmp_path / "ruffs").iterdir()) == []
+
+
+def test_a_truncated_tree_does_not_hide_config_files() -> None:
+    from app.review.lintconfig import config_paths
+    from app.review.model import RepoTree
+
+    complete = RepoTree.of(["a/b.py", "pyproject.toml"])
+    assert config_paths(["a/b.py"], complete) == ["pyproject.toml"]
+    cut_short = RepoTree.of(["a/b.py"], truncated=True)
+    assert config_paths(["a/b.py"], cut_short) == [
+        ".pre-commit-config.yaml",
+        ".ruff.toml",
+        "ruff.toml",
+        "pyproject.toml",
+        "a/.ruff.toml",
+        "a/ruff.toml",
+        "a/pyproject.toml",
+    ]
+
+
+async def test_a_tree_github_cannot_list_means_no_layout_not_a_failed_review(tmp_path: Path) -> None:
+    import aiohttp
+
+    from app.auth import AppJWT
+    from app.config import RepoConfig, default_graphql_url
+    from app.github import AppClient, GitHubClient, get_pull
+    from app.handlers.common import build_context
+    from tests.harness import INSTALLATION, REPO, BotHarness
+
+    bot = BotHarness(tmp_path)
+    number = bot.open_pull({"src/app.py": "x = 1\n"}, author="alice")
+    await bot.fake.start(port=bot.fake_port)
+    try:
+        async with aiohttp.ClientSession() as session:
+            app = AppClient(
+                session, app_jwt=AppJWT(4242, bot.fake.private_key_pem), api_url=bot.fake.base_url
+            )
+            token = (await app.mint_installation_token(INSTALLATION)).token
+            gh = GitHubClient(
+                session,
+                api_url=bot.fake.base_url,
+                graphql_url=default_graphql_url(bot.fake.base_url),
+                oauth_token=token,
+            )
+            pull = await get_pull(gh, repo=REPO, pr_number=number)
+            context = await build_context(gh, repo=REPO, pull=pull, config=RepoConfig())
+            assert context.tree is not None
+            listed = await context.tree()
+            assert listed is not None and "src/app.py" in listed.files
+            bot.fake.world.repo(REPO).commits.pop(pull["head"]["sha"])  # GitHub answers 404 now
+            assert await context.tree() is None
+    finally:
+        await bot.fake.stop()

@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import gidgethub
 from cachetools import LRUCache, TTLCache
 
 from .. import github
@@ -109,8 +110,12 @@ async def build_context(
             for path, blob in blobs.items()
         }
 
-    async def tree() -> RepoTree:
-        listing = await github.read_tree(gh, repo=repo, sha=head_sha)
+    async def tree() -> RepoTree | None:
+        try:
+            listing = await github.read_tree(gh, repo=repo, sha=head_sha)
+        except gidgethub.BadRequest as exc:  # 404/409/422: review without the layout; 5xx is retried
+            log.warning("the tree of %s at %s could not be read (%s)", repo, head_sha, exc.status_code)
+            return None
         return RepoTree.of(listing.blobs, listing.symlinks, truncated=listing.truncated)
 
     return PullContext(

@@ -255,7 +255,8 @@ def config_paths(paths: Iterable[str], tree: RepoTree | None) -> list[str]:
                 wanted[f"{directory}/{name}" if directory else name] = None
     if tree is not None:
         wanted.update(dict.fromkeys(sorted(p for p in tree.files if REQUIREMENT_FILES.match(p))))
-        return [p for p in wanted if p in tree.files]
+        if not tree.truncated:  # a cut-short listing cannot say a file is absent
+            return [p for p in wanted if p in tree.files]
     return list(wanted)
 
 
