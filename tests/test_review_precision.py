@@ -6,7 +6,7 @@ should be, so none of them passes by the reviewer going quiet.
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -17,7 +17,14 @@ import pytest
 
 from app.review.engine import BuiltinReviewer
 from app.review.history import History, review_commits
-from app.review.lintconfig import Exclusion, LintConfig, RuffConfigFile, lint_config, ruff_glob_match
+from app.review.lintconfig import (
+    Exclusion,
+    LintConfig,
+    RuffConfigFile,
+    lint_config,
+    missing_extends,
+    ruff_glob_match,
+)
 from app.review.local import context_from_git
 from app.review.model import FileContent, ReviewResult, Severity
 
@@ -96,6 +103,7 @@ async def test_fixture_directories_excluded_by_pre_commit_are_not_linted(tmp_pat
         "(`.pre-commit-config.yaml`: `^(profiling/|tests/data/)`)"
     )
     assert why["src/vendored/old.py"].endswith("(`.pre-commit-config.yaml`: `^src/vendored/`)")
+    assert "2 files not linted, as `.pre-commit-config.yaml` excludes them" in result.summary
 
 
 async def test_the_formatter_exclude_applies_when_there_is_no_linter_config(tmp_path: Path) -> None:
@@ -163,9 +171,7 @@ async def test_first_party_imports_classify_as_in_the_repository(tmp_path: Path)
     # Without the layout (only the changed file), ruff cannot know mypkg is first-party: the
     # finding this test guards against.
     context = await context_from_git(repo, "HEAD~1", "HEAD")
-    blind = await BuiltinReviewer().review(
-        type(context)(**{**{f: getattr(context, f) for f in context.__dataclass_fields__}, "tree": None})
-    )
+    blind = await BuiltinReviewer().review(dataclasses.replace(context, tree=None))
     assert {r for _, r, _ in rules(blind)} == {"python/I001"}
 
 
@@ -367,10 +373,11 @@ def test_lint_config_reads_pins_hooks_and_broken_files() -> None:
     )
 
 
-def test_an_extend_outside_the_repository_is_ignored() -> None:
-    config = lint_config({"ruff.toml": FileContent('extend = "../../etc/base.toml"\n', 10)})
-    assert config.excluded("x.py") is None
-    assert asyncio.iscoroutinefunction(review)  # the module's own helper stays async
+def test_an_extend_outside_the_repository_is_not_followed() -> None:
+    contents = {"ruff.toml": FileContent('extend = "../../etc/base.toml"\nextend-exclude = ["gen"]\n', 10)}
+    assert missing_extends(contents) == []  # nothing outside the repository is asked for
+    config = lint_config(contents)
+    assert config.excluded("gen/x.py") == Exclusion("ruff.toml", "gen")
 
 
 # --- on GitHub: the layout from one tree read -----------------------------------------------------

@@ -1,7 +1,10 @@
 """The built-in reviewer (``REVIEWER=builtin``): offline, deterministic, no GitHub calls.
 
 1. Select the files to analyse (``selection.select_files``); every other file gets a reason.
-2. Ask each analyzer which contents it needs and read them all in ONE ``context.read`` call.
+2. List the repository once (``context.tree``), ask each analyzer which contents it needs, add the
+   lint configuration files on the selected paths, and read them all in ONE ``context.read`` call.
+   What the repository keeps out of linting (``lintconfig``) is listed, and only secrets and
+   conflict markers are looked for there.
 3. Run the analyzers; keep findings on lines the pull request added or changed (file-level
    findings and syntax errors excepted); deduplicate by fingerprint.
 4. Decide: a blocker requests changes, a concern or a nit comments, nothing approves. (Policy —
@@ -56,6 +59,7 @@ class BuiltinReviewer:
         lint = lint_config(contents)
 
         files: list[FileUnderReview] = []
+        not_linted: dict[str, int] = {}  # config file -> files it keeps out of linting
         for changed in selection.analysable:
             content = contents.get(changed.path)
             if content is not None and content.text is not None and looks_generated(content.text):
@@ -64,6 +68,7 @@ class BuiltinReviewer:
             exclusion = lint.excluded(changed.path)
             if exclusion is not None:
                 skipped.append(Skipped(changed.path, exclusion.reason))
+                not_linted[exclusion.source] = not_linted.get(exclusion.source, 0) + 1
             files.append(FileUnderReview(changed, parse_patch(changed.patch), content))
         unpatched = tuple(FileUnderReview(f, PatchLines(), contents.get(f.path)) for f in selection.unpatched)
 
@@ -88,7 +93,11 @@ class BuiltinReviewer:
         skipped.sort(key=lambda s: order.get(s.path, len(order)))
 
         incomplete = any(output.incomplete for output in outputs)
-        notes = [note for output in outputs for note in output.notes]
+        notes = [
+            f"{_plural(count, 'file')} not linted, as `{source}` excludes {'it' if count == 1 else 'them'}"
+            for source, count in not_linted.items()
+        ]
+        notes += [note for output in outputs for note in output.notes]
         if context.files_truncated:
             listed = len(context.files)
             notes.insert(
