@@ -85,16 +85,19 @@ def test_a_bad_range_is_a_clear_error(tmp_path: Path) -> None:
     assert run_cli("--git", "main", "--repo", str(repo)).returncode == 2
 
 
+async def installation_token(bot: BotHarness, session: aiohttp.ClientSession) -> str:
+    """A token for the harness's installation, minted from the running fake as the App would."""
+    app = AppClient(session, app_jwt=AppJWT(4242, bot.fake.private_key_pem), api_url=bot.fake.base_url)
+    return (await app.mint_installation_token(INSTALLATION)).token
+
+
 async def review_pull_with_the_cli(bot: BotHarness, number: int) -> tuple[dict[str, Any], int]:
     """``python -m app review OWNER/REPO#N --format json`` against the fake GitHub: its JSON, and
     the index of the first call it made in ``bot.fake.calls``."""
     await bot.fake.start(port=bot.fake_port)
     try:
         async with aiohttp.ClientSession() as session:
-            app = AppClient(
-                session, app_jwt=AppJWT(4242, bot.fake.private_key_pem), api_url=bot.fake.base_url
-            )
-            token = (await app.mint_installation_token(INSTALLATION)).token
+            token = await installation_token(bot, session)
         before = len(bot.fake.calls)
         process = await asyncio.create_subprocess_exec(
             sys.executable,

@@ -535,21 +535,18 @@ def test_a_truncated_tree_does_not_hide_config_files() -> None:
 async def test_a_tree_github_cannot_list_means_no_layout_not_a_failed_review(tmp_path: Path) -> None:
     import aiohttp
 
-    from app.auth import AppJWT
     from app.config import RepoConfig, default_graphql_url
-    from app.github import AppClient, GitHubClient, get_pull
+    from app.github import GitHubClient, get_pull
     from app.handlers.common import build_context
-    from tests.harness import INSTALLATION, REPO, BotHarness
+    from tests.harness import REPO, BotHarness
+    from tests.test_review_cli import installation_token
 
     bot = BotHarness(tmp_path)
     number = bot.open_pull({"src/app.py": "x = 1\n"}, author="alice")
     await bot.fake.start(port=bot.fake_port)
     try:
         async with aiohttp.ClientSession() as session:
-            app = AppClient(
-                session, app_jwt=AppJWT(4242, bot.fake.private_key_pem), api_url=bot.fake.base_url
-            )
-            token = (await app.mint_installation_token(INSTALLATION)).token
+            token = await installation_token(bot, session)
             gh = GitHubClient(
                 session,
                 api_url=bot.fake.base_url,
