@@ -364,3 +364,12 @@ def test_checksum_matches_githubs_own_scheme() -> None:
     assert [h.rule for h in scan_lines("a.py", {1: token})] == ["secrets/github-token"]
     broken = token[:-1] + ("A" if token[-1] != "A" else "B")
     assert scan_lines("a.py", {1: broken}) == []
+
+
+@pytest.mark.parametrize("rule", ["secrets/url-password", "secrets/azure-storage-key"])
+async def test_a_secret_without_a_public_prefix_shows_none_of_itself(rule: str) -> None:
+    sample = RULES[rule][0][0]()
+    output = await run(SecretsAnalyzer(), under_review("app/settings.py", None, f'VALUE = "{sample}"\n'))
+    [found] = output.findings
+    assert found.message.split("(`")[1].startswith("\u2026`)")  # the preview is the ellipsis alone
+    assert sample not in found.message

@@ -491,9 +491,14 @@ def scan_lines(path: str, added: Mapping[int, str]) -> list[SecretHit]:
     return hits
 
 
+# Formats whose first characters are already secret (no public prefix to show).
+_NO_PUBLIC_PREFIX = frozenset({"secrets/url-password", "secrets/azure-storage-key"})
+
+
 def _message(hit: SecretHit, *, example: bool) -> str:
     # A known token format shows its (public) prefix; a free-form value shows less of itself.
-    preview = redact(hit.value, 4 if hit.rule != "secrets/generic" else len(hit.value) // 8)
+    keep = 0 if hit.rule in _NO_PUBLIC_PREFIX else 4 if hit.rule != "secrets/generic" else len(hit.value) // 8
+    preview = redact(hit.value, keep)
     if example:
         return (
             f"Possible {hit.kind} (`{preview}`) in a test fixture or documentation: fine if it is a "
