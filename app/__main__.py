@@ -184,7 +184,11 @@ def _review(args: argparse.Namespace) -> int:
         if args.git and ".." in args.git:
             print("revbot: with --commits, --git names the newest commit, not a range", file=sys.stderr)
             return EXIT_CONFIG
-        return asyncio.run(_review_history(args.git or "HEAD", args.commits, args.repo, args.format))
+        try:
+            return asyncio.run(_review_history(args.git or "HEAD", args.commits, args.repo, args.format))
+        except BrokenPipeError:  # piped into `head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
     if args.git:
         return asyncio.run(_review_local(args.git, args.repo, args.format))
     if not args.target:
