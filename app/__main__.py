@@ -140,8 +140,45 @@ async def _review_local(revisions: str, repo_path: str, output: str) -> int:
     return 1 if result.verdict.value == "REQUEST_CHANGES" else 0
 
 
+async def _review_history(tip: str, count: int, repo_path: str, output: str) -> int:
+    import json
+
+    from .review.engine import BuiltinReviewer
+    from .review.history import History, review_commits
+    from .review.local import GitError
+
+    history = History()
+    try:
+        async for review in review_commits(Path(repo_path), tip=tip, count=count, reviewer=BuiltinReviewer()):
+            history.add(review)
+            if output == "text":
+                print(review.line(), flush=True)
+    except GitError as exc:
+        print(f"revbot: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if output == "json":
+        data = {"commits": [r.as_dict() for r in history.reviews], "totals": history.totals()}
+        print(json.dumps(data, indent=2))
+    else:
+        print()
+        print(history.report())
+    return 0
+
+
 def _review(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING)
+    if args.commits is not None:
+        if args.commits < 1:
+            print("revbot: --commits expects a positive number", file=sys.stderr)
+            return EXIT_CONFIG
+        if args.git and ".." in args.git:
+            print("revbot: with --commits, --git names the newest commit, not a range", file=sys.stderr)
+            return EXIT_CONFIG
+        try:
+            return asyncio.run(_review_history(args.git or "HEAD", args.commits, args.repo, args.format))
+        except BrokenPipeError:  # piped into `head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
     if args.git:
         return asyncio.run(_review_local(args.git, args.repo, args.format))
     if not args.target:
@@ -263,6 +300,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     review.add_argument("target", nargs="?", help="OWNER/REPO#NUMBER (reads GITHUB_TOKEN)")
     review.add_argument("--git", metavar="BASE..HEAD", help="review a local git range instead (no network)")
     review.add_argument("--repo", default=".", help="the local repository for --git (default: .)")
+    review.add_argument(
+        "--commits",
+        type=int,
+        metavar="N",
+        help="review each of the last N first-parent commits of --repo (from --git REV, default HEAD), "
+        "one line each, then totals",
+    )
     review.add_argument("--format", choices=("text", "json"), default="text")
     review.set_defaults(run=_review)
     from .review.evaluate import DEFAULT_CASES

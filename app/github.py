@@ -385,6 +385,31 @@ async def read_blobs(
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class Tree:
+    blobs: tuple[str, ...]  # regular and executable files
+    symlinks: tuple[str, ...]
+    truncated: bool
+
+
+async def read_tree(gh: GitHubClient, *, repo: str, sha: str) -> Tree:
+    """Every path at commit ``sha`` in ONE request (``git/trees/{sha}?recursive=1``), however many
+    files the pull request changes. GitHub cuts very large trees short (``truncated``)."""
+    data = await gh.getitem(f"/repos/{repo}/git/trees/{quote(sha)}?recursive=1")
+    entries = data.get("tree") if isinstance(data, dict) else None
+    blobs: list[str] = []
+    symlinks: list[str] = []
+    for entry in entries if isinstance(entries, list) else []:
+        if (
+            not isinstance(entry, dict)
+            or entry.get("type") != "blob"
+            or not isinstance(entry.get("path"), str)
+        ):
+            continue
+        (symlinks if entry.get("mode") == "120000" else blobs).append(entry["path"])
+    return Tree(tuple(blobs), tuple(symlinks), bool(isinstance(data, dict) and data.get("truncated")))
+
+
 async def find_check_run(gh: GitHubClient, *, repo: str, head_sha: str, name: str) -> dict[str, Any] | None:
     data = await gh.getitem(
         f"/repos/{repo}/commits/{head_sha}/check-runs?check_name={quote(name)}&filter=latest&per_page={PER_PAGE}"

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -84,16 +85,19 @@ def test_a_bad_range_is_a_clear_error(tmp_path: Path) -> None:
     assert run_cli("--git", "main", "--repo", str(repo)).returncode == 2
 
 
-async def test_review_a_pull_request_prints_and_posts_nothing(tmp_path: Path) -> None:
-    bot = BotHarness(tmp_path)
-    number = bot.open_pull({"src/app.py": "def run():\n    return missing\n"}, author="alice")
+async def installation_token(bot: BotHarness, session: aiohttp.ClientSession) -> str:
+    """A token for the harness's installation, minted from the running fake as the App would."""
+    app = AppClient(session, app_jwt=AppJWT(4242, bot.fake.private_key_pem), api_url=bot.fake.base_url)
+    return (await app.mint_installation_token(INSTALLATION)).token
+
+
+async def review_pull_with_the_cli(bot: BotHarness, number: int) -> tuple[dict[str, Any], int]:
+    """``python -m app review OWNER/REPO#N --format json`` against the fake GitHub: its JSON, and
+    the index of the first call it made in ``bot.fake.calls``."""
     await bot.fake.start(port=bot.fake_port)
     try:
         async with aiohttp.ClientSession() as session:
-            app = AppClient(
-                session, app_jwt=AppJWT(4242, bot.fake.private_key_pem), api_url=bot.fake.base_url
-            )
-            token = (await app.mint_installation_token(INSTALLATION)).token
+            token = await installation_token(bot, session)
         before = len(bot.fake.calls)
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -112,7 +116,14 @@ async def test_review_a_pull_request_prints_and_posts_nothing(tmp_path: Path) ->
     finally:
         await bot.fake.stop()
     assert process.returncode == 0, err.decode()
-    data = json.loads(out)
+    data: dict[str, Any] = json.loads(out)
+    return data, before
+
+
+async def test_review_a_pull_request_prints_and_posts_nothing(tmp_path: Path) -> None:
+    bot = BotHarness(tmp_path)
+    number = bot.open_pull({"src/app.py": "def run():\n    return missing\n"}, author="alice")
+    data, before = await review_pull_with_the_cli(bot, number)
     assert (data["verdict"], data["event"]) == ("REQUEST_CHANGES", "REQUEST_CHANGES")
     assert [(f["path"], f["line"], f["rule"]) for f in data["findings"]] == [("src/app.py", 2, "python/F821")]
     assert bot.fake.writes() == []

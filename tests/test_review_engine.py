@@ -14,6 +14,7 @@ from app.review.model import (
     FileContent,
     Finding,
     PullContext,
+    RepoTree,
     Reviewer,
     ReviewSettings,
     Severity,
@@ -21,9 +22,9 @@ from app.review.model import (
     Verdict,
 )
 from app.review.selection import PATCH_OMITTED, glob_match, looks_generated, matching_pattern, select_files
-from tests.test_review_analyzers import changed
+from tests.test_review_analyzers import changed, ruff_version_text
 
-CONFIGS = [".ruff.toml", "ruff.toml", "pyproject.toml"]
+DEFAULT_RUFF_NOTE = f"Python checked by ruff {ruff_version_text()} with revbot's default rules (E9, F)"
 
 
 class RecordingReader:
@@ -48,7 +49,16 @@ def pull(
     *,
     settings: ReviewSettings | None = None,
     truncated: bool = False,
+    tree: RepoTree | None = None,
 ) -> PullContext:
+    """A context whose repository holds the changed files and what ``reader`` knows (unless
+    ``tree`` says otherwise)."""
+    reader = reader or RecordingReader()
+    layout = tree or RepoTree.of({*reader.files, *(f.path for f in files if f.status != "removed")})
+
+    async def list_tree() -> RepoTree:
+        return layout
+
     return PullContext(
         repo="octo/widgets",
         pr_number=7,
@@ -57,9 +67,10 @@ def pull(
         base_sha="a" * 40,
         head_sha="b" * 40,
         files=tuple(files),
-        read=reader or RecordingReader(),
+        read=reader,
         settings=settings or ReviewSettings(),
         files_truncated=truncated,
+        tree=list_tree,
     )
 
 
@@ -105,10 +116,10 @@ async def test_the_acceptance_pull_request_requests_changes(private_key_pem: str
     assert {s for r, s in severities if r != "debug/breakpoint"} == {Severity.BLOCKER}
     [bp] = [f for f in result.findings if f.rule == "debug/breakpoint"]
     assert bp.suggestion == ""
-    assert reader.calls == [["src/app.py", "src/broken.py", *CONFIGS]]
+    assert reader.calls == [["src/app.py", "src/broken.py"]]  # no config file in the tree
     assert result.analysed == ("src/app.py", "src/broken.py", "deploy/key.pem", "README.md")
     assert result.skipped == ()
-    assert result.summary == "6 blockers, 1 concern in 4 of 4 changed files."
+    assert result.summary == f"6 blockers, 1 concern in 4 of 4 changed files. {DEFAULT_RUFF_NOTE}."
     assert [f.path for f in result.findings] == sorted(
         (f.path for f in result.findings), key=[x.path for x in files].index
     )
@@ -161,7 +172,7 @@ async def test_a_clean_python_change_is_approved() -> None:
     )
     assert result.verdict is Verdict.APPROVE
     assert result.findings == ()
-    assert result.summary == "No findings in 1 analysed file."
+    assert result.summary == f"No findings in 1 analysed file. {DEFAULT_RUFF_NOTE}."
 
 
 def test_decide() -> None:
@@ -230,7 +241,7 @@ async def test_selection_and_one_read_of_only_the_needed_paths() -> None:
         pull(files, reader, settings=ReviewSettings(paths_ignore=("docs/**",)))
     )
 
-    assert reader.calls == [["src/main.py", "src/gen_api.py", *CONFIGS, "assets/logo.png"]]
+    assert reader.calls == [["src/main.py", "src/gen_api.py", "assets/logo.png"]]
     assert result.analysed == ("src/main.py", "src/web.js")
     assert list(result.skipped) == [
         Skipped("src/gen_api.py", "generated (its header says do not edit)"),
@@ -252,7 +263,7 @@ async def test_selection_and_one_read_of_only_the_needed_paths() -> None:
         ("data/huge.csv", "hygiene/large-file", 1),
     }
     assert result.verdict is Verdict.COMMENT
-    assert result.summary == "2 nits in 2 of 15 changed files; 13 files skipped."
+    assert result.summary == f"2 nits in 2 of 15 changed files; 13 files skipped. {DEFAULT_RUFF_NOTE}."
 
 
 async def test_max_files_analyses_the_first_files_in_order() -> None:

@@ -1039,3 +1039,33 @@ async def test_every_endpoint_answers_in_githubs_shape(
         await app_gh.getitem(path, jwt=app_jwt(fake.private_key_pem))
     served = {(c.method, c.path) for c in fake.calls if 200 <= c.status < 300}
     assert len(served) >= 30
+
+
+async def test_git_tree_lists_a_commit_recursively_in_one_answer(
+    fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI
+) -> None:
+    flat = await gh.getitem(f"/repos/{REPO}/git/trees/feat")
+    assert [(e["path"], e["type"]) for e in flat["tree"]] == [
+        ("docs", "tree"),
+        ("logo.png", "blob"),
+        ("src", "tree"),
+    ]
+    deep = await gh.getitem(f"/repos/{REPO}/git/trees/feat?recursive=1")
+    assert [(e["path"], e["mode"]) for e in deep["tree"]] == [
+        ("docs", "040000"),
+        ("docs/README.md", "100644"),
+        ("logo.png", "100644"),
+        ("src", "040000"),
+        ("src/app.py", "100644"),
+        ("src/new.py", "100644"),
+    ]
+    assert deep["truncated"] is False
+    head = fake.world.repo(REPO).branches["feat"]
+    assert (await gh.getitem(f"/repos/{REPO}/git/trees/{head}?recursive=1"))["tree"] == deep["tree"]
+    with pytest.raises(gidgethub.BadRequest) as caught:
+        await gh.getitem(f"/repos/{REPO}/git/trees/nowhere?recursive=1")
+    assert caught.value.status_code == 404
+    assert fake.problems == []
+    for call in fake.calls:
+        if "/git/trees/" in call.path and call.status == 200:
+            assert validate_response(call.method, call.path, call.status, call.response) == []

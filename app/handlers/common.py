@@ -16,7 +16,15 @@ from cachetools import LRUCache, TTLCache
 from .. import github
 from ..config import RepoConfig, parse_repo_config
 from ..github import GitHubClient, InstallationClient, get_file_text
-from ..review.model import ChangedFile, FileContent, PullContext, Reviewer, ReviewResult, ReviewSettings
+from ..review.model import (
+    ChangedFile,
+    FileContent,
+    PullContext,
+    RepoTree,
+    Reviewer,
+    ReviewResult,
+    ReviewSettings,
+)
 from ..routing import Context
 
 log = logging.getLogger(__name__)
@@ -145,6 +153,14 @@ async def build_context(
             for path, blob in blobs.items()
         }
 
+    async def tree() -> RepoTree | None:
+        try:
+            listing = await github.read_tree(gh, repo=repo, sha=head_sha)
+        except gidgethub.BadRequest as exc:  # 404/409/422: review without the layout; 5xx is retried
+            log.warning("the tree of %s at %s could not be read (%s)", repo, head_sha, exc.status_code)
+            return None
+        return RepoTree.of(listing.blobs, listing.symlinks, truncated=listing.truncated)
+
     return PullContext(
         repo=repo,
         pr_number=int(pull["number"]),
@@ -160,6 +176,7 @@ async def build_context(
         labels=tuple(str(label.get("name")) for label in pull.get("labels") or () if label.get("name")),
         draft=bool(pull.get("draft")),
         installation_id=getattr(gh, "installation_id", None),
+        tree=tree,
     )
 
 

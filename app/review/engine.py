@@ -1,7 +1,10 @@
 """The built-in reviewer (``REVIEWER=builtin``): offline, deterministic, no GitHub calls.
 
 1. Select the files to analyse (``selection.select_files``); every other file gets a reason.
-2. Ask each analyzer which contents it needs and read them all in ONE ``context.read`` call.
+2. List the repository once (``context.tree``), ask each analyzer which contents it needs, add the
+   lint configuration files on the selected paths, and read them all in ONE ``context.read`` call.
+   What the repository keeps out of linting (``lintconfig``) is listed, and only secrets and
+   conflict markers are looked for there.
 3. Run the analyzers; keep findings on lines the pull request added or changed (file-level
    findings and syntax errors excepted); deduplicate by fingerprint.
 4. Decide: a blocker requests changes, a concern or a nit comments, nothing approves. (Policy —
@@ -20,6 +23,7 @@ from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview,
 from .analyzers.injection import body_findings
 from .analyzers.python import SYNTAX_RULE
 from .diff import PatchLines, parse_patch
+from .lintconfig import config_paths, lint_config, missing_extends
 from .model import Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
 from .selection import looks_generated, select_files
 
@@ -43,21 +47,33 @@ class BuiltinReviewer:
         )
         skipped = list(selection.skipped)
 
-        wanted: dict[str, None] = {}
+        # The repository's layout (one tree read) and its own lint configuration.
+        selected = [f.path for f in (*selection.analysable, *selection.unpatched)]
+        tree = await context.tree() if context.tree is not None and selected else None
+        wanted: dict[str, None] = dict.fromkeys(config_paths(selected, tree)) if selected else {}
         for analyzer in self.analyzers:
             wanted.update(dict.fromkeys(analyzer.wanted_paths(selection.analysable, selection.unpatched)))
         contents = dict(await context.read(list(wanted))) if wanted else {}
+        extends = missing_extends(contents)
+        if extends:
+            contents.update(await context.read(extends))
+        lint = lint_config(contents)
 
         files: list[FileUnderReview] = []
+        not_linted: dict[str, int] = {}  # config file -> files it keeps out of linting
         for changed in selection.analysable:
             content = contents.get(changed.path)
             if content is not None and content.text is not None and looks_generated(content.text):
                 skipped.append(Skipped(changed.path, GENERATED_HEADER))
                 continue
+            exclusion = lint.excluded(changed.path)
+            if exclusion is not None:
+                skipped.append(Skipped(changed.path, exclusion.reason))
+                not_linted[exclusion.source] = not_linted.get(exclusion.source, 0) + 1
             files.append(FileUnderReview(changed, parse_patch(changed.patch), content))
         unpatched = tuple(FileUnderReview(f, PatchLines(), contents.get(f.path)) for f in selection.unpatched)
 
-        batch = AnalysisInput(tuple(files), unpatched, contents, settings)
+        batch = AnalysisInput(tuple(files), unpatched, contents, settings, tree=tree, lint=lint)
         outputs: list[AnalyzerOutput] = list(
             await asyncio.gather(*(a.analyse(batch) for a in self.analyzers))
         )
@@ -79,7 +95,11 @@ class BuiltinReviewer:
         skipped.sort(key=lambda s: order.get(s.path, len(order)))
 
         incomplete = any(output.incomplete for output in outputs)
-        notes = [note for output in outputs for note in output.notes]
+        notes = [
+            f"{_plural(count, 'file')} not linted, as `{source}` excludes {'it' if count == 1 else 'them'}"
+            for source, count in not_linted.items()
+        ]
+        notes += [note for output in outputs for note in output.notes]
         if context.files_truncated:
             listed = len(context.files)
             notes.insert(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .model import ChangedFile, FileContent, PullContext, ReviewSettings
+from .model import ChangedFile, FileContent, PullContext, RepoTree, ReviewSettings
 
 STATUS = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "C": "copied", "T": "changed"}
 _DIFF_HEADER = re.compile(r"^diff --git ", re.MULTILINE)
@@ -93,6 +93,9 @@ async def context_from_git(
     async def read(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
         return await read_at(repo, head_sha, paths)
 
+    async def tree() -> RepoTree:
+        return await tree_at(repo, head_sha)
+
     return PullContext(
         repo=str(repo),
         pr_number=None,
@@ -103,6 +106,7 @@ async def context_from_git(
         files=tuple(files),
         read=read,
         settings=settings or ReviewSettings(),
+        tree=tree,
     )
 
 
@@ -134,3 +138,16 @@ async def read_at(repo: Path, commit: str, paths: Sequence[str]) -> dict[str, Fi
             text=None if binary else data.decode(errors="replace"), size=size, is_binary=binary
         )
     return found
+
+
+async def tree_at(repo: Path, commit: str) -> RepoTree:
+    """Every path at ``commit`` (``git ls-tree -r``): the layout a checkout would have."""
+    out = await git(repo, "ls-tree", "-r", "-z", "--full-tree", commit)
+    files: list[str] = []
+    symlinks: list[str] = []
+    for entry in out.decode(errors="replace").split("\0"):
+        meta, _, path = entry.partition("\t")
+        mode, _, kind = meta.partition(" ")
+        if kind.startswith("blob"):
+            (symlinks if mode == "120000" else files).append(path)
+    return RepoTree.of(files, symlinks)

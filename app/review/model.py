@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -53,6 +53,31 @@ class FileContent:
 
 ContentReader = Callable[[Sequence[str]], Awaitable[Mapping[str, FileContent | None]]]
 """Reads several paths at the head commit in one go; a missing path maps to None."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepoTree:
+    """Every path of the repository at the head commit (one recursive tree read): what a checkout
+    would hold, without the contents. Tells the analyzers the package layout (directories,
+    ``__init__.py`` files), which config files exist, and which paths are symlinks."""
+
+    files: frozenset[str] = frozenset()  # regular files (blobs), symlinks excluded
+    symlinks: frozenset[str] = frozenset()
+    directories: frozenset[str] = frozenset()
+    truncated: bool = False  # GitHub cut the listing short (over 100,000 entries)
+
+    @classmethod
+    def of(cls, files: Iterable[str], symlinks: Iterable[str] = (), *, truncated: bool = False) -> RepoTree:
+        """The tree of these paths, their directories derived."""
+        regular, links = frozenset(files), frozenset(symlinks)
+        directories = {
+            path.rsplit("/", depth)[0] for path in regular | links for depth in range(1, path.count("/") + 1)
+        }
+        return cls(regular, links, frozenset(directories), truncated)
+
+
+TreeReader = Callable[[], Awaitable[RepoTree | None]]
+"""Lists the repository at the head commit; None when the listing is not available."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +134,7 @@ class PullContext:
     installation_id: int | None = None
     model: ModelOptions = field(default_factory=ModelOptions)
     prior: tuple[PriorFinding, ...] = ()  # the bot's open threads, at re-review
+    tree: TreeReader | None = None  # the layout at head; None: analysers work from the changed files
 
 
 @dataclass(frozen=True, slots=True)

@@ -202,6 +202,51 @@ def get_contents(ctx: Ctx) -> Reply:
     return Reply(200, listing)
 
 
+def get_tree(ctx: Ctx) -> Reply:
+    """``GET /git/trees/{tree_sha}``: a commit sha or a branch name stands for its tree. Only the
+    recursive listing of a whole commit is modelled (what the bot asks for); without
+    ``recursive`` the top level is listed."""
+    repo = ctx.repo()
+    try:
+        commit = ctx.fake.world.resolve_ref(repo, ctx.params["tree_sha"])
+    except NotFound:
+        raise not_found() from None
+    api = ctx.fake.shapes.repo_api(repo)
+    recursive = "recursive" in ctx.query
+    tree_sha = blob_sha(f"tree:{commit.sha}:")
+    entries: dict[str, dict[str, Any]] = {}
+    for path in sorted(commit.files):
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            directory = "/".join(parts[:depth])
+            if directory not in entries and (recursive or depth == 1):
+                sha = blob_sha(f"tree:{commit.sha}:{directory}")
+                entries[directory] = {
+                    "path": directory,
+                    "mode": "040000",
+                    "type": "tree",
+                    "sha": sha,
+                    "url": f"{api}/git/trees/{sha}",
+                }
+        if recursive or len(parts) == 1:
+            sha = blob_sha(commit.files[path])
+            entries[path] = {
+                "path": path,
+                "mode": "100644",
+                "type": "blob",
+                "sha": sha,
+                "size": len(commit.files[path].encode("utf-8")),
+                "url": f"{api}/git/blobs/{sha}",
+            }
+    body = {
+        "sha": tree_sha,
+        "url": f"{api}/git/trees/{tree_sha}",
+        "tree": [entries[key] for key in sorted(entries)],
+        "truncated": False,
+    }
+    return Reply(200, body)
+
+
 def get_permission(ctx: Ctx) -> Reply:
     repo = ctx.repo()
     login = ctx.params["username"]
@@ -540,6 +585,7 @@ ROUTES: list[Route] = [
     _r("GET", r"/installation/repositories", list_installation_repos),
     _r("GET", _OWNER_REPO, get_repo),
     _r("GET", _OWNER_REPO + r"/contents/(?P<path>.+)", get_contents),
+    _r("GET", _OWNER_REPO + r"/git/trees/(?P<tree_sha>[^/]+)", get_tree),
     _r("GET", _OWNER_REPO + r"/collaborators/(?P<username>[^/]+)/permission", get_permission),
     _r("GET", _OWNER_REPO + r"/pulls", list_pulls),
     _r("GET", _OWNER_REPO + r"/pulls/comments/(?P<comment_id>\d+)", get_review_comment),

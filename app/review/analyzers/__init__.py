@@ -8,14 +8,16 @@ Analyzers never talk to GitHub and never execute the pull request's code.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from ..diff import PatchLines
-from ..model import ChangedFile, FileContent, Finding, ReviewSettings, Severity, Skipped
+from ..lintconfig import LintConfig
+from ..model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, Severity, Skipped
 
 __all__ = [
     "AnalysisInput",
@@ -32,6 +34,8 @@ __all__ = [
 ]
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+# A directory where the ruff versions repositories pin are installed and kept; unset: not installed.
+RUFF_VERSIONS_ENV = "REVIEW_RUFF_VERSIONS"
 JS_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".vue", ".svelte")
 
 
@@ -56,6 +60,12 @@ class AnalysisInput:
     unpatched: tuple[FileUnderReview, ...]  # selected files GitHub gave no patch for
     contents: Mapping[str, FileContent | None]  # everything read, config files included
     settings: ReviewSettings = field(default_factory=ReviewSettings)
+    tree: RepoTree | None = None  # the repository at head, when it could be listed
+    lint: LintConfig = field(default_factory=LintConfig)  # the repository's own lint configuration
+
+    def linted(self, item: FileUnderReview) -> bool:
+        """Whether the repository lints this file (lint-style checks skip the others)."""
+        return self.lint.excluded(item.path) is None
 
 
 @dataclass(slots=True)
@@ -149,8 +159,10 @@ def default_analyzers() -> list[Analyzer]:
     from .python import PythonAnalyzer
     from .secrets import SecretsAnalyzer
 
+    versions = os.environ.get(RUFF_VERSIONS_ENV, "").strip()
+    python = PythonAnalyzer(ruff_versions=Path(versions) if versions else None)
     return [
-        PythonAnalyzer(),
+        python,
         SecretsAnalyzer(),
         ConflictMarkerAnalyzer(),
         DebugAnalyzer(),

@@ -1,10 +1,14 @@
 """Debugging leftovers in added lines.
 
-Python: ``breakpoint()`` and ``pdb``/``ipdb`` (concerns), ``print(`` in library code (a nit; not in
-tests, scripts, entry points or CLI modules). JavaScript and friends: ``debugger`` (a concern) and
-``console.log(`` (a nit). Comments and string literals do not count: for Python files whose
-content was read, the tokenizer tells code from strings (docstrings included); otherwise, and for
-JavaScript, a one-line approximation does.
+Python: ``breakpoint()`` and ``pdb``/``ipdb`` (concerns), ``print(`` in library code (a concern: it
+runs at import or on every request; not in tests, docs, scripts, demos, ``__main__``, entry points,
+CLI modules, or a module that already prints elsewhere; a nit when a file gains three or more,
+which looks like output on purpose). ``# noqa``, bare or with the matching ruff code (``T201``/
+``T203`` for print, ``T100`` for debuggers, or a prefix of it), silences them as it silences ruff.
+Files the repository does not lint (``lintconfig``) are left alone. JavaScript and friends:
+``debugger`` (a concern) and ``console.log(`` (a nit). Comments and string literals do not count:
+for Python files whose content was read, the tokenizer tells code from strings (docstrings
+included); otherwise, and for JavaScript, a one-line approximation does.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from ..model import ChangedFile, Finding, Severity
 from . import AnalysisInput, AnalyzerOutput, FileUnderReview, finding, is_js, is_python, is_test_path
 from . import strip_python_noise as _strip_python_line
 
-__all__ = ["DebugAnalyzer", "is_print_exempt", "python_code_view", "strip_js_noise"]
+__all__ = ["DebugAnalyzer", "is_print_exempt", "noqa_silences", "python_code_view", "strip_js_noise"]
 
 _BREAKPOINT = re.compile(r"(?<![\w.])(?<!def )breakpoint\s*\(")
 _PDB = re.compile(
@@ -35,10 +39,44 @@ _DEBUGGER = re.compile(r"(?<![\w.$])debugger\s*;|^\s*debugger\s*$")
 _JS_STRING = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\\n]|\\.)*`""")
 _MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
 
-_PRINT_EXEMPT_DIRS = frozenset({"scripts", "script", "bin", "tools", "examples", "example", "docs", "doc"})
-_PRINT_EXEMPT_NAMES = frozenset(
-    {"__main__.py", "setup.py", "manage.py", "noxfile.py", "tasks.py", "conf.py", "fabfile.py"}
+_PRINT_EXEMPT_DIRS = frozenset(
+    {
+        "scripts",
+        "script",
+        "bin",
+        "tools",
+        "examples",
+        "example",
+        "docs",
+        "doc",
+        "cli",
+        "commands",
+        "benchmarks",
+        "demo",
+        "demos",
+    }
 )
+_PRINT_EXEMPT_NAMES = frozenset(
+    {"__main__.py", "setup.py", "manage.py", "noxfile.py", "tasks.py", "conf.py", "fabfile.py", "cli.py"}
+)
+# This many prints added to one file look like a module whose job is output, not a leftover.
+OUTPUT_MODULE_PRINTS = 3
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,?\s*[A-Z]+[0-9]*)*))?", re.IGNORECASE)
+# The ruff (flake8-debugger, flake8-print) codes that stand for the bot's own Python rules.
+NOQA_CODES = {"debug/print": ("T201", "T203"), "debug/breakpoint": ("T100",), "debug/pdb": ("T100",)}
+
+
+def noqa_silences(line: str, rule: str) -> bool:
+    """A ``# noqa`` comment on the line covers ``rule``: bare, or naming its ruff code (or a prefix
+    of that code, as flake8 allows)."""
+    match = _NOQA.search(line)
+    if match is None:
+        return False
+    codes = match.group("codes")
+    if not codes:
+        return True
+    named = [code.upper() for code in re.split(r"[\s,]+", codes) if code]
+    return any(code.startswith(given) for code in NOQA_CODES.get(rule, ()) for given in named)
 
 
 def is_print_exempt(path: str) -> bool:
@@ -106,8 +144,12 @@ class DebugAnalyzer:
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         findings: list[Finding] = []
         for item in batch.files:
+            if not batch.linted(item):
+                continue
             if is_python(item.path):
-                findings.extend(self._python(item))
+                findings.extend(
+                    f for f in self._python(item) if not noqa_silences(item.lines.added_text[f.line], f.rule)
+                )
             elif is_js(item.path):
                 findings.extend(self._js(item))
         return AnalyzerOutput(findings=findings)
@@ -118,6 +160,16 @@ class DebugAnalyzer:
         prints_allowed = is_print_exempt(item.path) or item.path.endswith(".pyi")
         if text is not None and _MAIN_GUARD.search(text):
             prints_allowed = True  # a CLI module
+        if view is not None and any(
+            _PRINT.search(line) for number, line in view.items() if number not in item.lines.added
+        ):
+            prints_allowed = True  # the module already writes to the terminal: that is its job
+        added_prints = sum(
+            1
+            for number, raw in item.lines.added_text.items()
+            if _PRINT.search(view.get(number, "") if view is not None else _strip_python_line(raw))
+        )
+        print_severity = Severity.NIT if added_prints >= OUTPUT_MODULE_PRINTS else Severity.CONCERN
         out: list[Finding] = []
         for number, raw in sorted(item.lines.added_text.items()):
             code = view.get(number, "") if view is not None else _strip_python_line(raw)
@@ -150,9 +202,15 @@ class DebugAnalyzer:
                     finding(
                         item.path,
                         number,
-                        Severity.NIT,
+                        print_severity,
                         "debug/print",
-                        "`print()` in library code: use logging, or remove it.",
+                        "`print()` in library code, which runs at import or on every call: use logging, or "
+                        "remove it"
+                        + (
+                            " (or, if this module is meant to write to the terminal, ignore this)."
+                            if print_severity is Severity.NIT
+                            else "."
+                        ),
                         raw,
                     )
                 )

@@ -6,6 +6,10 @@ and kind, ``line`` being the first offending line. One departure from git: in a 
 all end with CRLF, the CR is taken as the line ending rather than as trailing whitespace (git
 would flag every line of such a file); in a file that mixes endings, a CR is trailing whitespace,
 as git says. Also: a changed last line without a newline, binary files added, large files.
+
+Not reported: whitespace in files the repository does not lint (``lintconfig``); a missing final
+newline on a symlink (git stores its target path, which has none) or on a minified, single-line
+asset (an SVG, a line over ``MINIFIED_LINE`` characters), where tools write none on purpose.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ __all__ = [
 ]
 
 LARGE_ADDITIONS = 5000
+MINIFIED_LINE = 500
+NO_FINAL_NEWLINE_SUFFIXES = (".svg", ".min.js", ".min.css", ".map")
 MAX_LISTED_LINES = 10
 
 
@@ -80,6 +86,11 @@ def _line_count(item: FileUnderReview) -> int | None:
     return len(text.splitlines())
 
 
+def _minified(path: str, lines: PatchLines) -> bool:
+    last = lines.added_text.get(lines.eof_line, "") if lines.eof_line is not None else ""
+    return path.lower().endswith(NO_FINAL_NEWLINE_SUFFIXES) or len(last) > MINIFIED_LINE
+
+
 class HygieneAnalyzer:
     name = "hygiene"
 
@@ -91,8 +102,10 @@ class HygieneAnalyzer:
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         out = AnalyzerOutput()
         limit = batch.settings.max_file_bytes
+        symlinks = batch.tree.symlinks if batch.tree is not None else frozenset()
         for item in batch.files:
-            out.findings.extend(self._whitespace(item))
+            if batch.linted(item) and item.path not in symlinks:
+                out.findings.extend(self._whitespace(item))
             out.findings.extend(self._large(item, limit))
         for item in batch.unpatched:
             content = item.content
@@ -123,7 +136,7 @@ class HygieneAnalyzer:
             if numbers:
                 text = "\n".join(lines.added_text[n] for n in numbers)
                 found.append(self._nit(item, numbers[0], rule, f"{what} on {line_list(numbers)}", text))
-        if lines.eof_line is not None and lines.eof_line in lines.added:
+        if lines.eof_line is not None and lines.eof_line in lines.added and not _minified(item.path, lines):
             found.append(
                 self._nit(
                     item,

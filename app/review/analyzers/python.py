@@ -1,11 +1,20 @@
 """Python files: ruff, run once over every analysed ``.py``/``.pyi`` file of the pull request.
 
-The head contents are written at their repository paths under a fresh temporary directory and
-ruff is run there (as a subprocess, no shell): it only parses them, nothing is executed. A
-configuration file always sits at the root of that directory, so nothing outside it (the
-server's own ``pyproject.toml``, a user config) can leak in: the repository's own ruff
-configuration (``.ruff.toml``, ``ruff.toml``, or ``pyproject.toml`` with a ``[tool.ruff]`` table,
-at the repository root) when it has one, otherwise ours with ``select = ["E9", "F"]``.
+Ruff sees what it would see in a checkout. Under a fresh temporary directory go: the head contents
+of the analysed files at their repository paths; every ruff configuration file on their paths
+(nested ``pyproject.toml``/``ruff.toml``/``.ruff.toml`` included, so ruff picks the nearest one as it
+does in the repository); and the package layout from the repository's tree (its directories and
+empty stand-ins for its other Python files, ``__init__.py`` included), so first-party imports are
+classified as in the repository's own CI. Ruff only parses them, nothing is executed. A
+configuration always sits at the root of that directory (the repository's, or ours with
+``select = ["E9", "F"]``), so nothing outside it (the server's own ``pyproject.toml``, a user
+config) can leak in.
+
+Files the repository does not lint are left out (``lintconfig``). When the repository pins an
+older ruff, that ruff is run if a directory for pinned versions is configured (installed there once,
+``REVIEW_RUFF_VERSIONS``); otherwise rules that were not stable in that version are not reported
+(ruff's own rule metadata says since when each rule is stable). The summary says which ruff and
+which configuration ran.
 """
 
 from __future__ import annotations
@@ -21,23 +30,22 @@ import sys
 import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..model import ChangedFile, FileContent, Finding, Severity, Skipped
+from ..lintconfig import RUFF_CONFIGS, LintConfig, RuffPin, governing_paths, version_tuple
+from ..model import ChangedFile, Finding, RepoTree, Severity, Skipped
 from . import AnalysisInput, AnalyzerOutput, FileUnderReview, finding, is_python
 
 __all__ = [
-    "CONFIG_CANDIDATES",
     "DEFAULT_SELECT",
     "SYNTAX_RULE",
     "PythonAnalyzer",
-    "RuffConfig",
     "RuffError",
     "RuffUnavailableError",
     "find_ruff",
-    "repo_ruff_config",
+    "ruff_rule_since",
+    "ruff_version",
     "run_ruff",
     "severity_for",
 ]
@@ -47,8 +55,13 @@ log = logging.getLogger(__name__)
 SYNTAX_RULE = "python/syntax-error"
 DEFAULT_SELECT = ("E9", "F")
 RUFF_TIMEOUT = 60.0
-# In ruff's own order of precedence within a directory.
-CONFIG_CANDIDATES = (".ruff.toml", "ruff.toml", "pyproject.toml")
+DEFAULT_CONFIG = f"[lint]\nselect = [{', '.join(repr(code) for code in DEFAULT_SELECT)}]\n"
+_DEFAULTS = ", ".join(DEFAULT_SELECT)
+INSTALL_TIMEOUT = 180.0
+MIN_PINNED_RUFF = (0, 1, 0)  # older ruffs lack the command-line options used here
+MAX_DROPPED_SETTINGS = 3
+_UNKNOWN_FIELD = re.compile(r"unknown field `([A-Za-z0-9_-]+)`")
+MAX_LAYOUT_FILES = 50_000  # stand-ins written for the package layout; beyond this, __init__.py only
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _BLOCKER_CODES = frozenset({"F821", "F822", "F823"})
@@ -103,39 +116,6 @@ def find_ruff() -> list[str]:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class RuffConfig:
-    name: str  # file name to write at the temp dir's root
-    text: str
-
-
-def repo_ruff_config(contents: Mapping[str, FileContent | None]) -> tuple[RuffConfig | None, str | None]:
-    """The repository's root ruff configuration, if any usable one exists, and otherwise why
-    not (``None`` when there simply is none)."""
-    for name in CONFIG_CANDIDATES:
-        content = contents.get(name)
-        if content is None or content.text is None:
-            continue
-        try:
-            data = tomllib.loads(content.text)
-        except tomllib.TOMLDecodeError as exc:
-            if name == "pyproject.toml" and "[tool.ruff" not in content.text:
-                continue
-            return None, f"`{name}` is not valid TOML ({exc})"
-        if name == "pyproject.toml":
-            tool = data.get("tool")
-            table = tool.get("ruff") if isinstance(tool, dict) else None
-            if not isinstance(table, dict):
-                continue  # ruff ignores a pyproject.toml without [tool.ruff]
-        else:
-            table = data
-        if "extend" in table:
-            # It points at a file we do not have (and must not look for outside the temp dir).
-            return None, f"`{name}` extends another configuration file"
-        return RuffConfig(name, content.text), None
-    return None, None
-
-
 def _safe_relative(path: str) -> PurePosixPath | None:
     candidate = PurePosixPath(path)
     if (
@@ -149,22 +129,47 @@ def _safe_relative(path: str) -> PurePosixPath | None:
     return candidate
 
 
-def _prepare(tmp: str, files: Mapping[str, str], config: RuffConfig | None) -> tuple[Path, list[str]]:
-    """Write the configuration at the root of ``tmp`` and every file at its repository path
-    below it; the resolved root and the paths to pass to ruff."""
+def _write(root: Path, path: str, text: str) -> None:
+    if _safe_relative(path) is None:
+        raise RuffError(f"refusing to write {path!r} outside the temporary directory")
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+
+
+def _is_ruff_config(name: str, text: str | None) -> bool:
+    if text is None:
+        return False
+    if name != "pyproject.toml":
+        return True
+    try:
+        tool = tomllib.loads(text).get("tool")
+    except tomllib.TOMLDecodeError:
+        return False
+    return isinstance(tool, dict) and isinstance(tool.get("ruff"), dict)
+
+
+def _prepare(
+    tmp: str, files: Mapping[str, str], configs: Mapping[str, str] | None, layout: Sequence[str]
+) -> tuple[Path, list[str]]:
+    """Write the package layout (empty stand-ins), the configuration files, and every analysed file
+    at its repository path below ``tmp``; the resolved root and the paths to pass to ruff. Without
+    a configuration at the root, ours goes there."""
     root = Path(tmp).resolve()
-    if config is not None:
-        (root / config.name).write_text(config.text, encoding="utf-8")
-    else:
-        select = ", ".join(f'"{code}"' for code in DEFAULT_SELECT)
-        (root / "ruff.toml").write_text(f"[lint]\nselect = [{select}]\n", encoding="utf-8")
-    for path, text in files.items():
-        if _safe_relative(path) is None:
-            raise RuffError(f"refusing to write {path!r} outside the temporary directory")
+    configs = dict(configs or {})
+    if not any(_is_ruff_config(name, configs.get(name)) for name in RUFF_CONFIGS):
+        # Ours goes first in ruff's precedence, ahead of a root pyproject.toml without [tool.ruff].
+        configs[".ruff.toml"] = DEFAULT_CONFIG
+    stand_ins = [p for p in layout if p not in files and p not in configs and _safe_relative(p) is not None]
+    if len(stand_ins) > MAX_LAYOUT_FILES:
+        stand_ins = [p for p in stand_ins if p.endswith("/__init__.py")][:MAX_LAYOUT_FILES]
+    for path in stand_ins:
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        target.touch()
+    for path, text in {**configs, **files}.items():
+        _write(root, path, text)
     return root, list(files)
 
 
@@ -187,48 +192,92 @@ def _parse_output(stdout: bytes, root: Path) -> list[dict[str, Any]]:
     return out
 
 
+async def _run(cmd: Sequence[str], root: Path, time_limit: float) -> bytes:
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *cmd,
+            cwd=root,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except FileNotFoundError as exc:
+        raise RuffUnavailableError(f"ruff could not be started: {exc}") from exc
+    try:
+        async with asyncio.timeout(time_limit):
+            stdout, stderr = await process.communicate()
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise RuffError(f"ruff timed out after {time_limit:g} s") from None
+    if process.returncode != 0:
+        detail = " ".join(stderr.decode(errors="replace").split())
+        raise RuffError(f"ruff exited with status {process.returncode}: {detail[:300]}")
+    return stdout
+
+
 async def run_ruff(
     files: Mapping[str, str],
-    config: RuffConfig | None,
+    configs: Mapping[str, str] | None,
     *,
+    layout: Sequence[str] = (),
     time_limit: float = RUFF_TIMEOUT,
     command: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Lint ``files`` (repository path -> text) in ONE ruff invocation; ruff's JSON diagnostics,
-    with ``filename`` rewritten to the repository path. Paths must be safe relative paths."""
+    """Lint ``files`` (repository path -> text) in ONE ruff invocation, with ``configs``
+    (repository path -> text; None or no root config: ours at the root) and the ``layout`` (other
+    repository paths, written empty); ruff's JSON diagnostics, with ``filename`` rewritten to the
+    repository path. Paths must be safe relative paths."""
     if not files:
         return []
     cmd = list(command) if command is not None else find_ruff()
     with tempfile.TemporaryDirectory(prefix="revbot-ruff-") as tmp:
-        root, relative = await asyncio.to_thread(_prepare, tmp, files, config)
+        root, relative = await asyncio.to_thread(_prepare, tmp, files, configs, layout)
         args = [*cmd, "check", "--output-format", "json", "--no-cache", "--exit-zero", "--no-fix"]
-        if config is None:
-            args += ["--select", ",".join(DEFAULT_SELECT)]
-        else:
-            args.append("--force-exclude")  # the repository's own excludes apply
-        args += ["--", *relative]
+        args += ["--force-exclude", "--", *relative]  # the repository's own excludes apply
+        return _parse_output(await _run(args, root, time_limit), root)
+
+
+_VERSION_CACHE: dict[tuple[str, ...], str] = {}
+_SINCE_CACHE: dict[tuple[str, ...], dict[str, tuple[int, ...]]] = {}
+
+
+async def ruff_version(command: Sequence[str], *, time_limit: float = RUFF_TIMEOUT) -> str:
+    """``ruff --version``'s number (``"0.6.9"``), asked once per command."""
+    key = tuple(command)
+    if key not in _VERSION_CACHE:
+        out = await _run([*command, "--version"], Path(tempfile.gettempdir()), time_limit)
+        words = out.decode(errors="replace").split()
+        _VERSION_CACHE[key] = words[1] if len(words) > 1 else "unknown"
+    return _VERSION_CACHE[key]
+
+
+async def ruff_rule_since(
+    command: Sequence[str], *, time_limit: float = RUFF_TIMEOUT
+) -> dict[str, tuple[int, ...]]:
+    """Rule code -> the ruff version since which it is in its current state (stable, or preview),
+    from ``ruff rule --all``'s metadata; asked once per command. Empty when this ruff does not say."""
+    key = tuple(command)
+    if key not in _SINCE_CACHE:
+        out = await _run(
+            [*command, "rule", "--all", "--output-format", "json"], Path(tempfile.gettempdir()), time_limit
+        )
+        since: dict[str, tuple[int, ...]] = {}
         try:
-            process = await asyncio.create_subprocess_exec(
-                *args,
-                cwd=root,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-        except FileNotFoundError as exc:
-            raise RuffUnavailableError(f"ruff could not be started: {exc}") from exc
-        try:
-            async with asyncio.timeout(time_limit):
-                stdout, stderr = await process.communicate()
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
-            raise RuffError(f"ruff timed out after {time_limit:g} s") from None
-        if process.returncode != 0:
-            detail = " ".join(stderr.decode(errors="replace").split())
-            raise RuffError(f"ruff exited with status {process.returncode}: {detail[:300]}")
-        return _parse_output(stdout, root)
+            rules = json.loads(out or b"[]")
+        except ValueError:
+            rules = []
+        for rule in rules if isinstance(rules, list) else []:
+            status = rule.get("status") if isinstance(rule, dict) else None
+            if not isinstance(status, dict) or not isinstance(rule.get("code"), str):
+                continue
+            for state in status.values():
+                version = version_tuple(str(state.get("since", ""))) if isinstance(state, dict) else None
+                if version is not None:
+                    since[rule["code"]] = version
+        _SINCE_CACHE[key] = since
+    return _SINCE_CACHE[key]
 
 
 def _row(location: Any) -> int | None:
@@ -281,23 +330,93 @@ def single_line_fix(diagnostic: Mapping[str, Any], row: int, line_text: str) -> 
     return full[:-1]
 
 
+def _listed(paths: Sequence[str]) -> str:
+    return ", ".join(f"`{p}`" for p in paths)
+
+
+_INSTALL_LOCKS: dict[str, asyncio.Lock] = {}
+
+
+def _staging_dir(directory: Path, label: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{label}-", dir=directory))
+
+
+def _publish(staging: Path, target: Path) -> None:
+    if not (staging / "bin" / "ruff").is_file():
+        raise RuffError(f"the package installed no bin/ruff in {staging}")
+    with contextlib.suppress(OSError):  # another process won the race: its copy is used
+        staging.rename(target)
+
+
+async def pinned_ruff(
+    directory: Path,
+    pin: RuffPin,
+    *,
+    installer: Sequence[str] | None = None,
+    time_limit: float = INSTALL_TIMEOUT,
+) -> list[str] | None:
+    """The command of ruff ``pin`` from ``directory``, installed there from the package index the
+    first time (``pip install --target``, a wheel, no dependencies); None when it cannot be (too
+    old for the options used here, or the install failed). The version is digits and dots only
+    (``RuffPin``), so a pull request cannot make it name anything else."""
+    if pin.version < MIN_PINNED_RUFF:
+        return None
+    label = pin.label
+    binary = directory / label / "bin" / "ruff"
+    async with _INSTALL_LOCKS.setdefault(label, asyncio.Lock()):
+        if binary.is_file():
+            return [str(binary)]
+        staging = await asyncio.to_thread(_staging_dir, directory, label)
+        command = [
+            *(
+                installer
+                or [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+            ),
+            "--no-deps",
+            "--only-binary=:all:",
+            "--target",
+            str(staging),
+            f"ruff=={label}",
+        ]
+        try:
+            await _run(command, directory, time_limit)
+            await asyncio.to_thread(_publish, staging, directory / label)
+        except (RuffError, OSError) as exc:
+            log.warning("could not install ruff %s: %s", label, exc)
+            return None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return [str(binary)] if binary.is_file() else None
+
+
 class PythonAnalyzer:
     name = "python"
 
-    def __init__(self, *, time_limit: float = RUFF_TIMEOUT, command: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        time_limit: float = RUFF_TIMEOUT,
+        command: Sequence[str] | None = None,
+        ruff_versions: Path | None = None,
+        installer: Sequence[str] | None = None,
+    ) -> None:
         self.time_limit = time_limit
         self.command = command
+        # With a directory for them, the ruff a repository pins is installed there once and run.
+        self.ruff_versions = ruff_versions
+        self.installer = installer
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
-        python = [f.path for f in files if is_python(f.path)]
-        return [*python, *CONFIG_CANDIDATES] if python else []
+        # The configuration files on their paths are read by the engine (``lintconfig.config_paths``).
+        return [f.path for f in files if is_python(f.path)]
 
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         out = AnalyzerOutput()
         targets: dict[str, FileUnderReview] = {}
         texts: dict[str, str] = {}
         for item in batch.files:
-            if not is_python(item.path):
+            if not is_python(item.path) or not batch.linted(item):
                 continue
             reason = self._unreadable(item)
             if reason is None and _safe_relative(item.path) is None:
@@ -312,28 +431,129 @@ class PythonAnalyzer:
         if not texts:
             return out
 
-        config, problem = repo_ruff_config(batch.contents)
-        if problem is not None:
-            out.notes.append(f"the repository's ruff configuration was not used: {problem}")
+        lint = batch.lint
+        out.notes.extend(f"the repository's ruff configuration was not used: {p}" for p in lint.problems)
+        used = governing_paths(lint, list(texts))
+        configs = self._configs(batch, lint)
+        layout = self._layout(batch.tree)
+        command = list(self.command) if self.command is not None else find_ruff()
+        if self.ruff_versions is not None and lint.pin is not None and used:
+            pinned = await pinned_ruff(self.ruff_versions, lint.pin, installer=self.installer)
+            if pinned is not None:
+                command = pinned
+            else:
+                out.notes.append(f"the pinned ruff {lint.pin.label} could not be installed")
         try:
-            diagnostics = await run_ruff(texts, config, time_limit=self.time_limit, command=self.command)
+            diagnostics = await self._run_tolerating_old_settings(texts, configs, layout, command, out)
         except RuffUnavailableError:
             raise
         except RuffError as exc:
-            if config is None:
+            if not lint.ruff_configs:
                 return self._failed(out, targets, str(exc))
             log.warning("ruff failed with the repository's configuration (%s); using the defaults", exc)
             out.notes.append(
-                f"ruff rejected the repository's configuration `{config.name}`; default rules used instead"
+                f"ruff rejected the repository's configuration ({_listed(used) or 'its files'}); "
+                "default rules used instead"
             )
+            used = []
             try:
-                diagnostics = await run_ruff(texts, None, time_limit=self.time_limit, command=self.command)
+                diagnostics = await run_ruff(
+                    texts, None, layout=layout, time_limit=self.time_limit, command=command
+                )
             except RuffUnavailableError:
                 raise
             except RuffError as again:
                 return self._failed(out, targets, str(again))
+        diagnostics, dropped = await self._skew(diagnostics, lint, bool(used), command)
+        out.notes.append(await self._which(command, used, lint, dropped))
         out.findings.extend(self._findings(diagnostics, targets))
         return out
+
+    async def _run_tolerating_old_settings(
+        self,
+        texts: Mapping[str, str],
+        configs: dict[str, str],
+        layout: Sequence[str],
+        command: Sequence[str],
+        out: AnalyzerOutput,
+    ) -> list[dict[str, Any]]:
+        """Run ruff; a setting this ruff no longer knows (``show-source``, removed after the
+        repository pinned its ruff) is dropped from the configuration and said so, rather than
+        losing the whole configuration."""
+        dropped: list[str] = []
+        for _ in range(MAX_DROPPED_SETTINGS + 1):
+            try:
+                return await run_ruff(
+                    texts, configs, layout=layout, time_limit=self.time_limit, command=command
+                )
+            except RuffUnavailableError:
+                raise
+            except RuffError as exc:
+                unknown = _UNKNOWN_FIELD.search(str(exc))
+                name = unknown.group(1) if unknown else None
+                if name is None or name in dropped or len(dropped) >= MAX_DROPPED_SETTINGS:
+                    raise
+                setting = re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*=.*$", re.MULTILINE)
+                configs = {path: setting.sub("", text) for path, text in configs.items()}
+                dropped.append(name)
+                out.notes.append(
+                    f"ruff {await ruff_version(command)} no longer knows the setting `{name}`; it was ignored"
+                )
+        raise RuffError("unreachable")
+
+    @staticmethod
+    def _configs(batch: AnalysisInput, lint: LintConfig) -> dict[str, str]:
+        """The ruff configurations, and the other ``pyproject.toml`` files on the paths (ruff reads
+        ``requires-python`` from them), that parse."""
+        configs = {path: config.text for path, config in lint.ruff_configs.items()}
+        for path, content in batch.contents.items():
+            if (
+                path.rsplit("/", 1)[-1] == "pyproject.toml"
+                and content is not None
+                and content.text is not None
+            ):
+                with contextlib.suppress(tomllib.TOMLDecodeError):
+                    tomllib.loads(content.text)
+                    configs.setdefault(path, content.text)
+        return configs
+
+    @staticmethod
+    def _layout(tree: RepoTree | None) -> list[str]:
+        if tree is None:
+            return []
+        return sorted(p for p in tree.files if is_python(p))
+
+    async def _skew(
+        self, diagnostics: list[dict[str, Any]], lint: LintConfig, configured: bool, command: Sequence[str]
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Without the findings of rules the repository's pinned ruff did not have (stable or in
+        preview, as this ruff's rule metadata says); and how many were left out."""
+        if lint.pin is None or not configured:
+            return diagnostics, 0
+        running = version_tuple(await ruff_version(command, time_limit=self.time_limit))
+        if running is not None and running <= lint.pin.version:
+            return diagnostics, 0
+        since = await ruff_rule_since(command, time_limit=self.time_limit)
+        kept = [
+            d
+            for d in diagnostics
+            if not isinstance(d.get("code"), str) or since.get(d["code"], ()) <= lint.pin.version
+        ]
+        return kept, len(diagnostics) - len(kept)
+
+    async def _which(
+        self, command: Sequence[str], used: Sequence[str], lint: LintConfig, dropped: int
+    ) -> str:
+        version = await ruff_version(command, time_limit=self.time_limit)
+        if used:
+            text = f"Python checked by ruff {version} with the repository's {_listed(used)}"
+        else:
+            text = f"Python checked by ruff {version} with revbot's default rules ({_DEFAULTS})"
+        if lint.pin is not None and used and version_tuple(version) != lint.pin.version:
+            text += f"; rules newer than the pinned ruff {lint.pin.label} (`{lint.pin.source}`) not reported"
+            if dropped:
+                text += f" ({dropped} finding{'s' if dropped != 1 else ''} left out)"
+        return text
 
     @staticmethod
     def _unreadable(item: FileUnderReview) -> str | None:

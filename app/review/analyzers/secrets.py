@@ -1,37 +1,280 @@
-"""Credentials in added lines: private keys, AWS access key ids, GitHub and Slack tokens, and
-high-entropy values assigned to names that say "secret" (``*_TOKEN = "..."``).
+"""Credentials in added lines, and ``redact_secrets`` for anything about to leave the machine.
 
-Every finding is a blocker. A message never repeats the secret: it shows at most its first four
-characters and the kind of credential. Tuned against false positives: placeholders, values read
-from the environment, templating, UUIDs, documentation and tests (for the generic rule).
+Known formats, each with its prefix and, where the format has one, its checksum or structure:
+private keys (every PEM kind, OpenSSH, PGP, PuTTY), AWS access key ids, GitHub tokens (CRC32
+checksum), GitLab, Slack tokens and webhook URLs, Stripe, OpenAI, Anthropic, Google API keys and
+OAuth client secrets, npm (CRC32 checksum), PyPI, Twilio, SendGrid, Azure storage account keys,
+JWTs (header and payload must decode), passwords inside URLs; and high-entropy values assigned to
+names that say "secret" (``*_TOKEN = "..."``).
+
+A live credential is a blocker. One in a test fixture or a documentation example is a concern that
+says why it may be fine (deliberately public example keys are common there); so are a Stripe
+test-mode key and an expired JWT. A message never repeats the secret: it shows at most its first
+four characters and the kind of credential. Tuned against false positives: placeholders, values
+read from the environment, templating, UUIDs, git SHAs, lock-file hashes, documentation and tests
+(for the generic rule), local development URLs.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import math
 import re
+import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from urllib.parse import unquote
 
 from ..model import ChangedFile, Finding, Severity
 from . import AnalysisInput, AnalyzerOutput, finding, is_test_path
 
-__all__ = ["SecretHit", "SecretsAnalyzer", "redact", "redact_secrets", "scan_lines", "shannon_entropy"]
+__all__ = [
+    "TOKEN_RULES",
+    "SecretHit",
+    "SecretsAnalyzer",
+    "TokenRule",
+    "base62_crc32",
+    "redact",
+    "redact_secrets",
+    "scan_lines",
+    "shannon_entropy",
+]
 
 MIN_GENERIC_LENGTH = 16
 MIN_GENERIC_ENTROPY = 3.5
-MIN_TOKEN_ENTROPY = 3.0  # a real token's random part is far above this; "ghp_000…" is not
 
-_PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----")
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+: "
+)
+_PRIVATE_KEY_BLOCK = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
+    r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    r"|PuTTY-User-Key-File-\d+: .*?(?:Private-MAC: \S+|\Z)",
+    re.DOTALL,
+)
 _ARMOR_HEADER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*:\s")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
-_AWS = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")
-_GITHUB = re.compile(
-    r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82})(?![A-Za-z0-9_])"
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_LOCAL_HOSTS = re.compile(
+    r"^(?:localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[?::1\]?|[\w.-]*\.(?:local|localhost|test|example|invalid)"
+    r"|(?:[\w-]+\.)*example\.(?:com|org|net))$",
+    re.IGNORECASE,
 )
-_SLACK = re.compile(r"(?<![A-Za-z0-9])xox[abposr]-(?:\d+-)+[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
+_DEV_PASSWORDS = frozenset(
+    {
+        "postgres",
+        "mysql",
+        "root",
+        "admin",
+        "guest",
+        "pass",
+        "passwd",
+        "password",
+        "secret",
+        "user",
+        "test",
+        "redis",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRule:
+    """A credential format: where the secret sits in ``pattern`` (group ``value``, or the whole
+    match), and ``verdict``: None when a match is not really one (a checksum that fails, a
+    placeholder), else ``(kind, severity)``."""
+
+    rule: str
+    pattern: re.Pattern[str]
+    verdict: Callable[[str], tuple[str, Severity] | None]
+
+
+def base62_crc32(text: str) -> str:
+    """The 6-character base62 CRC32 that ends GitHub's and npm's tokens."""
+    number = binascii.crc32(text.encode())
+    digits = ""
+    while number:
+        number, remainder = divmod(number, 62)
+        digits = _BASE62[remainder] + digits
+    return digits.rjust(6, "0")
+
+
+def _random_enough(body: str, minimum: float = 3.0) -> bool:
+    """A real token's random part is far above ``minimum`` bits per character; ``ghp_000…``,
+    ``sk_live_xxxx…`` and ``AIzaSy-your-key-here`` are not (placeholders are not secrets)."""
+    lowered = body.lower()
+    if any(word in lowered for word in ("example", "your", "xxxx", "dummy", "placeholder", "redacted")):
+        return False
+    return len(set(body)) > 1 and shannon_entropy(body) >= minimum
+
+
+def _simple(
+    kind: str, body: Callable[[str], str] = lambda token: token, *, minimum: float = 3.0
+) -> Callable[[str], tuple[str, Severity] | None]:
+    def verdict(token: str) -> tuple[str, Severity] | None:
+        return (kind, Severity.BLOCKER) if _random_enough(body(token), minimum) else None
+
+    return verdict
+
+
+def _github(token: str) -> tuple[str, Severity] | None:
+    if token.startswith("github_pat_"):
+        return ("GitHub token", Severity.BLOCKER) if _random_enough(token[11:]) else None
+    body = token[4:]
+    # Since 2021 the last six characters are a checksum of the thirty before them.
+    return ("GitHub token", Severity.BLOCKER) if base62_crc32(body[:30]) == body[30:] else None
+
+
+def _npm(token: str) -> tuple[str, Severity] | None:
+    body = token[4:]
+    return ("npm token", Severity.BLOCKER) if base62_crc32(body[:30]) == body[30:] else None
+
+
+def _stripe(token: str) -> tuple[str, Severity] | None:
+    if not _random_enough(token.split("_", 2)[2]):
+        return None
+    if "_test_" in token:
+        return "Stripe test-mode key", Severity.CONCERN
+    return "Stripe live key", Severity.BLOCKER
+
+
+def _aws(token: str) -> tuple[str, Severity] | None:
+    if "EXAMPLE" in token:
+        return None
+    return ("AWS access key id", Severity.BLOCKER) if _random_enough(token[4:], 2.5) else None
+
+
+def _b64json(part: str) -> object:
+    try:
+        return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except (ValueError, binascii.Error):
+        return None
+
+
+def _jwt(token: str) -> tuple[str, Severity] | None:
+    header_part, payload_part, _ = token.split(".", 2)
+    header, payload = _b64json(header_part), _b64json(payload_part)
+    if not isinstance(header, dict) or "alg" not in header or not isinstance(payload, dict):
+        return None
+    expires = payload.get("exp")
+    if isinstance(expires, int | float) and not isinstance(expires, bool) and expires < time.time():
+        return "JWT (expired)", Severity.CONCERN
+    return "JWT", Severity.BLOCKER
+
+
+def _url_password(password: str) -> tuple[str, Severity] | None:
+    value = unquote(password)
+    lowered = value.lower()
+    if (
+        len(value) < 4
+        or lowered in _DEV_PASSWORDS
+        or any(mark in value for mark in ("$", "{", "}", "<", ">", "%s", "*", "\u2026", "..."))
+        or any(
+            word in lowered for word in ("password", "passwd", "secret", "changeme", "example", "your", "xxx")
+        )
+    ):
+        return None
+    return "password in a URL", Severity.BLOCKER
+
+
+_BOUNDARY = r"(?<![A-Za-z0-9_-])"
+_END = r"(?![A-Za-z0-9_-])"
+
+TOKEN_RULES: tuple[TokenRule, ...] = (
+    TokenRule("secrets/aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), _aws),
+    TokenRule(
+        "secrets/github-token",
+        re.compile(
+            r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82})(?![A-Za-z0-9_])"
+        ),
+        _github,
+    ),
+    TokenRule(
+        "secrets/gitlab-token",
+        re.compile(
+            _BOUNDARY + r"(?:gl(?:pat|dt|rt|ptt|cbt|oas|soat|ffct|imt|agent|ft)-[A-Za-z0-9_-]{20,}"
+            r"(?:\.[0-9a-z]{2}\.[0-9a-z]{9})?"
+            r"|GR1348941[A-Za-z0-9_-]{20,})" + _END
+        ),
+        _simple("GitLab token", lambda t: t.split("-", 1)[1] if t.startswith("gl") else t[9:]),
+    ),
+    TokenRule(
+        "secrets/slack-token",
+        re.compile(
+            r"(?<![A-Za-z0-9])(?:xox[abposre]-(?:\d+-)+[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{32,})"
+        ),
+        lambda t: ("Slack token", Severity.BLOCKER) if len(t) >= 24 and _random_enough(t[5:]) else None,
+    ),
+    TokenRule(
+        "secrets/slack-webhook",
+        re.compile(
+            r"https://hooks\.slack\.com/(?:services/T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{24}"
+            r"|(?:workflows|triggers)/T[A-Z0-9]{8,}/A[A-Z0-9]{8,}/\d{8,}/[a-f0-9]{32})"
+        ),
+        _simple("Slack webhook URL", lambda url: url.rsplit("/", 1)[1]),
+    ),
+    TokenRule(
+        "secrets/stripe-key",
+        re.compile(_BOUNDARY + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{24,247}" + _END),
+        _stripe,
+    ),
+    TokenRule(
+        "secrets/openai-key",
+        re.compile(
+            _BOUNDARY + r"sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,200}|[A-Za-z0-9]{20})"
+            r"T3BlbkFJ[A-Za-z0-9_-]{20,200}" + _END
+        ),
+        _simple("OpenAI API key", lambda t: t.replace("T3BlbkFJ", "")),
+    ),
+    TokenRule(
+        "secrets/anthropic-key",
+        re.compile(_BOUNDARY + r"sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{80,120}AA" + _END),
+        _simple("Anthropic API key", lambda t: t.split("-", 3)[3]),
+    ),
+    TokenRule(
+        "secrets/google-api-key",
+        re.compile(_BOUNDARY + r"(?:AIza[0-9A-Za-z_-]{35}|GOCSPX-[0-9A-Za-z_-]{28})" + _END),
+        _simple("Google API key or OAuth client secret", lambda t: t[4:] if t.startswith("AIza") else t[7:]),
+    ),
+    TokenRule("secrets/npm-token", re.compile(_BOUNDARY + r"npm_[A-Za-z0-9]{36}" + _END), _npm),
+    TokenRule(
+        "secrets/pypi-token",
+        re.compile(_BOUNDARY + r"pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,}" + _END),
+        _simple("PyPI token", lambda t: t[24:]),
+    ),
+    TokenRule(
+        "secrets/twilio-key",
+        re.compile(r"(?<![A-Za-z0-9])SK[0-9a-f]{32}(?![A-Za-z0-9])"),
+        _simple("Twilio API key", lambda t: t[2:]),
+    ),
+    TokenRule(
+        "secrets/sendgrid-key",
+        re.compile(_BOUNDARY + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _END),
+        _simple("SendGrid API key", lambda t: t[3:]),
+    ),
+    TokenRule(
+        "secrets/azure-storage-key",
+        re.compile(r"(?i:AccountKey)\s*=\s*(?P<value>[A-Za-z0-9+/]{86}==)"),
+        _simple("Azure storage account key"),
+    ),
+    TokenRule(
+        "secrets/jwt",
+        re.compile(_BOUNDARY + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}" + _END),
+        _jwt,
+    ),
+    TokenRule(
+        "secrets/url-password",
+        re.compile(
+            r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'`]{0,64}:(?P<value>[^\s:/@\"'`]{1,128})@(?P<host>[A-Za-z0-9.\[\]:_-]+)"
+        ),
+        _url_password,
+    ),
+)
+_RULE_BY_NAME = {rule.rule: rule for rule in TOKEN_RULES}
 
 _SEPARATOR = r"\s*(?:=>|:=|(?<![=!<>])=(?!=)|:)\s*"
 _ASSIGNMENT = re.compile(
@@ -85,6 +328,8 @@ _PLACEHOLDER_WORDS = (
 )
 _FROM_ELSEWHERE = ("os.environ", "getenv", "process.env", "env(", "environ[", "ENV[", "secrets.", "vault")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+# git SHAs, sha256 digests, lock-file hashes
+_DIGEST = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64}|(?:sha(?:1|256|384|512)|md5)[:-].+)$")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
 _YAML_SUFFIXES = (".yml", ".yaml")
@@ -96,6 +341,7 @@ class SecretHit:
     rule: str
     kind: str
     value: str  # the matched secret: used for the redacted preview, never put in a message
+    severity: Severity = Severity.BLOCKER  # in code; a test fixture or a doc makes it a concern
 
 
 def shannon_entropy(value: str) -> float:
@@ -135,7 +381,7 @@ def _plausible_secret_value(value: str) -> bool:
         return False
     if ("{" in value and "}" in value) or ("<" in value and ">" in value) or "%(" in value or "%s" in value:
         return False
-    if _UUID.match(value):
+    if _UUID.match(value) or _DIGEST.match(value):
         return False
     classes = sum(
         (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value))
@@ -162,22 +408,17 @@ def _key_material_follows(rest: str, following: Sequence[str]) -> bool:
 def _token_hits(number: int, text: str) -> Iterator[SecretHit]:
     match = _PRIVATE_KEY.search(text)
     if match:
-        kind = (match.group(1) or "").strip()
+        kind = "PuTTY" if match.group(0).startswith("PuTTY") else (match.group(1) or "").strip()
         yield SecretHit(number, "secrets/private-key", f"{kind} private key".strip(), match.group(0))
-    for found in _AWS.finditer(text):
-        token = found.group(0)
-        if "EXAMPLE" not in token and not _same_char(token[4:]) and shannon_entropy(token[4:]) >= 2.5:
-            yield SecretHit(number, "secrets/aws-access-key", "AWS access key id", token)
-    for found in _GITHUB.finditer(text):
-        token = found.group(0)
-        body = token.split("_", 1)[1] if token.startswith("gh") else token[len("github_pat_") :]
-        if not _same_char(body) and shannon_entropy(body) >= MIN_TOKEN_ENTROPY:
-            yield SecretHit(number, "secrets/github-token", "GitHub token", token)
-    for found in _SLACK.finditer(text):
-        token = found.group(0)
-        body = token[5:]
-        if len(token) >= 24 and shannon_entropy(body) >= MIN_TOKEN_ENTROPY:
-            yield SecretHit(number, "secrets/slack-token", "Slack token", token)
+    for rule in TOKEN_RULES:
+        for found in rule.pattern.finditer(text):
+            host = found.groupdict().get("host")
+            if host is not None and _LOCAL_HOSTS.match(host.rsplit(":", 1)[0] if "]" not in host else host):
+                continue  # a development database on this machine
+            value = found.group("value") if "value" in rule.pattern.groupindex else found.group(0)
+            verdict = rule.verdict(value)
+            if verdict is not None:
+                yield SecretHit(number, rule.rule, verdict[0], value, verdict[1])
 
 
 def _generic_hits(path: str, number: int, text: str) -> Iterator[SecretHit]:
@@ -196,6 +437,32 @@ def _generic_hits(path: str, number: int, text: str) -> Iterator[SecretHit]:
         if _secret_name(name) and _plausible_secret_value(value):
             yield SecretHit(number, "secrets/generic", f"secret assigned to `{name}`", value)
             return
+
+
+_EXAMPLE_DIRS = frozenset(
+    {
+        "docs",
+        "doc",
+        "documentation",
+        "examples",
+        "example",
+        "samples",
+        "sample",
+        "fixtures",
+        "testdata",
+        "test_data",
+    }
+)
+
+
+def is_example_path(path: str) -> bool:
+    """Tests, fixtures and documentation: where deliberately public example keys live."""
+    parts = PurePosixPath(path).parts
+    return (
+        is_test_path(path)
+        or path.lower().endswith(_DOC_SUFFIXES)
+        or any(part.lower() in _EXAMPLE_DIRS for part in parts[:-1])
+    )
 
 
 def scan_lines(path: str, added: Mapping[int, str]) -> list[SecretHit]:
@@ -224,35 +491,43 @@ def scan_lines(path: str, added: Mapping[int, str]) -> list[SecretHit]:
     return hits
 
 
-REDACTED = "[redacted]"
-_PRIVATE_KEY_BLOCK = re.compile(
-    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
-    r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    re.DOTALL,
-)
+# Formats whose first characters are already secret (no public prefix to show).
+_NO_PUBLIC_PREFIX = frozenset({"secrets/url-password", "secrets/azure-storage-key"})
 
 
-def redact_secrets(text: str) -> str:
-    """``text`` with every value the scanner recognises replaced by ``[redacted]`` (private key
-    blocks whole), for text that leaves the bot: what is sent to a language model, what it says.
-    Errs towards redacting: the generic rule applies to every path here, tests and docs too."""
-    text = _PRIVATE_KEY_BLOCK.sub("[redacted private key]", text)
-    lines = text.split("\n")
-    for index, line in enumerate(lines):
-        hits = [*_token_hits(0, line), *_generic_hits("", 0, line)]
-        for hit in hits:
-            line = line.replace(hit.value, REDACTED)
-        lines[index] = line
-    return "\n".join(lines)
-
-
-def _message(hit: SecretHit) -> str:
+def _message(hit: SecretHit, *, example: bool) -> str:
     # A known token format shows its (public) prefix; a free-form value shows less of itself.
-    preview = redact(hit.value, 4 if hit.rule != "secrets/generic" else len(hit.value) // 8)
+    keep = 0 if hit.rule in _NO_PUBLIC_PREFIX else 4 if hit.rule != "secrets/generic" else len(hit.value) // 8
+    preview = redact(hit.value, keep)
+    if example:
+        return (
+            f"Possible {hit.kind} (`{preview}`) in a test fixture or documentation: fine if it is a "
+            "deliberately public example that was never live; otherwise remove it and revoke or rotate it."
+        )
+    if hit.severity is not Severity.BLOCKER:
+        return (
+            f"Possible {hit.kind} committed (`{preview}`): probably not usable in production, "
+            "but still a credential; prefer reading it from the environment."
+        )
     return (
         f"Possible {hit.kind} committed (`{preview}`): remove it and revoke or rotate it, "
         "since it stays in the branch history."
     )
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every secret the scanner recognises replaced by ``[REDACTED:<rule>]``: private
+    key blocks whole, known token formats, passwords in URLs and secret-looking assignments.
+    Everything else is left as it was. Pure; for text about to leave the machine."""
+    text = _PRIVATE_KEY_BLOCK.sub("[REDACTED:secrets/private-key]", text)
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        hits = [h for h in _token_hits(0, line) if h.rule != "secrets/private-key"]
+        hits += list(_generic_hits("", 0, line))
+        for hit in sorted(hits, key=lambda h: -len(h.value)):
+            line = line.replace(hit.value, f"[REDACTED:{hit.rule}]")
+        lines[index] = line
+    return "\n".join(lines)
 
 
 class SecretsAnalyzer:
@@ -264,14 +539,15 @@ class SecretsAnalyzer:
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         findings: list[Finding] = []
         for item in batch.files:
+            example = is_example_path(item.path)
             for hit in scan_lines(item.path, item.lines.added_text):
                 findings.append(
                     finding(
                         item.path,
                         hit.line,
-                        Severity.BLOCKER,
+                        Severity.CONCERN if example else hit.severity,
                         hit.rule,
-                        _message(hit),
+                        _message(hit, example=example),
                         item.lines.added_text[hit.line],
                     )
                 )
