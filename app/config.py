@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_DATABASE_PATH = Path("data") / "revbot.sqlite3"
 MAX_BODY_BYTES = 25 * 1024 * 1024
+DEFAULT_BODY_BUDGET_BYTES = 64 * 1024 * 1024  # request bodies in memory at once (two full-size ones fit)
 
 
 class ConfigError(Exception):
@@ -94,6 +95,17 @@ class Settings(BaseSettings):
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=1, le=65535)
     webhook_path: str = "/api/github/webhooks"
+    # Bounds against hostile or broken clients, health thresholds and the database at boot
+    # (issue 9; documented in the README's settings table).
+    http_max_connections: int = Field(default=512, ge=1)
+    http_header_timeout: float = Field(default=10.0, gt=0)
+    http_body_timeout: float = Field(default=30.0, gt=0)
+    http_keepalive_timeout: float = Field(default=75.0, gt=0)
+    http_body_budget_bytes: int = Field(default=DEFAULT_BODY_BUDGET_BYTES, ge=MAX_BODY_BYTES)
+    http_body_budget_wait: float = Field(default=5.0, ge=0)
+    health_worker_stall_seconds: float = Field(default=60.0, gt=0)
+    health_queue_delay_seconds: float = Field(default=600.0, gt=0)
+    database_startup_timeout: float = Field(default=30.0, ge=0)
 
     @field_validator(
         "private_key",

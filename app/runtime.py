@@ -1,23 +1,29 @@
 """Composition root: builds the running bot from settings, for ``serve``, ``worker`` and tests.
 
-Nothing starts at import time. ``Runtime.start()`` opens the database (creating the schema),
-the HTTP session, the ledger writer and, unless told otherwise, the in-process worker; the
-identity lookup (``GET /app``) runs in the background so the webhook endpoint records deliveries
-even while GitHub is unreachable.
+Nothing starts at import time. ``Runtime.start()`` opens the database (creating the schema; a
+PostgreSQL server that is not reachable yet is retried for ``DATABASE_STARTUP_TIMEOUT``), the
+HTTP session, the ledger writer and, unless told otherwise, the in-process worker; the identity
+lookup (``GET /app``) runs in the background so the webhook endpoint records deliveries even
+while GitHub is unreachable. A start that cannot succeed raises :class:`StartupError`, whose
+message is the one line ``python -m app`` prints.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import sqlite3
 from typing import Any
 
 import aiohttp
+import asyncpg  # type: ignore[import-untyped]
 import gidgethub
 from aiohttp import web
 from gidgethub import routing
+from sqlalchemy.engine import make_url
 
 from .auth import AppJWT, InstallationTokens
 from .config import Settings
@@ -25,16 +31,57 @@ from .events import AnyEvent
 from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
 from .handlers.common import AnalysisCache, RepoConfigs
+from .listener import GuardedSite, HttpLimits
+from .logs import redact
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
 from .routing import Context
 from .store import Ledger, Store
-from .web import WebhookConfig, create_app
-from .worker import Worker, WorkerOptions, backoff_delay
+from .web import BodyBudget, HealthConfig, WebhookConfig, create_app
+from .worker import Worker, WorkerOptions, WorkerStatus, backoff_delay
 
 log = logging.getLogger(__name__)
 
 API_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=10)
+
+
+class StartupError(Exception):
+    """The bot cannot start; the message names the problem in one line (exit status 1)."""
+
+
+def describe_database(url: str) -> str:
+    """Where the database is, without its password."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return f"SQLite {parsed.database}"
+    return f"PostgreSQL {parsed.host}:{parsed.port or 5432}/{parsed.database}"
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The innermost cause: what the driver said, not SQLAlchemy's wrapping of it."""
+    seen = {id(exc)}
+    while (inner := exc.__cause__ or exc.__context__) is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        exc = inner
+    return exc
+
+
+def one_line(exc: BaseException) -> str:
+    cause = root_cause(exc)
+    text = str(cause).strip().splitlines()
+    return redact(f"{type(cause).__name__}: {text[0]}" if text else type(cause).__name__)[:300]
+
+
+def not_reachable_yet(exc: BaseException) -> bool:
+    """A database that may answer shortly: refused or timed-out connections, a server still
+    starting, a SQLite file locked by another process. Wrong passwords and missing databases
+    are not worth waiting for."""
+    cause = root_cause(exc)
+    if isinstance(cause, sqlite3.OperationalError):
+        return "locked" in str(cause)
+    return isinstance(
+        cause, OSError | TimeoutError | asyncpg.CannotConnectNowError | asyncpg.TooManyConnectionsError
+    )
 
 
 class IdentityResolver:
@@ -102,7 +149,12 @@ class Runtime:
 
             router = default_router
         self.settings = settings
-        self.store = Store(settings.sqlalchemy_url, sqlite_synchronous=sqlite_synchronous)
+        try:
+            self.store = Store(settings.sqlalchemy_url, sqlite_synchronous=sqlite_synchronous)
+        except OSError as exc:
+            raise StartupError(
+                f"cannot prepare the database {describe_database(settings.sqlalchemy_url)}: {one_line(exc)}"
+            ) from exc
         self.ledger = Ledger(self.store)
         self._private_key_pem = private_key_pem
         self._router = router
@@ -118,8 +170,37 @@ class Runtime:
         self.worker: Worker | None = None
         self._identity_task: asyncio.Task[BotIdentity] | None = None
 
+    async def open_database(self) -> None:
+        """Create or check the schema; retry a database that is not reachable yet for up to
+        ``DATABASE_STARTUP_TIMEOUT`` seconds (a platform often starts the app and its database
+        together). Raises StartupError."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.database_startup_timeout
+        where = describe_database(self.settings.sqlalchemy_url)
+        attempt = 0
+        while True:
+            try:
+                await self.store.create_schema()
+            except Exception as exc:
+                attempt += 1
+                left = deadline - loop.time()
+                if not not_reachable_yet(exc) or left <= 0:
+                    raise StartupError(f"database {where} unusable: {one_line(exc)}") from exc
+                if attempt == 1:
+                    log.warning(
+                        "database %s not reachable yet (%s); retrying for up to %.0fs",
+                        where,
+                        one_line(exc),
+                        left,
+                    )
+                await asyncio.sleep(min(left, backoff_delay(attempt, base=0.5, cap=5.0)))
+                continue
+            if attempt:
+                log.info("database %s reachable after %d attempt(s)", where, attempt + 1)
+            return
+
     async def start(self) -> None:
-        await self.store.create_schema()
+        await self.open_database()
         self.session = aiohttp.ClientSession(timeout=API_TIMEOUT)
         app_client = AppClient(
             self.session,
@@ -167,9 +248,14 @@ class Runtime:
             received_at=received_at,
         )
 
-    def web_app(self) -> web.Application:
+    def web_app(self, *, budget: BodyBudget | None = None) -> web.Application:
+        s = self.settings
         config = WebhookConfig(
-            secret=self.settings.webhook_secret.get_secret_value().encode(), path=self.settings.webhook_path
+            secret=s.webhook_secret.get_secret_value().encode(),
+            path=s.webhook_path,
+            body_budget_bytes=s.http_body_budget_bytes,
+            body_budget_wait=s.http_body_budget_wait,
+            body_timeout=s.http_body_timeout,
         )
         return create_app(
             config=config,
@@ -177,11 +263,28 @@ class Runtime:
             ledger=self.ledger,
             on_recorded=self.worker.wake if self.worker else (lambda: None),
             health_extra=self._health,
+            worker_status=self._worker_status,
+            health=HealthConfig(
+                worker_stall_seconds=s.health_worker_stall_seconds,
+                queue_delay_seconds=s.health_queue_delay_seconds,
+            ),
+            budget=budget,
         )
+
+    def http_limits(self) -> HttpLimits:
+        s = self.settings
+        return HttpLimits(
+            max_connections=s.http_max_connections,
+            header_timeout=s.http_header_timeout,
+            keepalive_timeout=s.http_keepalive_timeout,
+        )
+
+    def _worker_status(self) -> WorkerStatus | None:
+        return self.worker.status() if self.worker else None
 
     def _health(self) -> dict[str, Any]:
         known = self.identity.known if self.identity else None
-        return {"app_slug": known.slug if known else None, "worker": self.worker is not None}
+        return {"app_slug": known.slug if known else None}
 
     async def stop(self) -> None:
         if self.worker is not None:
@@ -195,13 +298,38 @@ class Runtime:
         await self.store.close()
 
 
-async def _until_signal() -> None:
+def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    log.info("shutting down")
+    return stop
+
+
+async def _unless_stopped(stop: asyncio.Event, step: Any) -> bool:
+    """Run a startup step; a signal meanwhile abandons it (False) so SIGTERM never waits on a
+    database that is not there."""
+    task = asyncio.ensure_future(step)
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if task.done():
+        task.result()
+        return True
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return False
+
+
+async def listen(runner: web.AppRunner, *, host: str, port: int, limits: HttpLimits) -> GuardedSite:
+    """Bind the guarded site; a port that cannot be bound is a StartupError."""
+    site = GuardedSite(runner, host, port, limits=limits)
+    try:
+        await site.start()
+    except OSError as exc:
+        reason = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise StartupError(f"cannot listen on {host}:{port}: {reason}") from exc
+    return site
 
 
 async def serve(runtime: Runtime, *, host: str, port: int) -> None:
@@ -210,23 +338,28 @@ async def serve(runtime: Runtime, *, host: str, port: int) -> None:
     Shutdown order: stop accepting connections and finish in-flight requests (the ledger commits
     what it holds), then give running jobs their grace period, then close connections.
     """
-    await runtime.start()
-    runner = web.AppRunner(runtime.web_app(), access_log=None, shutdown_timeout=10)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
-    await site.start()
-    log.info("listening on http://%s:%d%s", host, port, runtime.settings.webhook_path)
+    stop = _stop_on_signals()
+    runner: web.AppRunner | None = None
     try:
-        await _until_signal()
+        if await _unless_stopped(stop, runtime.start()):
+            runner = web.AppRunner(runtime.web_app(), access_log=None, shutdown_timeout=10)
+            await runner.setup()
+            await listen(runner, host=host, port=port, limits=runtime.http_limits())
+            log.info("listening on http://%s:%d%s", host, port, runtime.settings.webhook_path)
+            await stop.wait()
+        log.info("shutting down")
     finally:
-        await runner.cleanup()
+        if runner is not None:
+            await runner.cleanup()
         await runtime.stop()
 
 
 async def work(runtime: Runtime) -> None:
     """Run only the worker (``python -m app worker``) until SIGTERM/SIGINT."""
-    await runtime.start()
+    stop = _stop_on_signals()
     try:
-        await _until_signal()
+        if await _unless_stopped(stop, runtime.start()):
+            await stop.wait()
+        log.info("shutting down")
     finally:
         await runtime.stop()
