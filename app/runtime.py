@@ -32,7 +32,7 @@ from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
 from .handlers.common import AnalysisCache, RepoConfigs
 from .listener import GuardedSite, HttpLimits
-from .logs import redact
+from .logs import Outage, redact
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
 from .routing import Context
@@ -102,6 +102,7 @@ class IdentityResolver:
         self._cap = backoff_cap
         self.known: BotIdentity | None = BotIdentity.from_slug(slug, decoy_login) if slug else None
         self._lock = asyncio.Lock()
+        self._unreachable = Outage(log, "GET /app (learning the App's identity)")
 
     async def get(self) -> BotIdentity:
         async with self._lock:
@@ -119,13 +120,10 @@ class IdentityResolver:
                             exc,
                         )
                     else:
-                        log.warning(
-                            "GitHub unreachable for GET /app (%s); retrying in %.1fs",
-                            type(exc).__name__,
-                            delay,
-                        )
+                        self._unreachable.failed(exc)
                     await asyncio.sleep(delay)
                     continue
+                self._unreachable.recovered()
                 self.known = BotIdentity.from_slug(str(app["slug"]), self._decoy)
                 log.info("running as %s (decoy %s)", self.known.bot_login, self.known.decoy_login)
             return self.known
