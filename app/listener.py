@@ -55,6 +55,10 @@ class ConnectionGuard:
     def open_connections(self) -> int:
         return len(self._open)
 
+    @property
+    def busy_connections(self) -> int:
+        return sum(c.in_request for c in self._open)
+
     def admit(self, connection: GuardedConnection) -> bool:
         if len(self._open) >= self.limits.max_connections:
             idle = [c for c in self._open if not c.in_request]
@@ -149,7 +153,9 @@ class GuardedConnection(RequestHandler):
         if status == HTTPStatus.INTERNAL_SERVER_ERROR:
             return super().handle_error(request, status, exc, message)
         self._guard.counts["malformed"] += 1
-        reason = ascii(str(exc) if exc is not None else message or "")[:200]
+        # The parser's first line says what is wrong; the lines after it quote the bytes sent.
+        said = getattr(exc, "message", None) or message or (str(exc) if exc is not None else "")
+        reason = ascii(str(said).strip().split("\n")[0].rstrip(":"))[:200]
         log.warning("malformed HTTP request from %s answered %d: %s", request.remote, status, reason)
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; cannot answer the malformed request")
