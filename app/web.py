@@ -324,7 +324,7 @@ class WebhookView:
             try:
                 is_new = await self.ledger.record(delivery)
             except Exception as exc:  # noqa: BLE001 - any database failure is a 503, logged
-                log.warning("could not record delivery: %s", redact(f"{type(exc).__name__}: {exc}")[:500])
+                log.warning("could not record delivery: %s", _failure(exc))
                 return _answer(503, error="could not record delivery")
             if not is_new:
                 log.info("duplicate delivery ignored")
