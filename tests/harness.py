@@ -156,8 +156,10 @@ class BotHarness:
         assert self.runtime is not None
         return self.runtime.store
 
-    async def drain(self, within: float = 10.0) -> None:
-        """Until quiet: the fake's webhooks answered and no job waiting, queued or running."""
+    async def drain(self, within: float = 60.0) -> None:
+        """Until quiet: the fake's webhooks answered and no job waiting, queued or running.
+
+        ``within`` is a deadline against hangs, generous so a loaded machine never trips it."""
         deadline = asyncio.get_running_loop().time() + within
         quiet_rounds = 0
         while quiet_rounds < 3:
