@@ -434,6 +434,8 @@ def create_app(
     view = WebhookView(config, ledger, on_recorded, budget or BodyBudget(config.body_budget_bytes))
     app[BODY_BUDGET] = view.budget
 
+    last_verdict = [False]  # unhealthy at the last probe
+
     async def healthz(_request: web.Request) -> web.Response:
         database_error: str | None = None
         queue: QueueStats | None = None
@@ -453,7 +455,14 @@ def create_app(
         }
         if problems:
             body["reasons"] = problems
-            log.warning("unhealthy: %s", "; ".join(problems))
+        # Logged when the verdict changes, not at every probe of a load balancer.
+        unhealthy = bool(problems)
+        if unhealthy != last_verdict[0]:
+            last_verdict[0] = unhealthy
+            if unhealthy:
+                log.warning("unhealthy: %s", "; ".join(problems))
+            else:
+                log.info("healthy again")
         return _answer(503 if problems else 200, **body)
 
     async def lifecycle(_app: web.Application) -> Any:

@@ -361,3 +361,42 @@ async def test_memory_stays_bounded_under_concurrent_oversized_wrongly_signed_bo
         finally:
             if server.poll() is None:
                 server.kill()
+
+
+async def test_a_database_that_comes_up_during_the_startup_window_is_waited_for(
+    private_pg: PrivateCluster, private_key_pem: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A platform often starts the app and its database together: the start retries (bounded by
+    DATABASE_STARTUP_TIMEOUT) instead of failing at the first refused connection."""
+    from app.config import load_settings
+    from app.runtime import Runtime
+
+    caplog.set_level(logging.INFO)
+    settings, pem = load_settings(
+        {
+            "APP_ID": "1",
+            "PRIVATE_KEY": private_key_pem,
+            "WEBHOOK_SECRET": "s",
+            "DATABASE_URL": private_pg.url,
+            "DATABASE_STARTUP_TIMEOUT": "600",
+        }
+    )
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, private_pg.stop)
+    runtime = Runtime(settings, pem, run_worker=False)
+    opening = asyncio.create_task(runtime.open_database())
+    try:
+
+        async def retrying() -> bool:
+            return any("not reachable yet" in r.getMessage() for r in caplog.records)
+
+        await until(retrying, "the start noticing the database is not up yet")
+        assert not opening.done()
+        await loop.run_in_executor(None, private_pg.start)
+        await asyncio.wait_for(opening, DEADLINE)
+        await runtime.store.write_probe()
+    finally:
+        opening.cancel()
+        await asyncio.gather(opening, return_exceptions=True)
+        await runtime.store.close()
+    assert any("reachable after" in r.getMessage() for r in caplog.records)
