@@ -575,13 +575,14 @@ def test_health_problems(
 async def test_healthz_reports_queue_depth_and_goes_503_when_a_due_job_waits_too_long(
     store: Store, aiohttp_client: ClientFactory
 ) -> None:
-    app = create_app(
-        config=WebhookConfig(secret=SECRET, path=PATH),
-        store=store,
-        ledger=Ledger(store),
-        health=HealthConfig(queue_delay_seconds=3600),
-    )
-    client = await aiohttp_client(app)
+    async def client_waiting_at_most(seconds: float) -> TestClient[Any, Any]:
+        config = WebhookConfig(secret=SECRET, path=PATH)
+        health = HealthConfig(queue_delay_seconds=seconds)
+        return await aiohttp_client(
+            create_app(config=config, store=store, ledger=Ledger(store), health=health)
+        )
+
+    client = await client_waiting_at_most(3600)
     body = example("pull_request", "opened.payload.json")
     for n in range(3):
         async with client.post(PATH, data=body, headers=headers(body, delivery=f"q{n}")) as response:
@@ -593,13 +594,7 @@ async def test_healthz_reports_queue_depth_and_goes_503_when_a_due_job_waits_too
     stats = await store.queue_stats(now=time.time() + 7200)
     assert stats.depth == 3 and stats.oldest_due_age is not None and stats.oldest_due_age > 7200
     assert await store.queue_stats(now=0.0) == QueueStats(depth=3, oldest_due_age=None)  # nothing due yet
-    app_late = create_app(
-        config=WebhookConfig(secret=SECRET, path=PATH),
-        store=store,
-        ledger=Ledger(store),
-        health=HealthConfig(queue_delay_seconds=0.000001),
-    )
-    late = await aiohttp_client(app_late)
+    late = await client_waiting_at_most(0.000001)
     async with late.get("/healthz") as response:
         answer = await response.json()
         assert response.status == 503

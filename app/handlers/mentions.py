@@ -34,15 +34,7 @@ async def on_conversation_comment(event: IssueCommentEvent, ctx: Context) -> Non
     if not event.is_pull_request or event.repo is None or event.pr_number is None:
         return
     await answer_mention(
-        ctx,
-        repo=event.repo,
-        pr_number=event.pr_number,
-        body=event.body,
-        commenter=event.commenter_login,
-        association=event.commenter_association,
-        pr_author=event.author_login,
-        reaction=("issue_comment", event.comment_id),
-        thread_root=None,
+        ctx, event, repo=event.repo, pr_number=event.pr_number, reaction="issue_comment", thread_root=None
     )
 
 
@@ -52,38 +44,38 @@ async def on_inline_comment(event: ReviewCommentEvent, ctx: Context) -> None:
         return
     await answer_mention(
         ctx,
+        event,
         repo=event.repo,
         pr_number=event.pr_number,
-        body=event.body,
-        commenter=event.commenter_login,
-        association=event.commenter_association,
-        pr_author=event.author_login,
-        reaction=("review_comment", event.comment_id),
+        reaction="review_comment",
         thread_root=event.in_reply_to_id or event.comment_id,
     )
 
 
 async def answer_mention(
     ctx: Context,
+    comment: IssueCommentEvent | ReviewCommentEvent,
     *,
     repo: str,
     pr_number: int,
-    body: str,
-    commenter: str | None,
-    association: str | None,
-    pr_author: str | None,
-    reaction: tuple[str, int],
+    reaction: str,
     thread_root: int | None,
 ) -> None:
-    command = parse_command(body, ctx.identity.slug)
+    """Parse the comment's command (the only place that does), check who asks, then act once.
+    ``reaction`` is where the 👀 goes (``issue_comment`` or ``review_comment``)."""
+    command = parse_command(comment.body, ctx.identity.slug)
     if command is None:
         return
     config = await ctx.repo_configs.get(ctx.gh, repo=repo, slug=ctx.identity.slug)
-    if not may_ask(commenter=commenter, association=association, pr_author=pr_author, config=config):
-        await refuse_once(ctx, repo=repo, pr_number=pr_number, login=commenter or "someone")
+    if not may_ask(
+        commenter=comment.commenter_login,
+        association=comment.commenter_association,
+        pr_author=comment.author_login,
+        config=config,
+    ):
+        await refuse_once(ctx, repo=repo, pr_number=pr_number, login=comment.commenter_login or "someone")
         return
-    target, target_id = reaction
-    await github.react(ctx.gh, repo=repo, target=target, target_id=target_id, content="eyes")
+    await github.react(ctx.gh, repo=repo, target=reaction, target_id=comment.comment_id, content="eyes")
     log.info("command %s", command.value)
     match command:
         case Command.REVIEW:
@@ -92,7 +84,7 @@ async def answer_mention(
             await verify_threads(ctx, repo=repo, pr_number=pr_number, claimed=True)
         case Command.HELP:
             text = HELP_TEXT.format(slug=ctx.identity.slug, decoy=ctx.identity.decoy_login)
-            key = f"help:{target_id}"
+            key = f"help:{comment.comment_id}"
             await say_once(ctx, repo=repo, pr_number=pr_number, key=key, text=text, thread_root=thread_root)
         case _:
             assert_never(command)
