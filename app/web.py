@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from .config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
 from .events import subject_of
@@ -256,6 +257,10 @@ async def _read_body(
                 chunks.append(chunk)
     except TimeoutError:
         raise Refused(408, f"request body not received within {config.body_timeout:g}s") from None
+    except ConnectionError:
+        raise Refused(400, "connection closed before the body was complete") from None
+    except RequestPayloadError:
+        raise Refused(400, "malformed request body") from None
     return b"".join(chunks), mac.hexdigest()
 
 

@@ -185,3 +185,37 @@ async def serve_again(port: int) -> None:
         await listen(runner, host="127.0.0.1", port=port, limits=HttpLimits())
     finally:
         await runner.cleanup()
+
+
+async def test_a_client_hanging_up_mid_body_is_one_warning_without_traceback(
+    serve: Callable[..., Awaitable[Server]], caplog: pytest.LogCaptureFixture
+) -> None:
+    server = await serve()
+    caplog.set_level(logging.DEBUG)
+    _, writer = await server.connect()
+    writer.write(
+        f"POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Hub-Signature-256: sha256={'0' * 64}\r\n"
+        'Content-Length: 100\r\n\r\n{"action":'.encode()
+    )
+    await writer.drain()
+    await until(lambda: server.site.guard.busy_connections == 1)
+    writer.close()
+    await until(lambda: server.site.guard.open_connections == 0)
+    await until(lambda: any(r.name == "app.web" for r in caplog.records))
+    noted = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [(r.levelno, r.getMessage(), r.exc_info) for r in noted] == [
+        (logging.WARNING, "delivery refused: connection closed before the body was complete (400)", None)
+    ]
+
+
+async def test_a_malformed_chunked_body_is_400(serve: Callable[..., Awaitable[Server]]) -> None:
+    server = await serve()
+    reader, writer = await server.connect()
+    writer.write(
+        f"POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Hub-Signature-256: sha256={'0' * 64}\r\n"
+        "Transfer-Encoding: chunked\r\n\r\nzz\r\nnot a chunk\r\n".encode()
+    )
+    answer = await closed_by_server(reader)
+    writer.close()
+    assert re.match(rb"HTTP/1\.[01] 400 ", answer)
+    assert b"not a chunk" not in answer
