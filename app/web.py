@@ -5,8 +5,9 @@ waits 10 s and never retries by itself. Nothing on this path talks to GitHub. Or
 
 1. size: a declared length over the cap is 413 before a byte of the body is read;
 2. signature header: missing or not ``sha256=<64 hex>`` is 401, and the body is never read;
-3. memory: the body's bytes are reserved from a process-wide budget of in-flight body bytes;
-   when it is spent the request waits briefly, then gets 503 with ``Retry-After``;
+3. memory: the body's bytes, as they arrive, are reserved from a process-wide budget of
+   in-flight body bytes; when it is spent the request waits briefly, then gets 503 with
+   ``Retry-After``;
 4. body: read with a deadline (408 when it stalls), hashed (HMAC) while it streams; a wrong
    signature is 401 and nothing is recorded;
 5. headers, JSON and every value bound for the ledger (lengths from the ``deliveries`` table,
@@ -239,10 +240,10 @@ class _Reservation:
 async def _read_body(
     request: web.Request, config: WebhookConfig, reservation: _Reservation
 ) -> tuple[bytes, str]:
-    """The body and its HMAC-SHA256, computed while it streams; raises Refused (413, 408, 503)."""
-    declared = request.content_length
-    if declared is not None:
-        await reservation.cover(declared)
+    """The body and its HMAC-SHA256, computed while it streams; raises Refused (413, 408, 503).
+
+    Budget is taken for bytes as they arrive, never for a declared length: a client that
+    promises 25 MiB and sends nothing holds nothing."""
     mac = hmac.new(config.secret, digestmod=hashlib.sha256)
     chunks: list[bytes] = []
     size = 0
@@ -252,7 +253,7 @@ async def _read_body(
                 size += len(chunk)
                 if size > config.max_body_bytes:
                     raise Refused(413, "payload too large")
-                await reservation.cover(size)  # chunked bodies declare no length
+                await reservation.cover(size)
                 mac.update(chunk)
                 chunks.append(chunk)
     except TimeoutError:

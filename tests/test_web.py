@@ -480,18 +480,20 @@ async def test_bodies_beyond_the_budget_wait_then_get_503_with_retry_after(
         aiohttp_client, sqlite_store, body_budget_bytes=40 * 1024, body_budget_wait=0.2
     )
     body = b'{"action": "opened", "pad": "' + b" " * (30 * 1024) + b'"}'
-    holder = await open_post(client, body, send=100)  # reserves its declared length, then stalls
     budget = client.app[BODY_BUDGET]
-    for _ in range(500):
-        if budget.in_use:
-            break
+    promise = await open_post(client, body, send=0)  # promises 30 KiB, sends none: holds nothing
+    holder = await open_post(client, body, send=len(body) - 10)  # sends most of it, then stalls
+    deadline = time.monotonic() + 30
+    while budget.in_use < len(body) - 10:
+        assert time.monotonic() < deadline, "the stalled body never arrived"
         await asyncio.sleep(0.01)
-    assert budget.in_use == len(body)
+    assert budget.in_use == len(body) - 10
     async with client.post(PATH, data=body, headers=headers(body, delivery="second")) as response:
         assert response.status == 503
         assert response.headers["Retry-After"] == "1"
         assert await response.json() == {"error": "busy: too many request bodies in flight"}
     holder.close()
+    promise.close()
     small = json.dumps({"action": "opened"}).encode()
     async with client.post(PATH, data=small, headers=headers(small, delivery="small")) as response:
         assert response.status == 202
