@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -169,13 +170,41 @@ def connection_of(request: web.BaseRequest) -> GuardedConnection | None:
     return protocol if isinstance(protocol, GuardedConnection) else None
 
 
-class GuardedSite(web.BaseSite):
-    """A TCP site whose connections are :class:`GuardedConnection` under one :class:`ConnectionGuard`."""
+def bind(host: str, port: int, *, backlog: int) -> socket.socket:
+    """Bind and listen now, serve later: a port in use is known before anything else starts, and
+    connections made meanwhile wait in the backlog. Raises OSError."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, *, limits: HttpLimits) -> None:
+
+class GuardedSite(web.BaseSite):
+    """A TCP site whose connections are :class:`GuardedConnection` under one :class:`ConnectionGuard`
+    (on ``sock`` when given, already bound by :func:`bind`)."""
+
+    def __init__(
+        self,
+        runner: web.BaseRunner,
+        host: str,
+        port: int,
+        *,
+        limits: HttpLimits,
+        sock: socket.socket | None = None,
+    ) -> None:
         super().__init__(runner, backlog=limits.backlog)
         self._host = host
         self._port = port
+        self._sock = sock
         self.guard = ConnectionGuard(limits)
         self.bound_port: int | None = None
 
@@ -192,7 +221,10 @@ class GuardedSite(web.BaseSite):
         def connection() -> GuardedConnection:
             return GuardedConnection(server, guard=self.guard, loop=loop, access_log=None)
 
-        self._server = await loop.create_server(
-            connection, self._host, self._port, backlog=self._backlog, reuse_address=True
-        )
+        if self._sock is not None:
+            self._server = await loop.create_server(connection, sock=self._sock)
+        else:
+            self._server = await loop.create_server(
+                connection, self._host, self._port, backlog=self._backlog, reuse_address=True
+            )
         self.bound_port = int(self._server.sockets[0].getsockname()[1])

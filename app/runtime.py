@@ -15,6 +15,7 @@ import contextlib
 import errno
 import logging
 import signal
+import socket
 import sqlite3
 from typing import Any
 
@@ -31,7 +32,7 @@ from .events import AnyEvent
 from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
 from .handlers.common import AnalysisCache, RepoConfigs
-from .listener import GuardedSite, HttpLimits
+from .listener import GuardedSite, HttpLimits, bind
 from .logs import Outage, redact
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
@@ -319,36 +320,50 @@ async def _unless_stopped(stop: asyncio.Event, step: Any) -> bool:
     return False
 
 
-async def listen(runner: web.AppRunner, *, host: str, port: int, limits: HttpLimits) -> GuardedSite:
-    """Bind the guarded site; a port that cannot be bound is a StartupError."""
-    site = GuardedSite(runner, host, port, limits=limits)
+def _cannot_listen(host: str, port: int, exc: OSError) -> StartupError:
+    reason = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+    return StartupError(f"cannot listen on {host}:{port}: {reason}")
+
+
+async def listen(
+    runner: web.AppRunner, *, host: str, port: int, limits: HttpLimits, sock: socket.socket | None = None
+) -> GuardedSite:
+    """Serve the app on a guarded site (on ``sock`` if already bound); a port that cannot be
+    bound is a StartupError."""
+    site = GuardedSite(runner, host, port, limits=limits, sock=sock)
     try:
         await site.start()
     except OSError as exc:
-        reason = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
-        raise StartupError(f"cannot listen on {host}:{port}: {reason}") from exc
+        raise _cannot_listen(host, port, exc) from exc
     return site
 
 
 async def serve(runtime: Runtime, *, host: str, port: int) -> None:
     """Run the web server (and the in-process worker) until SIGTERM/SIGINT.
 
+    The port is bound first, so a port in use stops the start before the worker claims anything.
     Shutdown order: stop accepting connections and finish in-flight requests (the ledger commits
     what it holds), then give running jobs their grace period, then close connections.
     """
+    limits = runtime.http_limits()
+    try:
+        sock = bind(host, port, backlog=limits.backlog)
+    except OSError as exc:
+        raise _cannot_listen(host, port, exc) from exc
     stop = _stop_on_signals()
     runner: web.AppRunner | None = None
     try:
         if await _unless_stopped(stop, runtime.start()):
             runner = web.AppRunner(runtime.web_app(), access_log=None, shutdown_timeout=10)
             await runner.setup()
-            await listen(runner, host=host, port=port, limits=runtime.http_limits())
+            await listen(runner, host=host, port=port, limits=limits, sock=sock)
             log.info("listening on http://%s:%d%s", host, port, runtime.settings.webhook_path)
             await stop.wait()
         log.info("shutting down")
     finally:
         if runner is not None:
             await runner.cleanup()
+        sock.close()
         await runtime.stop()
 
 
