@@ -17,6 +17,7 @@ import logging
 import signal
 import socket
 import sqlite3
+from collections.abc import Coroutine
 from typing import Any
 
 import aiohttp
@@ -38,7 +39,7 @@ from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
 from .routing import Context
 from .store import Ledger, Store
-from .web import BodyBudget, HealthConfig, WebhookConfig, create_app
+from .web import HealthConfig, WebhookConfig, create_app
 from .worker import Worker, WorkerOptions, WorkerStatus, backoff_delay
 
 log = logging.getLogger(__name__)
@@ -247,7 +248,7 @@ class Runtime:
             received_at=received_at,
         )
 
-    def web_app(self, *, budget: BodyBudget | None = None) -> web.Application:
+    def web_app(self) -> web.Application:
         s = self.settings
         config = WebhookConfig(
             secret=s.webhook_secret.get_secret_value().encode(),
@@ -267,7 +268,6 @@ class Runtime:
                 worker_stall_seconds=s.health_worker_stall_seconds,
                 queue_delay_seconds=s.health_queue_delay_seconds,
             ),
-            budget=budget,
         )
 
     def http_limits(self) -> HttpLimits:
@@ -305,7 +305,7 @@ def _stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def _unless_stopped(stop: asyncio.Event, step: Any) -> bool:
+async def _unless_stopped(stop: asyncio.Event, step: Coroutine[Any, Any, None]) -> bool:
     """Run a startup step; a signal meanwhile abandons it (False) so SIGTERM never waits on a
     database that is not there."""
     task = asyncio.ensure_future(step)

@@ -85,7 +85,7 @@ def backoff_delay(
     return ceiling / 2 + rand() * ceiling / 2
 
 
-def error_text(exc: BaseException) -> str:
+def _error_text(exc: BaseException) -> str:
     """The error kept on a job: its type and message, masked like the logs, bounded."""
     return redact(f"{type(exc).__name__}: {exc}")[:2000]
 
@@ -286,7 +286,7 @@ class Worker:
                     log.warning(
                         "could not hand %d unfinished job(s) back (%s); they run again after their leases",
                         len(unfinished),
-                        error_text(exc),
+                        _error_text(exc),
                     )
                 else:
                     log.info("handed %d unfinished job(s) back to the queue", len(unfinished))
@@ -317,7 +317,7 @@ class Worker:
             payload = orjson.loads(job.payload)
             event = flatten(job.event, payload, delivery_id=job.delivery_id, identity=identity)
         except (ValueError, FlattenError) as exc:
-            return "failed", error_text(exc)
+            return "failed", _error_text(exc)
         pr_number = (
             event.pr_number if isinstance(event, PullRequestScoped) else getattr(event, "pr_number", None)
         )
@@ -339,7 +339,7 @@ class Worker:
                     on_done=lambda name: self._handler_done(job, name),
                 )
             except NoAccess as exc:
-                return "skipped", error_text(exc)
+                return "skipped", _error_text(exc)
         return "done", None
 
     async def _handler_done(self, job: Job, name: str) -> None:
@@ -347,7 +347,7 @@ class Worker:
 
     async def _after_failure(self, job: Job, exc: Exception) -> None:
         hint = transient_delay(exc)
-        error = error_text(exc)
+        error = _error_text(exc)
         if hint is None or job.attempts >= self.options.max_attempts:
             log.error("job failed after %d attempt(s): %s", job.attempts, error, exc_info=hint is None)
             await self._finish(job, status="failed", error=error)

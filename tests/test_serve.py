@@ -225,3 +225,29 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"never happened: {what}"
         time.sleep(0.05)
+
+
+def test_sigterm_while_waiting_for_the_database_at_boot_exits_cleanly(
+    tmp_path: Path, private_key_pem: str
+) -> None:
+    env = service_env(
+        tmp_path,
+        private_key_pem,
+        DATABASE_URL=f"postgresql://revbot:revbot@127.0.0.1:{free_port()}/revbot",
+        DATABASE_STARTUP_TIMEOUT="600",
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "app", "worker"], env=env, cwd=ROOT, stderr=subprocess.PIPE
+    )
+    lines: list[dict[str, object]] = []
+    reader = threading.Thread(target=lambda: collect_json_lines(worker, lines), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any("not reachable yet" in str(x.get("msg")) for x in lines), "the start retrying")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=60) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    reader.join(timeout=10)
+    assert [x.get("msg") for x in lines if x.get("level") != "warning"] == ["shutting down"]
