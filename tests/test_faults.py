@@ -39,7 +39,20 @@ from app.routing import Context
 from tests.harness import REPO, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _postgres_binaries() -> Path:
+    """``PG_BIN`` if set, else Debian's newest /usr/lib/postgresql/N/bin (15 on the CI image)."""
+    if os.environ.get("PG_BIN"):
+        return Path(os.environ["PG_BIN"])
+    found = sorted(
+        (p for p in Path("/usr/lib/postgresql").glob("*/bin/initdb") if p.parts[-3].isdigit()),
+        key=lambda p: int(p.parts[-3]),
+    )
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = _postgres_binaries()
 HUMAN = "alice"
 DEADLINE = 90.0
 
