@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -21,9 +22,10 @@ import pytest
 from gidgethub import routing
 
 from app.events import IssueCommentEvent
+from app.guards import BotIdentity
 from app.routing import Context, accepts_own_events
 from app.store import Store
-from app.worker import WorkerOptions
+from app.worker import Worker, WorkerOptions
 from tests.harness import BOT, INSTALLATION, REPO, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -423,3 +425,37 @@ async def test_an_error_kept_on_a_job_is_masked_like_the_logs(pull: tuple[BotHar
     await bot.drain()
     [job] = [j for j in await bot.store.all_jobs() if j["attempts"] == 2]
     assert job["error"] == "GitHubBroken: upstream said: bad credentials [redacted]"
+
+
+async def test_an_unexpected_error_restarts_the_worker_loop_instead_of_ending_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Store(f"sqlite+aiosqlite:///{tmp_path / 'w.sqlite3'}")
+    await store.create_schema()
+    asked = 0
+
+    async def identity() -> BotIdentity:
+        nonlocal asked
+        asked += 1
+        if asked == 1:
+            raise RuntimeError("a bug the loop did not expect")
+        return BotIdentity.from_slug("revbot")
+
+    async def no_context(*_: object) -> Context:
+        raise AssertionError("no job was queued")
+
+    options = WorkerOptions(poll_seconds=0.01, db_retry_base=0.01, db_retry_cap=0.05)
+    worker = Worker(store, routing.Router(), identity=identity, context_for=no_context, options=options)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while worker.status().since_claim_loop is None:
+            assert time.monotonic() < deadline, "the worker never claimed after the error"
+            await asyncio.sleep(0.01)
+        assert worker.status().running and asked == 2
+    finally:
+        await worker.stop()
+        await store.close()
+    assert not worker.status().running
+    [failure] = [r for r in caplog.records if r.name == "app.worker" and r.levelno >= logging.WARNING]
+    assert failure.getMessage() == "worker loop failed; restarting it" and failure.exc_info is not None
