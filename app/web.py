@@ -379,17 +379,28 @@ def health_problems(
 
 
 class _SharedProbe:
-    """One database check at a time, shared by concurrent ``/healthz`` requests and bounded in
-    time without cancelling the database call (a cancelled driver call can spoil a connection)."""
+    """One database check at a time, shared by concurrent ``/healthz`` requests, re-used for
+    ``reuse_for`` seconds after it ends (so probing ``/healthz`` in a loop cannot turn into a
+    stream of committed writes), and bounded in time without cancelling the database call (a
+    cancelled driver call can spoil a connection)."""
 
-    def __init__(self, check: Callable[[], Coroutine[Any, Any, Any]], timeout: float) -> None:
+    def __init__(
+        self, check: Callable[[], Coroutine[Any, Any, Any]], timeout: float, *, reuse_for: float = 1.0
+    ) -> None:
         self._check = check
         self._timeout = timeout
+        self._reuse_for = reuse_for
         self._task: asyncio.Task[Any] | None = None
+        self._ended_at = 0.0
+
+    def _ended(self, _task: asyncio.Task[Any]) -> None:
+        self._ended_at = asyncio.get_running_loop().time()
 
     async def __call__(self) -> Any:
-        if self._task is None or self._task.done():
+        now = asyncio.get_running_loop().time()
+        if self._task is None or (self._task.done() and now - self._ended_at >= self._reuse_for):
             self._task = asyncio.create_task(self._check(), name="health probe")
+            self._task.add_done_callback(self._ended)
         try:
             return await asyncio.wait_for(asyncio.shield(self._task), self._timeout)
         except TimeoutError:
