@@ -74,13 +74,13 @@ def one_line(exc: BaseException) -> str:
     return redact(f"{type(cause).__name__}: {text[0]}" if text else type(cause).__name__)[:300]
 
 
-def not_reachable_yet(exc: BaseException) -> bool:
-    """A database that may answer shortly: refused or timed-out connections, a server still
-    starting, a SQLite file locked by another process. Wrong passwords and missing databases
-    are not worth waiting for."""
+def not_reachable_yet(exc: BaseException, *, sqlite: bool) -> bool:
+    """A database that may answer shortly: a SQLite file locked by another process; a PostgreSQL
+    server refusing or timing out connections, or still starting. Wrong passwords, missing
+    databases and directories that cannot be created are not worth waiting for."""
     cause = root_cause(exc)
-    if isinstance(cause, sqlite3.OperationalError):
-        return "locked" in str(cause)
+    if sqlite:
+        return isinstance(cause, sqlite3.OperationalError) and "locked" in str(cause)
     return isinstance(
         cause, OSError | TimeoutError | asyncpg.CannotConnectNowError | asyncpg.TooManyConnectionsError
     )
@@ -184,7 +184,7 @@ class Runtime:
             except Exception as exc:
                 attempt += 1
                 left = deadline - loop.time()
-                if not not_reachable_yet(exc) or left <= 0:
+                if not not_reachable_yet(exc, sqlite=self.store.is_sqlite) or left <= 0:
                     raise StartupError(f"database {where} unusable: {one_line(exc)}") from exc
                 if attempt == 1:
                     log.warning(

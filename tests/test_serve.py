@@ -18,8 +18,11 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+import asyncpg  # type: ignore[import-untyped]
 import pytest
+import sqlalchemy.exc
 
+from app.runtime import not_reachable_yet
 from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,3 +254,35 @@ def test_sigterm_while_waiting_for_the_database_at_boot_exits_cleanly(
             worker.kill()
     reader.join(timeout=10)
     assert [x.get("msg") for x in lines if x.get("level") != "warning"] == ["shutting down"]
+
+
+def wrapped(inner: BaseException) -> BaseException:
+    """``inner`` as SQLAlchemy raises it: wrapped, with the driver's error as the cause."""
+    try:
+        try:
+            raise inner
+        except BaseException as exc:
+            raise sqlalchemy.exc.OperationalError("SELECT 1", {}, exc) from exc
+    except sqlalchemy.exc.OperationalError as outer:
+        return outer
+
+
+@pytest.mark.parametrize(
+    ("error", "sqlite", "retried"),
+    [
+        (ConnectionRefusedError(111, "Connect call failed"), False, True),
+        (socket.gaierror(-2, "Name or service not known"), False, True),  # DNS not ready yet at boot
+        (TimeoutError(), False, True),
+        (wrapped(asyncpg.CannotConnectNowError("the database system is starting up")), False, True),
+        (wrapped(asyncpg.InvalidPasswordError("password authentication failed")), False, False),
+        (wrapped(asyncpg.InvalidCatalogNameError('database "x" does not exist')), False, False),
+        (wrapped(sqlite3.OperationalError("database is locked")), True, True),
+        (wrapped(sqlite3.OperationalError("unable to open database file")), True, False),
+        (NotADirectoryError(20, "Not a directory"), True, False),
+        (RuntimeError("database schema version 9 is newer than this code (1)"), False, False),
+    ],
+)
+def test_which_startup_database_errors_are_waited_out(
+    error: BaseException, sqlite: bool, retried: bool
+) -> None:
+    assert not_reachable_yet(error, sqlite=sqlite) is retried
