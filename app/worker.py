@@ -269,7 +269,15 @@ class Worker:
         self._stopping.set()
         self._wakeup.set()
         if self._main is not None:
-            await self._main
+            # A claim stuck on a database that does not answer must not hold shutdown forever.
+            done, _ = await asyncio.wait({self._main}, timeout=self.options.shutdown_grace)
+            if not done:
+                log.warning(
+                    "the claim loop did not stop within %.0fs; cancelling it", self.options.shutdown_grace
+                )
+                self._main.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._main
         running = dict(self._running)
         if running:
             log.info("waiting up to %.0fs for %d running job(s)", self.options.shutdown_grace, len(running))

@@ -15,6 +15,7 @@ No assertion depends on speed: every wait is a bounded polling loop with a gener
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from gidgethub import routing
 
 from app.events import IssueCommentEvent
 from app.routing import Context
-from tests.harness import REPO, BotHarness, free_port
+from tests.harness import FAST, REPO, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,6 +91,36 @@ class PrivateCluster:
 
     def stop(self) -> None:
         self._ctl("stop", "-w", "-t", "60", "-m", "fast")
+
+    def processes(self) -> list[int]:
+        """The cluster's server process and its children (read from /proc, by id)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = [
+            int(entry.name)
+            for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and _parent_of(entry) == postmaster
+        ]
+        return [postmaster, *children]
+
+    def freeze(self) -> list[int]:
+        """A database that stops answering without closing anything (a hung host, a partition)."""
+        frozen = self.processes()
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        return frozen
+
+    @staticmethod
+    def thaw(frozen: list[int]) -> None:
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+def _parent_of(proc: Path) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 @pytest.fixture(scope="module")
@@ -413,3 +444,45 @@ async def test_a_database_that_comes_up_during_the_startup_window_is_waited_for(
         await asyncio.gather(opening, return_exceptions=True)
         await runtime.store.close()
     assert any("reachable after" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_database_that_hangs_makes_health_say_so_and_shutdown_still_ends(
+    tmp_path: Path, private_pg: PrivateCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database stops answering without refusing (its processes frozen): claims hang. Health
+    reports both the write that does not complete and the claim round that does not either,
+    and stopping the worker ends after its grace period instead of waiting forever."""
+    caplog.set_level(logging.INFO)
+    handled: list[str] = []
+    options = replace(FAST, shutdown_grace=1.0)
+    env = {"DATABASE_URL": private_pg.url, "HEALTH_WORKER_STALL_SECONDS": "1"}
+    bot = BotHarness(tmp_path, router=recording_router(handled), env=env, worker_options=options)
+    number = bot.open_pull({"a.py": "x = 1\n"}, author=HUMAN)
+    await bot.start()
+    assert bot.runtime is not None and bot.runtime.worker is not None
+    worker = bot.runtime.worker
+    await bot.fake.comment(REPO, number, "before", by=HUMAN)
+    await bot.drain()
+    assert len(handled) == 1
+    frozen = private_pg.freeze()
+    try:
+        last: dict[str, Any] = {}
+
+        async def stalled() -> bool:
+            status, answer = await health(bot)
+            last.update(answer)
+            reasons = answer.get("reasons", [])
+            return status == 503 and any(
+                r.startswith("worker has not completed a claim round") for r in reasons
+            )
+
+        await until(stalled, "/healthz reporting the stalled claim loop")
+        assert last["database"] == "TimeoutError: no answer within 5s"
+        await asyncio.wait_for(worker.stop(), DEADLINE)
+        assert not worker.status().running
+    finally:
+        private_pg.thaw(frozen)
+        await bot.stop()
+    assert any(
+        r.getMessage() == "the claim loop did not stop within 1s; cancelling it" for r in caplog.records
+    )
