@@ -73,9 +73,27 @@ class PrivateCluster:
     port: int
     as_postgres: list[str]
 
-    @property
-    def url(self) -> str:
-        return f"postgresql://revbot@127.0.0.1:{self.port}/postgres"
+    databases: int = 0
+
+    def new_database(self) -> str:
+        """The URL of a new, empty database in the cluster (each test starts from nothing)."""
+        self.databases += 1
+        name = f"revbot_{self.databases}"
+        subprocess.run(
+            [
+                *self.as_postgres,
+                str(PG_BIN / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "revbot",
+                name,
+            ],
+            check=True,
+        )
+        return f"postgresql://revbot@127.0.0.1:{self.port}/{name}"
 
     def _ctl(self, *args: str) -> None:
         subprocess.run(
@@ -224,7 +242,7 @@ async def outage(
     async def start() -> None:
         await loop.run_in_executor(None, cluster.start)
 
-    yield {"DATABASE_URL": cluster.url}, Outage(begin=stop, end=start)
+    yield {"DATABASE_URL": cluster.new_database()}, Outage(begin=stop, end=start)
 
 
 async def health(bot: BotHarness) -> tuple[int, dict[str, Any]]:
@@ -421,7 +439,7 @@ async def test_a_database_that_comes_up_during_the_startup_window_is_waited_for(
             "APP_ID": "1",
             "PRIVATE_KEY": private_key_pem,
             "WEBHOOK_SECRET": "s",
-            "DATABASE_URL": private_pg.url,
+            "DATABASE_URL": private_pg.new_database(),
             "DATABASE_STARTUP_TIMEOUT": "600",
         }
     )
@@ -455,7 +473,7 @@ async def test_a_database_that_hangs_makes_health_say_so_and_shutdown_still_ends
     caplog.set_level(logging.INFO)
     handled: list[str] = []
     options = replace(FAST, shutdown_grace=1.0)
-    env = {"DATABASE_URL": private_pg.url, "HEALTH_WORKER_STALL_SECONDS": "1"}
+    env = {"DATABASE_URL": private_pg.new_database(), "HEALTH_WORKER_STALL_SECONDS": "1"}
     bot = BotHarness(tmp_path, router=recording_router(handled), env=env, worker_options=options)
     number = bot.open_pull({"a.py": "x = 1\n"}, author=HUMAN)
     await bot.start()
