@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -29,6 +31,7 @@ from aiohttp.web_protocol import RequestHandler
 
 log = logging.getLogger(__name__)
 
+REPORT_EVERY_SECONDS = 60.0
 REFUSAL = (
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"
     b"Content-Type: text/plain\r\nContent-Length: 32\r\n\r\ntoo many connections, try again\n"
@@ -46,11 +49,23 @@ class HttpLimits:
 class ConnectionGuard:
     """The open connections of one listening socket, and what was done to bound them."""
 
-    def __init__(self, limits: HttpLimits) -> None:
+    def __init__(self, limits: HttpLimits, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.limits = limits
         self._open: dict[GuardedConnection, None] = {}
+        self._clock = clock
         # What happened, for logs now and metrics later.
         self.counts = {"evicted": 0, "refused": 0, "header_timeout": 0, "malformed": 0}
+        self._reported: dict[str, float] = {}
+
+    def note(self, what: str, level: int, message: str, *args: object) -> None:
+        """Count an event; log it the first time and then at most once a minute with the total,
+        so a flood of slow or surplus connections cannot flood the log too."""
+        self.counts[what] += 1
+        now = self._clock()
+        last = self._reported.get(what)
+        if last is None or now - last >= REPORT_EVERY_SECONDS:
+            self._reported[what] = now
+            log.log(level, message + " (%d so far)", *args, self.counts[what])
 
     @property
     def open_connections(self) -> int:
@@ -64,14 +79,14 @@ class ConnectionGuard:
         if len(self._open) >= self.limits.max_connections:
             idle = [c for c in self._open if not c.in_request]
             if not idle:
-                self.counts["refused"] += 1
-                log.warning("refused a connection: all %d are busy with requests", len(self._open))
+                self.note(
+                    "refused", logging.WARNING, "refused a connection: all %d are busy", len(self._open)
+                )
                 return False
             victim = min(idle, key=lambda c: c.idle_since)
             self.forget(victim)
             victim.force_close()
-            self.counts["evicted"] += 1
-            log.info("closed the longest-idle connection to admit a new one (%d open)", len(self._open))
+            self.note("evicted", logging.INFO, "closed the longest-idle connection to admit a new one")
         self._open[connection] = None
         return True
 
@@ -138,8 +153,10 @@ class GuardedConnection(RequestHandler):
     def _headers_late(self) -> None:
         self._header_deadline = None
         if not self.in_request:
-            self._guard.counts["header_timeout"] += 1
-            log.info("closed a connection: no complete headers within %gs", self._guard.limits.header_timeout)
+            timeout = self._guard.limits.header_timeout
+            self._guard.note(
+                "header_timeout", logging.INFO, "closed a connection: no headers within %gs", timeout
+            )
             self.force_close()
 
     def handle_error(

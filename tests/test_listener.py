@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from app.listener import GuardedSite, HttpLimits
+from app.listener import ConnectionGuard, GuardedSite, HttpLimits
 from app.runtime import StartupError, listen
 from app.store import Ledger, Store
 from app.web import WebhookConfig, create_app
@@ -219,3 +219,17 @@ async def test_a_malformed_chunked_body_is_400(serve: Callable[..., Awaitable[Se
     writer.close()
     assert re.match(rb"HTTP/1\.[01] 400 ", answer)
     assert b"not a chunk" not in answer
+
+
+def test_floods_are_counted_every_time_and_logged_once_a_minute(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    guard = ConnectionGuard(HttpLimits(), clock=lambda: now[0])
+    caplog.set_level(logging.INFO)
+    for _ in range(100):
+        now[0] += 1.0
+        guard.note("header_timeout", logging.INFO, "closed a connection: no headers within %gs", 10.0)
+    assert guard.counts["header_timeout"] == 100
+    assert [r.getMessage() for r in caplog.records] == [
+        "closed a connection: no headers within 10s (1 so far)",
+        "closed a connection: no headers within 10s (61 so far)",
+    ]
