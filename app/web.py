@@ -314,29 +314,33 @@ class WebhookView:
         )
         with log_context(delivery_id=delivery_id, event=event):
             try:
-                payload = orjson.loads(body)
-            except orjson.JSONDecodeError as exc:
-                raise Refused(400, "body is not JSON") from exc
-            if not isinstance(payload, dict):
-                raise Refused(400, "body is not a JSON object")
-            if event == "ping":
-                log.info("ping received (hook %s)", payload.get("hook_id"))
-                return _answer(200, status="pong")
-            try:
-                delivery = incoming_delivery(event, delivery_id, payload, body)
+                return await self._accept(event, delivery_id, body)
             except Refused as refused:
                 log.warning("delivery refused: %s (%d)", refused.error, refused.status)
                 return _refusal(refused)
-            try:
-                is_new = await self.ledger.record(delivery)
-            except Exception as exc:  # noqa: BLE001 - any database failure is a 503, logged
-                log.warning("could not record delivery: %s", _failure(exc))
-                return _answer(503, error="could not record delivery")
-            if not is_new:
-                log.info("duplicate delivery ignored")
-                return _answer(200, status="duplicate")
-            self.on_recorded()
-            return _answer(202, status="queued")
+
+    async def _accept(self, event: str, delivery_id: str, body: bytes) -> web.Response:
+        """A delivery whose signature is good: parse, check every value, record, answer."""
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise Refused(400, "body is not JSON") from exc
+        if not isinstance(payload, dict):
+            raise Refused(400, "body is not a JSON object")
+        if event == "ping":
+            log.info("ping received (hook %s)", payload.get("hook_id"))
+            return _answer(200, status="pong")
+        delivery = incoming_delivery(event, delivery_id, payload, body)
+        try:
+            is_new = await self.ledger.record(delivery)
+        except Exception as exc:  # noqa: BLE001 - any database failure is a 503, logged
+            log.warning("could not record delivery: %s", _failure(exc))
+            return _answer(503, error="could not record delivery")
+        if not is_new:
+            log.info("duplicate delivery ignored")
+            return _answer(200, status="duplicate")
+        self.on_recorded()
+        return _answer(202, status="queued")
 
 
 BODY_BUDGET = web.AppKey("body_budget", BodyBudget)
