@@ -123,12 +123,18 @@ class Outage:
     def down(self) -> bool:
         return self.since is not None
 
-    def failed(self, exc: BaseException) -> None:
+    def failed(self, exc: BaseException, *, during: str | None = None) -> None:
+        """Count a failure; the first of an outage is logged (``during``: what was being done)."""
         self.failures += 1
         self.error = redact(f"{type(exc).__name__}: {exc}".splitlines()[0])[:300]
         if self.since is None:
             self.since = self._clock()
-            self._log.warning("%s failed (%s); retrying with backoff until it works", self.what, self.error)
+            self._log.warning(
+                "%s failed%s (%s); retrying with backoff until it works",
+                self.what,
+                f" while {during}" if during else "",
+                self.error,
+            )
 
     def recovered(self) -> None:
         if self.since is None:

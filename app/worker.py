@@ -118,9 +118,9 @@ class Worker:
         self._main: asyncio.Task[None] | None = None
         self._known: BotIdentity | None = None
         self._last_claim_loop: float | None = None
-        self._claims = Outage(log, "claiming jobs", clock=clock)
-        self._heartbeats = Outage(log, "renewing job leases", clock=clock)
-        self._outcomes = Outage(log, "recording job outcomes", clock=clock)
+        # One outage for all of the worker's database work: whichever of a claim, a lease renewal
+        # or a job's outcome meets it first logs it, and any of them succeeding ends it.
+        self._database = Outage(log, "the worker's database access", clock=clock)
 
     def wake(self) -> None:
         """A new job was recorded: look now instead of at the next poll."""
@@ -132,12 +132,11 @@ class Worker:
 
     def status(self) -> WorkerStatus:
         last = self._last_claim_loop
-        outage = next((o for o in (self._claims, self._heartbeats, self._outcomes) if o.down), None)
         return WorkerStatus(
             running=self._main is not None and not self._main.done(),
             identity_known=self._known is not None,
             since_claim_loop=None if last is None else self._clock() - last,
-            database_error=outage.error if outage else None,
+            database_error=self._database.error,
         )
 
     async def _supervise(self) -> None:
@@ -167,15 +166,17 @@ class Worker:
         try:
             while not self._stopping.is_set():
                 free = self.options.concurrency - len(self._running)
-                try:
-                    claimed = await self.store.claim(
-                        worker_id=self.worker_id, limit=free, lease_seconds=self.options.lease_seconds
-                    )
-                except Exception as exc:  # noqa: BLE001 - a failed claim is retried, never fatal
-                    self._claims.failed(exc)
-                    await self._pause(self._claims.failures)
-                    continue
-                self._claims.recovered()
+                claimed = []
+                if free > 0:  # with every slot busy there is nothing to ask the database
+                    try:
+                        claimed = await self.store.claim(
+                            worker_id=self.worker_id, limit=free, lease_seconds=self.options.lease_seconds
+                        )
+                    except Exception as exc:  # noqa: BLE001 - a failed claim is retried, never fatal
+                        self._database.failed(exc, during="claiming jobs")
+                        await self._pause(self._database.failures)
+                        continue
+                    self._database.recovered()
                 self._last_claim_loop = self._clock()
                 for job in claimed:
                     task = asyncio.create_task(self._run_job(job, identity), name=f"job {job.id}")
@@ -233,17 +234,17 @@ class Worker:
                     list(self._running), worker_id=self.worker_id, lease_seconds=self.options.lease_seconds
                 )
             except Exception as exc:  # noqa: BLE001 - retried sooner, so leases outlive a short outage
-                self._heartbeats.failed(exc)
+                self._database.failed(exc, during="renewing job leases")
                 delay = min(
                     interval,
                     backoff_delay(
-                        self._heartbeats.failures,
+                        self._database.failures,
                         base=self.options.db_retry_base,
                         cap=self.options.db_retry_cap,
                     ),
                 )
             else:
-                self._heartbeats.recovered()
+                self._database.recovered()
 
     async def _persist(self, what: str, write: Callable[[], Awaitable[T]]) -> T | None:
         """Write a job's progress or outcome, retrying through a database outage.
@@ -255,13 +256,13 @@ class Worker:
             try:
                 result = await write()
             except Exception as exc:  # noqa: BLE001 - a database fault must not lose the job
-                self._outcomes.failed(exc)
+                self._database.failed(exc, during=f"recording {what}")
                 if self._stopping.is_set():
                     log.warning("could not record %s before shutdown; it runs again after its lease", what)
                     return None
-                await self._pause(self._outcomes.failures)
+                await self._pause(self._database.failures)
                 continue
-            self._outcomes.recovered()
+            self._database.recovered()
             return result
 
     async def stop(self) -> None:

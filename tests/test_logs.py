@@ -51,7 +51,9 @@ def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
     outage.recovered()  # nothing was down: nothing to say
     for attempt in range(50):
         now[0] += 1
-        outage.failed(ConnectionRefusedError(111, f"refused, attempt {attempt}, token {TOKEN}"))
+        outage.failed(
+            ConnectionRefusedError(111, f"refused, attempt {attempt}, token {TOKEN}"), during="polling"
+        )
     assert outage.down and outage.failures == 50
     assert outage.error == "ConnectionRefusedError: [Errno 111] refused, attempt 49, token [redacted]"
     now[0] += 10
@@ -60,7 +62,7 @@ def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         (
             "WARNING",
-            "claiming jobs failed (ConnectionRefusedError: [Errno 111] refused, attempt 0, "
+            "claiming jobs failed while polling (ConnectionRefusedError: [Errno 111] refused, attempt 0, "
             "token [redacted]); retrying with backoff until it works",
         ),
         ("INFO", "claiming jobs works again after 59.0s (50 failed attempt(s))"),

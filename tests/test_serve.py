@@ -188,7 +188,11 @@ def test_a_database_outage_is_logged_once_and_sigterm_still_exits_cleanly(
         )
         assert locker.stdout is not None and locker.stdout.readline() == b"locked\n"
         wait_for(
-            lambda: any(str(x.get("msg")).startswith("claiming jobs failed") for x in lines), "claims failing"
+            lambda: any(
+                str(x.get("msg")).startswith("the worker's database access failed while claiming jobs")
+                for x in lines
+            ),
+            "claims failing",
         )
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 0
@@ -199,7 +203,11 @@ def test_a_database_outage_is_logged_once_and_sigterm_still_exits_cleanly(
             locker.kill()
             locker.wait()
     reader.join(timeout=10)
-    failures = [x for x in lines if str(x.get("msg")).startswith("claiming jobs failed")]
+    failures = [
+        x
+        for x in lines
+        if str(x.get("msg")).startswith("the worker's database access failed while claiming jobs")
+    ]
     assert len(failures) == 1 and "database is locked" in str(failures[0]["msg"])
     assert any(x.get("msg") == "shutting down" for x in lines)
     assert not [x for x in lines if "exc" in x or x.get("level") == "error"]
