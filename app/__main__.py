@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,12 +27,13 @@ import gidgethub
 import yaml
 
 from .config import ConfigError, Settings, ephemeral_sqlite_problem, load_env_file, load_settings
+from .logs import setup_logging
 
 if TYPE_CHECKING:
     from .review.evaluate import Case
-from .logs import setup_logging
 
 EXIT_CONFIG = 2
+EXIT_RUNTIME = 1
 
 
 def _settings_or_exit() -> tuple[Settings, str]:
@@ -42,8 +44,10 @@ def _settings_or_exit() -> tuple[Settings, str]:
         raise SystemExit(EXIT_CONFIG) from None
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from .runtime import Runtime, serve
+def _run_service(command: str) -> int:
+    """``serve`` or ``worker`` until SIGTERM. A failure to start (or an unexpected stop) is one
+    line on stderr naming the problem, exit status 1; the traceback only with LOG_LEVEL=debug."""
+    from .runtime import Runtime, StartupError, one_line, serve, work
 
     settings, pem = _settings_or_exit()
     problem = ephemeral_sqlite_problem(settings, os.environ)
@@ -51,17 +55,27 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"revbot: configuration error: {problem}", file=sys.stderr)
         return EXIT_CONFIG
     setup_logging(settings.log_level_number)
-    asyncio.run(serve(Runtime(settings, pem), host=settings.host, port=settings.port))
+    try:
+        runtime = Runtime(settings, pem)
+        if command == "serve":
+            asyncio.run(serve(runtime, host=settings.host, port=settings.port))
+        else:
+            asyncio.run(work(runtime))
+    except Exception as exc:  # noqa: BLE001 - the process boundary: one line, not a traceback
+        reason = str(exc) if isinstance(exc, StartupError) else f"stopped unexpectedly: {one_line(exc)}"
+        print(f"revbot: {reason}", file=sys.stderr)
+        if settings.log_level == "debug":
+            traceback.print_exception(exc, file=sys.stderr)
+        return EXIT_RUNTIME
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    return _run_service("serve")
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from .runtime import Runtime, work
-
-    settings, pem = _settings_or_exit()
-    setup_logging(settings.log_level_number)
-    asyncio.run(work(Runtime(settings, pem)))
-    return 0
+    return _run_service("worker")
 
 
 def _doctor(args: argparse.Namespace) -> int:

@@ -39,6 +39,7 @@ DEFAULT_SHUTDOWN_SECONDS = 20.0
 MAX_HTTP_DRAIN_SECONDS = 5.0
 # What libpq's ``sslmode`` accepts; asyncpg's ``ssl`` argument takes the same words.
 SSL_MODES = frozenset({"disable", "allow", "prefer", "require", "verify-ca", "verify-full"})
+DEFAULT_BODY_BUDGET_BYTES = 64 * 1024 * 1024  # request bodies in memory at once (two full-size ones fit)
 
 
 class ConfigError(Exception):
@@ -197,6 +198,17 @@ class Settings(LlmSettings):
     metrics_token: SecretStr | None = None
     payload_retention_days: int = Field(default=30, ge=1, le=36500)
     webhook_proxy_url: str | None = None
+    # Bounds against hostile or broken clients, health thresholds and the database at boot
+    # (issue 9; documented in the README's settings table).
+    http_max_connections: int = Field(default=512, ge=1)
+    http_header_timeout: float = Field(default=10.0, gt=0)
+    http_body_timeout: float = Field(default=30.0, gt=0)
+    http_keepalive_timeout: float = Field(default=75.0, gt=0)
+    http_body_budget_bytes: int = Field(default=DEFAULT_BODY_BUDGET_BYTES, ge=MAX_BODY_BYTES)
+    http_body_budget_wait: float = Field(default=5.0, ge=0)
+    health_worker_stall_seconds: float = Field(default=60.0, gt=0)
+    health_queue_delay_seconds: float = Field(default=600.0, gt=0)
+    database_startup_timeout: float = Field(default=30.0, ge=0)
 
     @field_validator(
         "private_key",

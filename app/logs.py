@@ -13,7 +13,8 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -98,3 +99,52 @@ def setup_logging(
     root.setLevel(level)
     # aiohttp's access log is one line per delivery at high volume; keep it at warning and above.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+class Outage:
+    """A failing dependency, logged once per outage rather than once per attempt.
+
+    The first failure logs a WARNING naming what fails and why; later failures only count; the
+    first success after them logs how long it lasted. A poll loop retrying every second during a
+    ten-minute database outage therefore writes two lines, not six hundred.
+    """
+
+    def __init__(
+        self, logger: logging.Logger, what: str, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._log = logger
+        self.what = what
+        self._clock = clock
+        self.since: float | None = None
+        self.failures = 0
+        self.error: str | None = None
+
+    @property
+    def down(self) -> bool:
+        return self.since is not None
+
+    def failed(self, exc: BaseException, *, during: str | None = None) -> None:
+        """Count a failure; the first of an outage is logged (``during``: what was being done)."""
+        self.failures += 1
+        self.error = redact(f"{type(exc).__name__}: {exc}".splitlines()[0])[:300]
+        if self.since is None:
+            self.since = self._clock()
+            self._log.warning(
+                "%s failed%s (%s); retrying with backoff until it works",
+                self.what,
+                f" while {during}" if during else "",
+                self.error,
+            )
+
+    def recovered(self) -> None:
+        if self.since is None:
+            return
+        self._log.info(
+            "%s works again after %.1fs (%d failed attempt(s))",
+            self.what,
+            self._clock() - self.since,
+            self.failures,
+        )
+        self.since = None
+        self.failures = 0
+        self.error = None

@@ -30,7 +30,7 @@ from sqlalchemy import Column, Float, String, Table, insert, select, text, updat
 from .github import AppClient
 from .metrics import DELIVERIES, RECOVERED
 from .store import IncomingDelivery, Store, deliveries, metadata
-from .web import _delivery_from
+from .web import Refused, delivery_headers, incoming_delivery
 
 log = logging.getLogger(__name__)
 
@@ -80,13 +80,19 @@ def never_delivered(attempts: Sequence[dict[str, Any]]) -> dict[str, dict[str, A
 
 
 def incoming_from(delivery: dict[str, Any]) -> IncomingDelivery | None:
-    """The ledger entry for a delivery read back from the log, as the endpoint would have built it."""
+    """The ledger entry for a delivery read back from the log, as the endpoint would have built it
+    (every value checked the same way); None for a ping or a delivery the ledger could not hold."""
     request = delivery.get("request") or {}
     payload = request.get("payload")
     if not isinstance(payload, dict) or delivery.get("event") == "ping":
         return None
     body = orjson.dumps(payload)
-    return _delivery_from(str(delivery["event"]), str(delivery["guid"]), payload, body)
+    try:
+        event, delivery_id = delivery_headers(str(delivery.get("event")), str(delivery.get("guid")))
+        return incoming_delivery(event, delivery_id, payload, body)
+    except Refused as refused:
+        log.warning("delivery %s from GitHub's log not recorded: %s", delivery.get("guid"), refused.error)
+        return None
 
 
 class DeliveryRecovery:

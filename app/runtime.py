@@ -1,23 +1,31 @@
 """Composition root: builds the running bot from settings, for ``serve``, ``worker`` and tests.
 
-Nothing starts at import time. ``Runtime.start()`` opens the database (creating the schema),
-the HTTP session, the ledger writer and, unless told otherwise, the in-process worker; the
-identity lookup (``GET /app``) runs in the background so the webhook endpoint records deliveries
-even while GitHub is unreachable.
+Nothing starts at import time. ``Runtime.start()`` opens the database (creating the schema; a
+PostgreSQL server that is not reachable yet is retried for ``DATABASE_STARTUP_TIMEOUT``), the
+HTTP session, the ledger writer and, unless told otherwise, the in-process worker; the identity
+lookup (``GET /app``) runs in the background so the webhook endpoint records deliveries even
+while GitHub is unreachable. A start that cannot succeed raises :class:`StartupError`, whose
+message is the one line ``python -m app`` prints.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import socket
+import sqlite3
+from collections.abc import Coroutine
 from typing import Any
 
 import aiohttp
+import asyncpg  # type: ignore[import-untyped]
 import gidgethub
 from aiohttp import web
 from gidgethub import routing
+from sqlalchemy.engine import make_url
 
 from .auth import AppJWT, InstallationTokens
 from .config import Settings, shutdown_budget
@@ -26,19 +34,60 @@ from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
 from .handlers.common import AnalysisCache, RepoConfigs
 from .housekeeping import INTERVAL_SECONDS, Housekeeping
+from .listener import GuardedSite, HttpLimits, bind
+from .logs import Outage, redact
 from .metrics import metrics_view
-from .proxy import start_proxy
+from .proxy import WebhookProxy, start_proxy
 from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
 from .routing import Context
 from .store import Ledger, Store
-from .web import WebhookConfig, create_app
-from .worker import Worker, WorkerOptions, backoff_delay
+from .web import HealthConfig, WebhookConfig, create_app
+from .worker import Worker, WorkerOptions, WorkerStatus, backoff_delay
 
 log = logging.getLogger(__name__)
 
 API_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=10)
+
+
+class StartupError(Exception):
+    """The bot cannot start; the message names the problem in one line (exit status 1)."""
+
+
+def describe_database(url: str) -> str:
+    """Where the database is, without its password."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return f"SQLite {parsed.database}"
+    return f"PostgreSQL {parsed.host}:{parsed.port or 5432}/{parsed.database}"
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The innermost cause: what the driver said, not SQLAlchemy's wrapping of it."""
+    seen = {id(exc)}
+    while (inner := exc.__cause__ or exc.__context__) is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        exc = inner
+    return exc
+
+
+def one_line(exc: BaseException) -> str:
+    cause = root_cause(exc)
+    text = str(cause).strip().splitlines()
+    return redact(f"{type(cause).__name__}: {text[0]}" if text else type(cause).__name__)[:300]
+
+
+def not_reachable_yet(exc: BaseException, *, sqlite: bool) -> bool:
+    """A database that may answer shortly: a SQLite file locked by another process; a PostgreSQL
+    server refusing or timing out connections, or still starting. Wrong passwords, missing
+    databases and directories that cannot be created are not worth waiting for."""
+    cause = root_cause(exc)
+    if sqlite:
+        return isinstance(cause, sqlite3.OperationalError) and "locked" in str(cause)
+    return isinstance(
+        cause, OSError | TimeoutError | asyncpg.CannotConnectNowError | asyncpg.TooManyConnectionsError
+    )
 
 
 class IdentityResolver:
@@ -59,6 +108,7 @@ class IdentityResolver:
         self._cap = backoff_cap
         self.known: BotIdentity | None = BotIdentity.from_slug(slug, decoy_login) if slug else None
         self._lock = asyncio.Lock()
+        self._unreachable = Outage(log, "GET /app (learning the App's identity)")
 
     async def get(self) -> BotIdentity:
         async with self._lock:
@@ -76,13 +126,10 @@ class IdentityResolver:
                             exc,
                         )
                     else:
-                        log.warning(
-                            "GitHub unreachable for GET /app (%s); retrying in %.1fs",
-                            type(exc).__name__,
-                            delay,
-                        )
+                        self._unreachable.failed(exc)
                     await asyncio.sleep(delay)
                     continue
+                self._unreachable.recovered()
                 self.known = BotIdentity.from_slug(str(app["slug"]), self._decoy)
                 log.info("running as %s (decoy %s)", self.known.bot_login, self.known.decoy_login)
             return self.known
@@ -107,11 +154,16 @@ class Runtime:
 
             router = default_router
         self.settings = settings
-        self.store = Store(
-            settings.sqlalchemy_url,
-            sqlite_synchronous=sqlite_synchronous,
-            pool_size=settings.database_pool_size,
-        )
+        try:
+            self.store = Store(
+                settings.sqlalchemy_url,
+                sqlite_synchronous=sqlite_synchronous,
+                pool_size=settings.database_pool_size,
+            )
+        except OSError as exc:
+            raise StartupError(
+                f"cannot prepare the database {describe_database(settings.sqlalchemy_url)}: {one_line(exc)}"
+            ) from exc
         self.ledger = Ledger(self.store)
         self._private_key_pem = private_key_pem
         self._router = router
@@ -136,8 +188,37 @@ class Runtime:
             return build_reviewer(self.settings, store=self.store)  # its tables join the schema
         return BuiltinReviewer()
 
+    async def open_database(self) -> None:
+        """Create or check the schema; retry a database that is not reachable yet for up to
+        ``DATABASE_STARTUP_TIMEOUT`` seconds (a platform often starts the app and its database
+        together). Raises StartupError."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.database_startup_timeout
+        where = describe_database(self.settings.sqlalchemy_url)
+        attempt = 0
+        while True:
+            try:
+                await self.store.create_schema()
+            except Exception as exc:
+                attempt += 1
+                left = deadline - loop.time()
+                if not not_reachable_yet(exc, sqlite=self.store.is_sqlite) or left <= 0:
+                    raise StartupError(f"database {where} unusable: {one_line(exc)}") from exc
+                if attempt == 1:
+                    log.warning(
+                        "database %s not reachable yet (%s); retrying for up to %.0fs",
+                        where,
+                        one_line(exc),
+                        left,
+                    )
+                await asyncio.sleep(min(left, backoff_delay(attempt, base=0.5, cap=5.0)))
+                continue
+            if attempt:
+                log.info("database %s reachable after %d attempt(s)", where, attempt + 1)
+            return
+
     async def start(self) -> None:
-        await self.store.create_schema()
+        await self.open_database()
         self.session = aiohttp.ClientSession(timeout=API_TIMEOUT)
         app_client = AppClient(
             self.session,
@@ -200,8 +281,13 @@ class Runtime:
         )
 
     def web_app(self) -> web.Application:
+        s = self.settings
         config = WebhookConfig(
-            secret=self.settings.webhook_secret.get_secret_value().encode(), path=self.settings.webhook_path
+            secret=s.webhook_secret.get_secret_value().encode(),
+            path=s.webhook_path,
+            body_budget_bytes=s.http_body_budget_bytes,
+            body_budget_wait=s.http_body_budget_wait,
+            body_timeout=s.http_body_timeout,
         )
         app = create_app(
             config=config,
@@ -209,16 +295,31 @@ class Runtime:
             ledger=self.ledger,
             on_recorded=self.worker.wake if self.worker else (lambda: None),
             health_extra=self._health,
+            worker_status=self._worker_status,
+            health=HealthConfig(
+                worker_stall_seconds=s.health_worker_stall_seconds,
+                queue_delay_seconds=s.health_queue_delay_seconds,
+            ),
         )
         token = self.settings.metrics_token.get_secret_value() if self.settings.metrics_token else None
         app.router.add_get("/metrics", metrics_view(self.store, token=token))
         return app
 
+    def http_limits(self) -> HttpLimits:
+        s = self.settings
+        return HttpLimits(
+            max_connections=s.http_max_connections,
+            header_timeout=s.http_header_timeout,
+            keepalive_timeout=s.http_keepalive_timeout,
+        )
+
+    def _worker_status(self) -> WorkerStatus | None:
+        return self.worker.status() if self.worker else None
+
     def _health(self) -> dict[str, Any]:
         known = self.identity.known if self.identity else None
-        health = {
+        health: dict[str, Any] = {
             "app_slug": known.slug if known else None,
-            "worker": self.worker is not None,
             "delivery_recovery": self.housekeeping.status() if self.housekeeping else None,
         }
         model = getattr(self.reviewer, "health", None)
@@ -243,42 +344,87 @@ class Runtime:
         await self.store.close()
 
 
-async def _until_signal() -> None:
+def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    log.info("shutting down")
+    return stop
+
+
+async def _unless_stopped(stop: asyncio.Event, step: Coroutine[Any, Any, None]) -> bool:
+    """Run a startup step; a signal meanwhile abandons it (False) so SIGTERM never waits on a
+    database that is not there."""
+    task = asyncio.ensure_future(step)
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if task.done():
+        task.result()
+        return True
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return False
+
+
+def _cannot_listen(host: str, port: int, exc: OSError) -> StartupError:
+    reason = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+    return StartupError(f"cannot listen on {host}:{port}: {reason}")
+
+
+async def listen(
+    runner: web.AppRunner, *, host: str, port: int, limits: HttpLimits, sock: socket.socket | None = None
+) -> GuardedSite:
+    """Serve the app on a guarded site (on ``sock`` if already bound); a port that cannot be
+    bound is a StartupError."""
+    site = GuardedSite(runner, host, port, limits=limits, sock=sock)
+    try:
+        await site.start()
+    except OSError as exc:
+        raise _cannot_listen(host, port, exc) from exc
+    return site
 
 
 async def serve(runtime: Runtime, *, host: str, port: int) -> None:
     """Run the web server (and the in-process worker) until SIGTERM/SIGINT.
 
+    The port is bound first, so a port in use stops the start before the worker claims anything.
     Shutdown order: stop accepting connections and finish in-flight requests (the ledger commits
     what it holds), then give running jobs their grace period, then close connections.
     """
-    await runtime.start()
+    limits = runtime.http_limits()
     drain, _grace = shutdown_budget(runtime.settings.shutdown_timeout)
-    runner = web.AppRunner(runtime.web_app(), access_log=None, shutdown_timeout=drain)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
-    await site.start()
-    log.info("listening on http://%s:%d%s", host, port, runtime.settings.webhook_path)
-    proxy = start_proxy(runtime.settings, host=host, port=port)
     try:
-        await _until_signal()
+        sock = bind(host, port, backlog=limits.backlog)
+    except OSError as exc:
+        raise _cannot_listen(host, port, exc) from exc
+    stop = _stop_on_signals()
+    runner: web.AppRunner | None = None
+    proxy: WebhookProxy | None = None
+    try:
+        if await _unless_stopped(stop, runtime.start()):
+            runner = web.AppRunner(runtime.web_app(), access_log=None, shutdown_timeout=drain)
+            await runner.setup()
+            await listen(runner, host=host, port=port, limits=limits, sock=sock)
+            log.info("listening on http://%s:%d%s", host, port, runtime.settings.webhook_path)
+            proxy = start_proxy(runtime.settings, host=host, port=port)
+            await stop.wait()
+        log.info("shutting down")
     finally:
         if proxy is not None:
             await proxy.stop()
-        await runner.cleanup()
+        if runner is not None:
+            await runner.cleanup()
+        sock.close()
         await runtime.stop()
 
 
 async def work(runtime: Runtime) -> None:
     """Run only the worker (``python -m app worker``) until SIGTERM/SIGINT."""
-    await runtime.start()
+    stop = _stop_on_signals()
     try:
-        await _until_signal()
+        if await _unless_stopped(stop, runtime.start()):
+            await stop.wait()
+        log.info("shutting down")
     finally:
         await runtime.stop()

@@ -145,6 +145,14 @@ def ledger_rows(batch: Iterable[IncomingDelivery], busy: set[str], now: float) -
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """What ``/healthz`` reports about the queue (issue 9)."""
+
+    depth: int
+    oldest_due_age: float | None
+
+
 @dataclass(slots=True)
 class Job:
     """A claimed delivery. ``done_handlers`` lists handlers that succeeded in an earlier attempt."""
@@ -512,6 +520,29 @@ class Store:
         async with self.engine.connect() as conn:
             rows = await conn.execute(select(deliveries).order_by(deliveries.c.id))
             return [dict(r._mapping) for r in rows]
+
+    # --- health (issue 9) ---
+    async def write_probe(self) -> None:
+        """Commit a tiny real write (the schema version row, rewritten as it is): raises when the
+        database cannot take a write (unreachable, locked past the busy timeout, disk full)."""
+        async with self._write(durable=True) as conn:
+            await conn.execute(update(schema_version).values(version=schema_version.c.version))
+
+    async def queue_stats(self, now: float | None = None) -> QueueStats:
+        """Pending work: rows waiting, queued or running, and how long the oldest due row waits."""
+        now = time.time() if now is None else now
+        async with self.engine.connect() as conn:
+            depth = (
+                await conn.execute(select(func.count()).where(deliveries.c.status.in_(PENDING)))
+            ).scalar_one()
+            oldest = (
+                await conn.execute(
+                    select(func.min(deliveries.c.run_after)).where(
+                        deliveries.c.status == "queued", deliveries.c.run_after <= now
+                    )
+                )
+            ).scalar()
+        return QueueStats(depth=int(depth), oldest_due_age=None if oldest is None else now - float(oldest))
 
 
 class Ledger:

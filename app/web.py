@@ -2,32 +2,54 @@
 
 The endpoint's whole job is to turn a delivery into a durable row and answer quickly: GitHub
 waits 10 s and never retries by itself. Nothing on this path talks to GitHub. Order of checks:
-size (413, before the body is buffered) -> signature (401, nothing recorded) -> headers and JSON
-(400, logged) -> ``ping`` (200) -> ledger (202 new, 200 duplicate, 503 if the database failed).
+
+1. size: a declared length over the cap is 413 before a byte of the body is read;
+2. signature header: missing or not ``sha256=<64 hex>`` is 401, and the body is never read;
+3. memory: the body's bytes, as they arrive, are reserved from a process-wide budget of
+   in-flight body bytes; when it is spent the request waits briefly, then gets 503 with
+   ``Retry-After``;
+4. body: read with a deadline (408 when it stalls), hashed (HMAC) while it streams; a wrong
+   signature is 401 and nothing is recorded;
+5. headers, JSON and every value bound for the ledger (lengths from the ``deliveries`` table,
+   integer ranges, NUL characters): 400 with the reason, logged; so one bad delivery can never
+   fail the batch its neighbours are committed in;
+6. ``ping`` (200) -> ledger (202 new, 200 duplicate, 503 if the database failed).
+
+``/healthz`` tells the truth: 503 with the reasons when the database cannot take a write, the
+worker has not completed a claim round for too long, or the oldest due job has waited too long.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import hashlib
 import hmac
 import logging
-from collections.abc import Callable
+import math
+import re
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
-from .config import MAX_BODY_BYTES
+from .config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
 from .events import subject_of
-from .logs import log_context
+from .listener import connection_of
+from .logs import log_context, redact
 from .metrics import DELIVERIES, UNVERIFIED_EVENT
-from .store import IncomingDelivery, Ledger, Store
+from .store import IncomingDelivery, Ledger, QueueStats, Store, deliveries
+from .worker import WorkerStatus
 
 log = logging.getLogger(__name__)
 
 SIGNATURE_PREFIX = "sha256="
-MAX_DELIVERY_ID_LENGTH = 255
+SIGNATURE_HEADER = re.compile(r"sha256=[0-9a-fA-F]{64}")
+BIGINT_MAX = 2**63 - 1  # installation ids are stored as BIGINT
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +57,16 @@ class WebhookConfig:
     secret: bytes
     path: str = "/api/github/webhooks"
     max_body_bytes: int = MAX_BODY_BYTES
+    body_budget_bytes: int = DEFAULT_BODY_BUDGET_BYTES  # request bodies held at once, all requests
+    body_budget_wait: float = 5.0  # how long a body waits for budget before 503
+    body_timeout: float = 30.0  # from the first body read to the last byte
+
+
+@dataclass(frozen=True, slots=True)
+class HealthConfig:
+    worker_stall_seconds: float = 60.0  # no completed claim round for longer: unhealthy
+    queue_delay_seconds: float = 600.0  # a due job waiting longer: unhealthy
+    probe_timeout: float = 5.0  # a write (or the queue query) not done by then: unhealthy
 
 
 def signature_matches(body: bytes, header: str | None, secret: bytes) -> bool:
@@ -45,99 +77,390 @@ def signature_matches(body: bytes, header: str | None, secret: bytes) -> bool:
     return hmac.compare_digest(header.removeprefix(SIGNATURE_PREFIX).lower(), expected)
 
 
-class BodyTooLarge(Exception):
-    pass
+class Refused(Exception):
+    """A delivery answered with an error: the HTTP status and the reason given to the sender."""
+
+    def __init__(
+        self, status: int, error: str, *, retry_after: int | None = None, outcome: str | None = None
+    ) -> None:
+        super().__init__(error)
+        self.status = status
+        self.error = error
+        self.retry_after = retry_after
+        # the ``outcome`` label of revbot_webhook_deliveries_total
+        self.outcome = outcome or REFUSAL_OUTCOMES.get(status, "refused_invalid")
 
 
-async def _read_capped(request: web.Request, limit: int) -> bytes:
-    """Read the body, refusing as soon as it passes ``limit`` (chunked bodies have no length)."""
-    if request.content_length is not None and request.content_length > limit:
-        raise BodyTooLarge
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await request.content.readany():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
+REFUSAL_OUTCOMES = {
+    401: "refused_signature",
+    408: "refused_timeout",
+    413: "refused_too_large",
+    503: "refused_busy",
+}
 
 
-def _delivery_from(event: str, delivery_id: str, payload: dict[str, Any], body: bytes) -> IncomingDelivery:
-    installation = payload.get("installation")
+# ------------------------------------------------------------------------------- validation
+def _column_length(name: str) -> int:
+    length = getattr(deliveries.c[name].type, "length", None)
+    assert isinstance(length, int), name
+    return length
+
+
+DELIVERY_ID_LENGTH = _column_length("delivery_id")
+EVENT_LENGTH = _column_length("event")
+ACTION_LENGTH = _column_length("action")
+REPO_LENGTH = _column_length("repo")
+SUBJECT_LENGTH = _column_length("subject")
+# Header values reach Python decoded with surrogate escapes when they are not UTF-8: accept only
+# what GitHub sends (GUIDs, snake_case event names) so that nothing undecodable reaches the ledger.
+_DELIVERY_ID = re.compile(rf"[\x20-\x7e]{{1,{DELIVERY_ID_LENGTH}}}")
+_EVENT = re.compile(rf"[A-Za-z0-9_.-]{{1,{EVENT_LENGTH}}}")
+
+
+def delivery_headers(event: str | None, delivery_id: str | None) -> tuple[str, str]:
+    """``X-GitHub-Event`` and ``X-GitHub-Delivery``, checked; raises Refused (400)."""
+    event = (event or "").strip()
+    delivery_id = (delivery_id or "").strip()
+    if not event or not delivery_id:
+        raise Refused(400, "missing X-GitHub-Event or X-GitHub-Delivery", outcome="refused_headers")
+    if not _DELIVERY_ID.fullmatch(delivery_id):
+        raise Refused(
+            400,
+            f"X-GitHub-Delivery: expected 1-{DELIVERY_ID_LENGTH} printable ASCII characters",
+            outcome="refused_headers",
+        )
+    if not _EVENT.fullmatch(event):
+        raise Refused(
+            400,
+            f"X-GitHub-Event: expected 1-{EVENT_LENGTH} letters, digits, '_', '.' or '-'",
+            outcome="refused_headers",
+        )
+    return event, delivery_id
+
+
+def _text(value: Any, field: str, max_length: int) -> str | None:
+    """A string bound for a text column: no NUL (PostgreSQL refuses it), at most ``max_length``."""
+    if not isinstance(value, str):
+        return None
+    if "\x00" in value:
+        raise Refused(400, f"{field}: contains a NUL character")
+    if len(value) > max_length:
+        raise Refused(400, f"{field}: longer than {max_length} characters")
+    return value
+
+
+def _installation_id(installation: Any) -> int | None:
+    value = installation.get("id") if isinstance(installation, dict) else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= BIGINT_MAX:
+        raise Refused(400, f"installation.id: expected an integer from 1 to {BIGINT_MAX}")
+    return value
+
+
+def incoming_delivery(event: str, delivery_id: str, payload: dict[str, Any], body: bytes) -> IncomingDelivery:
+    """The ledger's view of a verified delivery, every value checked against its column; raises
+    Refused (400) naming the first value the ledger could not hold."""
     repository = payload.get("repository")
-    installation_id = installation.get("id") if isinstance(installation, dict) else None
-    full_name = repository.get("full_name") if isinstance(repository, dict) else None
-    action = payload.get("action")
+    full_name = _text(
+        repository.get("full_name") if isinstance(repository, dict) else None,
+        "repository.full_name",
+        REPO_LENGTH,
+    )
+    repo = full_name.lower() if full_name is not None else None
+    if repo is not None and len(repo) > REPO_LENGTH:  # lower-casing can lengthen some letters
+        raise Refused(400, f"repository.full_name: longer than {REPO_LENGTH} characters")
+    subject = _text(subject_of(event, payload), "subject (repository and number)", SUBJECT_LENGTH)
+    assert subject is not None  # subject_of always returns a string
     return IncomingDelivery(
         delivery_id=delivery_id,
         event=event,
-        action=action if isinstance(action, str) else None,
-        installation_id=installation_id if isinstance(installation_id, int) else None,
-        repo=full_name.lower() if isinstance(full_name, str) else None,
-        subject=subject_of(event, payload),
+        action=_text(payload.get("action"), "action", ACTION_LENGTH),
+        installation_id=_installation_id(payload.get("installation")),
+        repo=repo,
+        subject=subject,
         payload=body,
     )
+
+
+# ------------------------------------------------------------------------------- body budget
+class BodyBudget:
+    """Bytes of request bodies held in memory at once, over all requests (first come, first served).
+
+    Without it, a hundred concurrent 24 MiB bodies are 2.4 GB of memory before one signature is
+    checked. ``peak`` is the most ever reserved (what the fault tests assert on).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.in_use = 0
+        self.peak = 0
+        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+
+    def _take(self, size: int) -> None:
+        self.in_use += size
+        self.peak = max(self.peak, self.in_use)
+
+    def _grant(self) -> None:
+        while self._waiters and self.in_use + self._waiters[0][0] <= self.limit:
+            size, waiter = self._waiters.popleft()
+            if not waiter.done():
+                self._take(size)
+                waiter.set_result(None)
+
+    async def reserve(self, size: int, *, wait: float) -> bool:
+        """Take ``size`` bytes, waiting up to ``wait`` seconds behind earlier requests."""
+        if size > self.limit:
+            return False
+        if not self._waiters and self.in_use + size <= self.limit:
+            self._take(size)
+            return True
+        entry = (size, asyncio.get_running_loop().create_future())
+        self._waiters.append(entry)
+        waiter = entry[1]
+        try:
+            await asyncio.wait({waiter}, timeout=wait)
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release(size)
+            raise
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+                self._waiters.remove(entry)
+                self._grant()  # a large request giving up may unblock smaller ones behind it
+        return not waiter.cancelled()
+
+    def release(self, size: int) -> None:
+        self.in_use -= size
+        self._grant()
+
+
+class _Reservation:
+    """What one request holds of the budget; released once its delivery is answered."""
+
+    def __init__(self, budget: BodyBudget, wait: float) -> None:
+        self._budget = budget
+        self._wait = wait
+        self.size = 0
+
+    async def cover(self, size: int) -> None:
+        if size <= self.size:
+            return
+        if not await self._budget.reserve(size - self.size, wait=self._wait):
+            raise Refused(
+                503, "busy: too many request bodies in flight", retry_after=max(1, math.ceil(self._wait))
+            )
+        self.size = size
+
+    def release(self) -> None:
+        self._budget.release(self.size)
+        self.size = 0
+
+
+async def _read_body(
+    request: web.Request, config: WebhookConfig, reservation: _Reservation
+) -> tuple[bytes, str]:
+    """The body and its HMAC-SHA256, computed while it streams; raises Refused (413, 408, 503).
+
+    Budget is taken for bytes as they arrive, never for a declared length: a client that
+    promises 25 MiB and sends nothing holds nothing."""
+    mac = hmac.new(config.secret, digestmod=hashlib.sha256)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(config.body_timeout):
+            while chunk := await request.content.readany():
+                size += len(chunk)
+                if size > config.max_body_bytes:
+                    raise Refused(413, "payload too large")
+                await reservation.cover(size)
+                mac.update(chunk)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise Refused(408, f"request body not received within {config.body_timeout:g}s") from None
+    except ConnectionError:
+        raise Refused(400, "connection closed before the body was complete") from None
+    except RequestPayloadError:
+        raise Refused(400, "malformed request body") from None
+    return b"".join(chunks), mac.hexdigest()
 
 
 def _answer(http_status: int, **fields: Any) -> web.Response:
     return web.json_response(fields, status=http_status)
 
 
+def _refusal(refused: Refused) -> web.Response:
+    response = _answer(refused.status, error=refused.error)
+    if refused.retry_after is not None:
+        response.headers["Retry-After"] = str(refused.retry_after)
+    if refused.status in (408, 413, 503):
+        response.force_close()  # the rest of the body is not wanted: do not keep the connection
+    return response
+
+
 class WebhookView:
     """POST handler bound to its collaborators (no globals: several apps can live in one process)."""
 
-    def __init__(self, config: WebhookConfig, ledger: Ledger, on_recorded: Callable[[], None]) -> None:
+    def __init__(
+        self, config: WebhookConfig, ledger: Ledger, on_recorded: Callable[[], None], budget: BodyBudget
+    ) -> None:
         self.config = config
         self.ledger = ledger
         self.on_recorded = on_recorded
+        self.budget = budget
 
     async def handle(self, request: web.Request) -> web.Response:
+        reservation = _Reservation(self.budget, self.config.body_budget_wait)
         try:
-            body = await _read_capped(request, self.config.max_body_bytes)
-        except BodyTooLarge:
-            log.warning("delivery refused: body over %d bytes", self.config.max_body_bytes)
-            DELIVERIES.labels(event=UNVERIFIED_EVENT, outcome="refused_too_large").inc()
-            return _answer(413, error="payload too large")
-        if not signature_matches(body, request.headers.get("X-Hub-Signature-256"), self.config.secret):
-            log.warning("delivery refused: missing or wrong X-Hub-Signature-256")
-            DELIVERIES.labels(event=UNVERIFIED_EVENT, outcome="refused_signature").inc()
-            return _answer(401, error="bad signature")
-        event = request.headers.get("X-GitHub-Event", "").strip()
-        delivery_id = request.headers.get("X-GitHub-Delivery", "").strip()
-        if not event or not delivery_id or len(delivery_id) > MAX_DELIVERY_ID_LENGTH:
-            log.warning("delivery refused: missing X-GitHub-Event or X-GitHub-Delivery header")
-            DELIVERIES.labels(event=event or "missing", outcome="refused_headers").inc()
-            return _answer(400, error="missing X-GitHub-Event or X-GitHub-Delivery")
+            return await self._handle(request, reservation)
+        except Refused as refused:  # before the signature and headers are known good
+            log.warning("delivery refused: %s (%d)", refused.error, refused.status)
+            DELIVERIES.labels(event=UNVERIFIED_EVENT, outcome=refused.outcome).inc()
+            return _refusal(refused)
+        finally:
+            reservation.release()
+
+    async def _handle(self, request: web.Request, reservation: _Reservation) -> web.Response:
+        if request.content_length is not None and request.content_length > self.config.max_body_bytes:
+            raise Refused(413, "payload too large")
+        signature = request.headers.get("X-Hub-Signature-256", "").strip()
+        if not SIGNATURE_HEADER.fullmatch(signature):
+            # Refused before the body is read: an unsigned body costs no memory.
+            raise Refused(401, "bad signature")
+        body, digest = await _read_body(request, self.config, reservation)
+        if not hmac.compare_digest(signature.removeprefix(SIGNATURE_PREFIX).lower(), digest):
+            raise Refused(401, "bad signature")
+        event, delivery_id = delivery_headers(
+            request.headers.get("X-GitHub-Event"), request.headers.get("X-GitHub-Delivery")
+        )
         with log_context(delivery_id=delivery_id, event=event):
             try:
-                payload = orjson.loads(body)
-            except orjson.JSONDecodeError as exc:
-                log.warning("delivery refused: body is not JSON (%s)", exc)
-                DELIVERIES.labels(event=event, outcome="refused_json").inc()
-                return _answer(400, error="body is not JSON")
-            if not isinstance(payload, dict):
-                log.warning("delivery refused: JSON body is not an object")
-                DELIVERIES.labels(event=event, outcome="refused_json").inc()
-                return _answer(400, error="body is not a JSON object")
-            if event == "ping":
-                log.info("ping received (hook %s)", payload.get("hook_id"))
-                DELIVERIES.labels(event=event, outcome="ping").inc()
-                return _answer(200, status="pong")
-            delivery = _delivery_from(event, delivery_id, payload, body)
-            try:
-                is_new = await self.ledger.record(delivery)
-            except Exception:
-                log.exception("could not record delivery")
-                DELIVERIES.labels(event=event, outcome="error").inc()
-                return _answer(503, error="could not record delivery")
-            if not is_new:
-                log.info("duplicate delivery ignored")
-                DELIVERIES.labels(event=event, outcome="duplicate").inc()
-                return _answer(200, status="duplicate")
-            DELIVERIES.labels(event=event, outcome="accepted").inc()
-            self.on_recorded()
-            return _answer(202, status="queued")
+                return await self._accept(event, delivery_id, body)
+            except Refused as refused:
+                log.warning("delivery refused: %s (%d)", refused.error, refused.status)
+                DELIVERIES.labels(event=event, outcome=refused.outcome).inc()
+                return _refusal(refused)
+
+    async def _accept(self, event: str, delivery_id: str, body: bytes) -> web.Response:
+        """A delivery whose signature is good: parse, check every value, record, answer."""
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise Refused(400, "body is not JSON", outcome="refused_json") from exc
+        if not isinstance(payload, dict):
+            raise Refused(400, "body is not a JSON object", outcome="refused_json")
+        if event == "ping":
+            log.info("ping received (hook %s)", payload.get("hook_id"))
+            DELIVERIES.labels(event=event, outcome="ping").inc()
+            return _answer(200, status="pong")
+        delivery = incoming_delivery(event, delivery_id, payload, body)
+        try:
+            is_new = await self.ledger.record(delivery)
+        except Exception as exc:  # noqa: BLE001 - any database failure is a 503, logged
+            log.warning("could not record delivery: %s", _failure(exc))
+            DELIVERIES.labels(event=event, outcome="error").inc()
+            return _answer(503, error="could not record delivery")
+        if not is_new:
+            log.info("duplicate delivery ignored")
+            DELIVERIES.labels(event=event, outcome="duplicate").inc()
+            return _answer(200, status="duplicate")
+        DELIVERIES.labels(event=event, outcome="accepted").inc()
+        self.on_recorded()
+        return _answer(202, status="queued")
+
+
+BODY_BUDGET = web.AppKey("body_budget", BodyBudget)
+
+
+# ------------------------------------------------------------------------------- health
+def health_problems(
+    *,
+    database_error: str | None,
+    worker: WorkerStatus | None,
+    queue: QueueStats | None,
+    config: HealthConfig,
+) -> list[str]:
+    """Why the process is unhealthy (empty: healthy). ``worker`` is None when none runs here."""
+    problems = []
+    if database_error is not None:
+        problems.append(f"database cannot take a write: {database_error}")
+    if worker is not None:
+        if not worker.running:
+            problems.append("worker is not running")
+        elif worker.identity_known and (
+            worker.since_claim_loop is None or worker.since_claim_loop > config.worker_stall_seconds
+        ):
+            # Before the bot knows who it is (GitHub unreachable) nothing is claimed on purpose;
+            # the queue's delay below tells whether that leaves work waiting.
+            since = "never" if worker.since_claim_loop is None else f"{worker.since_claim_loop:.0f}s ago"
+            problems.append(
+                f"worker has not completed a claim round for over {config.worker_stall_seconds:g}s "
+                f"(last: {since})"
+            )
+    if (
+        queue is not None
+        and queue.oldest_due_age is not None
+        and queue.oldest_due_age > config.queue_delay_seconds
+    ):
+        problems.append(
+            f"oldest due job has waited {queue.oldest_due_age:.0f}s (bound {config.queue_delay_seconds:g}s)"
+        )
+    return problems
+
+
+class _SharedProbe:
+    """One database check at a time, shared by concurrent ``/healthz`` requests, re-used for
+    ``reuse_for`` seconds after it ends (so probing ``/healthz`` in a loop cannot turn into a
+    stream of committed writes), and bounded in time without cancelling the database call (a
+    cancelled driver call can spoil a connection)."""
+
+    def __init__(
+        self, check: Callable[[], Coroutine[Any, Any, Any]], timeout: float, *, reuse_for: float = 1.0
+    ) -> None:
+        self._check = check
+        self._timeout = timeout
+        self._reuse_for = reuse_for
+        self._task: asyncio.Task[Any] | None = None
+        self._ended_at = 0.0
+
+    def _ended(self, _task: asyncio.Task[Any]) -> None:
+        self._ended_at = asyncio.get_running_loop().time()
+
+    async def __call__(self) -> Any:
+        now = asyncio.get_running_loop().time()
+        if self._task is None or (self._task.done() and now - self._ended_at >= self._reuse_for):
+            self._task = asyncio.create_task(self._check(), name="health probe")
+            self._task.add_done_callback(self._ended)
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._task), self._timeout)
+        except TimeoutError:
+            raise TimeoutError(f"no answer within {self._timeout:g}s") from None
+
+    async def close(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+def _failure(exc: BaseException) -> str:
+    return redact(f"{type(exc).__name__}: {exc}".splitlines()[0])[:300]
+
+
+@web.middleware
+async def _track_requests(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Tell the connection guard (app/listener.py) a request is being handled: not idle, so not
+    evictable, and no longer subject to the header timeout."""
+    connection = connection_of(request)
+    if connection is not None:
+        connection.request_started()
+    try:
+        return await handler(request)
+    finally:
+        if connection is not None:
+            connection.request_finished()
 
 
 def create_app(
@@ -147,21 +470,57 @@ def create_app(
     ledger: Ledger,
     on_recorded: Callable[[], None] = lambda: None,
     health_extra: Callable[[], dict[str, Any]] = dict,
+    worker_status: Callable[[], WorkerStatus | None] = lambda: None,
+    health: HealthConfig | None = None,
+    budget: BodyBudget | None = None,
 ) -> web.Application:
     """Build the application; starting and stopping the ledger writer follows the app's lifecycle."""
-    app = web.Application(client_max_size=config.max_body_bytes)
+    health = health or HealthConfig()
+    app = web.Application(client_max_size=config.max_body_bytes, middlewares=[_track_requests])
+    write_probe = _SharedProbe(store.write_probe, health.probe_timeout)
+    queue_probe = _SharedProbe(store.queue_stats, health.probe_timeout)
+    view = WebhookView(config, ledger, on_recorded, budget or BodyBudget(config.body_budget_bytes))
+    app[BODY_BUDGET] = view.budget
+
+    last_verdict = [False]  # unhealthy at the last probe
 
     async def healthz(_request: web.Request) -> web.Response:
-        if await store.ping():
-            return _answer(200, status="ok", database="ok", **health_extra())
-        return _answer(503, status="unavailable", database="unreachable")
+        database_error: str | None = None
+        queue: QueueStats | None = None
+        try:
+            await write_probe()
+            queue = await queue_probe()
+        except Exception as exc:  # noqa: BLE001 - any failure is the answer
+            database_error = _failure(exc)
+        worker = worker_status()
+        problems = health_problems(database_error=database_error, worker=worker, queue=queue, config=health)
+        body: dict[str, Any] = {
+            "status": "unavailable" if problems else "ok",
+            "database": database_error or "ok",
+            "queue": dataclasses.asdict(queue) if queue else None,
+            "worker": dataclasses.asdict(worker) if worker else None,
+            **health_extra(),
+        }
+        if problems:
+            body["reasons"] = problems
+        # Logged when the verdict changes, not at every probe of a load balancer.
+        unhealthy = bool(problems)
+        if unhealthy != last_verdict[0]:
+            last_verdict[0] = unhealthy
+            if unhealthy:
+                log.warning("unhealthy: %s", "; ".join(problems))
+            else:
+                log.info("healthy again")
+        return _answer(503 if problems else 200, **body)
 
-    async def ledger_lifecycle(_app: web.Application) -> Any:
+    async def lifecycle(_app: web.Application) -> Any:
         ledger.start()
         yield
         await ledger.stop()
+        await write_probe.close()
+        await queue_probe.close()
 
-    app.router.add_post(config.path, WebhookView(config, ledger, on_recorded).handle)
+    app.router.add_post(config.path, view.handle)
     app.router.add_get("/healthz", healthz)
-    app.cleanup_ctx.append(ledger_lifecycle)
+    app.cleanup_ctx.append(lifecycle)
     return app

@@ -8,7 +8,13 @@ leaves leases that expire, and its jobs are claimed again. Outcomes:
 - skipped: nothing to do that could ever succeed (no installation, the App lost access);
 - retried: a transient failure (5xx, timeout, connection error, rate limit) -> queued again
   after capped exponential backoff with jitter, or after GitHub's ``Retry-After``;
-- failed: a permanent error, or the last attempt failed; the error text is kept on the job.
+- failed: a permanent error, or the last attempt failed; the error text is kept on the job
+  (redacted like the logs: an upstream error body may echo a token).
+
+The loop is supervised: a failed claim, heartbeat or outcome write (the database is down,
+locked, or full) is logged once per outage, retried with capped backoff, and work resumes within
+seconds of the database coming back. Only shutdown ends the worker; what it last managed to do
+is visible through :meth:`Worker.status` (``/healthz``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import orjson
 from gidgethub import routing
@@ -30,12 +37,14 @@ from gidgethub import routing
 from .events import AnyEvent, FlattenError, PullRequestScoped, flatten
 from .github import NoAccess, transient_delay
 from .guards import BotIdentity
-from .logs import log_context
+from .logs import Outage, log_context, redact
 from .metrics import JOB_DURATION, JOB_LATENCY
 from .routing import Context, handler_name, run_handlers, select_handlers
 from .store import Job, Store
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +57,25 @@ class WorkerOptions:
     backoff_base: float = 2.0
     backoff_cap: float = 300.0
     shutdown_grace: float = 20.0
+    # The database being unavailable: retry claims, heartbeats and outcome writes this fast (the
+    # cap bounds how long work waits after the database is back).
+    db_retry_base: float = 0.2
+    db_retry_cap: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStatus:
+    """What the worker can say about itself, for ``/healthz``.
+
+    ``identity_known`` False: still learning who the bot is from GitHub (nothing is claimed
+    before). ``since_claim_loop``: seconds since a claim round last completed (None: never).
+    ``database_error``: the failure of the current database outage, if one is going on.
+    """
+
+    running: bool
+    identity_known: bool
+    since_claim_loop: float | None
+    database_error: str | None
 
 
 @dataclass(slots=True)
@@ -68,7 +96,8 @@ def backoff_delay(
 
 
 def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:2000]
+    """The error kept on a job: its type and message, masked like the logs, bounded."""
+    return redact(f"{type(exc).__name__}: {exc}")[:2000]
 
 
 class Worker:
@@ -83,6 +112,7 @@ class Worker:
         context_for: Callable[[AnyEvent, BotIdentity, float], Awaitable[Context]],
         options: WorkerOptions | None = None,
         worker_id: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         self.router = router
@@ -90,11 +120,17 @@ class Worker:
         self.worker_id = worker_id or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
         self._identity = identity
         self._context_for = context_for
+        self._clock = clock
         self._wakeup = asyncio.Event()
         self._recorded = False
         self._stopping = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
         self._main: asyncio.Task[None] | None = None
+        self._known: BotIdentity | None = None
+        self._last_claim_loop: float | None = None
+        # One outage for all of the worker's database work: whichever of a claim, a lease renewal
+        # or a job's outcome meets it first logs it, and any of them succeeding ends it.
+        self._database = Outage(log, "the worker's database access", clock=clock)
 
     def wake(self) -> None:
         """A new job was recorded: look now instead of at the next poll."""
@@ -102,7 +138,35 @@ class Worker:
         self._wakeup.set()
 
     def start(self) -> None:
-        self._main = asyncio.create_task(self.run(), name=f"worker {self.worker_id}")
+        self._main = asyncio.create_task(self._supervise(), name=f"worker {self.worker_id}")
+
+    def status(self) -> WorkerStatus:
+        last = self._last_claim_loop
+        return WorkerStatus(
+            running=self._main is not None and not self._main.done(),
+            identity_known=self._known is not None,
+            since_claim_loop=None if last is None else self._clock() - last,
+            database_error=self._database.error,
+        )
+
+    async def _supervise(self) -> None:
+        """Keep :meth:`run` going: an exception it did not expect is logged and the loop restarts."""
+        restarts = 0
+        while not self._stopping.is_set():
+            try:
+                await self.run()
+            except Exception:
+                restarts += 1
+                log.exception("worker loop failed; restarting it")
+                await self._pause(restarts)
+            else:
+                restarts = 0
+
+    async def _pause(self, attempt: int) -> None:
+        """Back off before retrying the database, waking early for shutdown."""
+        delay = backoff_delay(attempt, base=self.options.db_retry_base, cap=self.options.db_retry_cap)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), timeout=delay)
 
     async def run(self) -> None:
         identity = await self._wait_for_identity()
@@ -112,9 +176,18 @@ class Worker:
         try:
             while not self._stopping.is_set():
                 free = self.options.concurrency - len(self._running)
-                claimed = await self.store.claim(
-                    worker_id=self.worker_id, limit=free, lease_seconds=self.options.lease_seconds
-                )
+                claimed = []
+                if free > 0:  # with every slot busy there is nothing to ask the database
+                    try:
+                        claimed = await self.store.claim(
+                            worker_id=self.worker_id, limit=free, lease_seconds=self.options.lease_seconds
+                        )
+                    except Exception as exc:  # noqa: BLE001 - a failed claim is retried, never fatal
+                        self._database.failed(exc, during="claiming jobs")
+                        await self._pause(self._database.failures)
+                        continue
+                    self._database.recovered()
+                self._last_claim_loop = self._clock()
                 for job in claimed:
                     task = asyncio.create_task(self._run_job(job, identity), name=f"job {job.id}")
                     self._running[job.id] = task
@@ -129,6 +202,8 @@ class Worker:
 
     async def _wait_for_identity(self) -> BotIdentity | None:
         """Nothing is dispatched before the bot knows who it is, or self-loop guards could not work."""
+        if self._known is not None:
+            return self._known
         identity_task = asyncio.ensure_future(self._identity())
         stop_task = asyncio.ensure_future(self._stopping.wait())
         done, _ = await asyncio.wait({identity_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
@@ -138,7 +213,8 @@ class Worker:
             with contextlib.suppress(asyncio.CancelledError):
                 await identity_task
             return None
-        return identity_task.result()
+        self._known = identity_task.result()
+        return self._known
 
     def _finished(self, job_id: int, _task: asyncio.Task[None]) -> None:
         self._running.pop(job_id, None)
@@ -157,19 +233,62 @@ class Worker:
 
     async def _heartbeat(self) -> None:
         interval = self.options.lease_seconds / 3
+        delay = interval
         while True:
-            await asyncio.sleep(interval)
-            if self._running:
+            await asyncio.sleep(delay)
+            delay = interval
+            if not self._running:
+                continue
+            try:
                 await self.store.extend_leases(
                     list(self._running), worker_id=self.worker_id, lease_seconds=self.options.lease_seconds
                 )
+            except Exception as exc:  # noqa: BLE001 - retried sooner, so leases outlive a short outage
+                self._database.failed(exc, during="renewing job leases")
+                delay = min(
+                    interval,
+                    backoff_delay(
+                        self._database.failures,
+                        base=self.options.db_retry_base,
+                        cap=self.options.db_retry_cap,
+                    ),
+                )
+            else:
+                self._database.recovered()
+
+    async def _persist(self, what: str, write: Callable[[], Awaitable[T]]) -> T | None:
+        """Write a job's progress or outcome, retrying through a database outage.
+
+        On shutdown a failed write is given up (None): the job's lease expires and it runs again,
+        which is safe because every side effect is idempotent.
+        """
+        while True:
+            try:
+                result = await write()
+            except Exception as exc:  # noqa: BLE001 - a database fault must not lose the job
+                self._database.failed(exc, during=f"recording {what}")
+                if self._stopping.is_set():
+                    log.warning("could not record %s before shutdown; it runs again after its lease", what)
+                    return None
+                await self._pause(self._database.failures)
+                continue
+            self._database.recovered()
+            return result
 
     async def stop(self) -> None:
         """Stop claiming, give running jobs ``shutdown_grace`` seconds, hand the rest back."""
         self._stopping.set()
         self._wakeup.set()
         if self._main is not None:
-            await self._main
+            # A claim stuck on a database that does not answer must not hold shutdown forever.
+            done, _ = await asyncio.wait({self._main}, timeout=self.options.shutdown_grace)
+            if not done:
+                log.warning(
+                    "the claim loop did not stop within %.0fs; cancelling it", self.options.shutdown_grace
+                )
+                self._main.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._main
         running = dict(self._running)
         if running:
             log.info("waiting up to %.0fs for %d running job(s)", self.options.shutdown_grace, len(running))
@@ -179,9 +298,17 @@ class Worker:
             unfinished = [job_id for job_id, task in running.items() if task in pending]
             if pending:
                 await asyncio.wait(pending)
-            await self.store.release(unfinished, worker_id=self.worker_id)
             if unfinished:
-                log.info("handed %d unfinished job(s) back to the queue", len(unfinished))
+                try:
+                    await self.store.release(unfinished, worker_id=self.worker_id)
+                except Exception as exc:  # noqa: BLE001 - shutdown goes on; the leases expire instead
+                    log.warning(
+                        "could not hand %d unfinished job(s) back (%s); they run again after their leases",
+                        len(unfinished),
+                        _error_text(exc),
+                    )
+                else:
+                    log.info("handed %d unfinished job(s) back to the queue", len(unfinished))
 
     # ------------------------------------------------------------------ one job
     async def _run_job(self, job: Job, identity: BotIdentity) -> None:
@@ -196,7 +323,7 @@ class Worker:
                 with log_context(repo=report.repo, pr_number=report.pr_number):
                     status, error = await self._after_failure(job, exc), None
             else:
-                await self.store.finish(job, worker_id=self.worker_id, status=status, error=error)
+                await self._finish(job, status=status, error=error)
             duration = time.monotonic() - started
             JOB_DURATION.labels(outcome=status).observe(duration)
             if status != "retried":
@@ -209,6 +336,14 @@ class Worker:
                     ", ".join(report.handlers) or "none",
                     f": {error}" if error else "",
                 )
+
+    async def _finish(self, job: Job, *, status: str, error: str | None) -> None:
+        ours = await self._persist(
+            "the job's outcome",
+            lambda: self.store.finish(job, worker_id=self.worker_id, status=status, error=error),
+        )
+        if ours is False:
+            log.warning("job %s: its lease expired and another worker took it over", job.id)
 
     async def _process(self, job: Job, identity: BotIdentity, report: JobReport) -> tuple[str, str | None]:
         try:
@@ -236,11 +371,14 @@ class Worker:
                     event,
                     context,
                     already_done=job.done_handlers,
-                    on_done=lambda name: self.store.mark_handler_done(job, name),
+                    on_done=lambda name: self._handler_done(job, name),
                 )
             except NoAccess as exc:
                 return "skipped", _error_text(exc)
         return "done", None
+
+    async def _handler_done(self, job: Job, name: str) -> None:
+        await self._persist(f"handler {name} as done", lambda: self.store.mark_handler_done(job, name))
 
     async def _after_failure(self, job: Job, exc: Exception) -> str:
         """Fail the job or put it back in the queue; returns which ("failed" or "retried")."""
@@ -248,11 +386,14 @@ class Worker:
         error = _error_text(exc)
         if hint is None or job.attempts >= self.options.max_attempts:
             log.error("job failed after %d attempt(s): %s", job.attempts, error, exc_info=hint is None)
-            await self.store.finish(job, worker_id=self.worker_id, status="failed", error=error)
+            await self._finish(job, status="failed", error=error)
             return "failed"
         delay = max(
             hint, backoff_delay(job.attempts, base=self.options.backoff_base, cap=self.options.backoff_cap)
         )
         log.warning("attempt %d failed (%s); retrying in %.2fs", job.attempts, error, delay)
-        await self.store.retry_later(job, worker_id=self.worker_id, delay=delay, error=error)
+        await self._persist(
+            "the job's retry",
+            lambda: self.store.retry_later(job, worker_id=self.worker_id, delay=delay, error=error),
+        )
         return "retried"

@@ -23,7 +23,7 @@ from aiohttp import web
 from gidgethub import routing
 
 from app.config import Settings, load_settings
-from app.runtime import Runtime
+from app.runtime import Runtime, listen
 from app.sandbox import FakeGitHub
 from app.worker import WorkerOptions
 from tests.conformance import GitHubConformance, validate_response
@@ -126,7 +126,7 @@ class BotHarness:
         await self.runtime.start()
         self._runner = web.AppRunner(self.runtime.web_app(), access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.bot_port).start()
+        await listen(self._runner, host="127.0.0.1", port=self.bot_port, limits=self.runtime.http_limits())
         return self
 
     async def stop(self) -> None:
@@ -156,8 +156,10 @@ class BotHarness:
         assert self.runtime is not None
         return self.runtime.store
 
-    async def drain(self, within: float = 10.0) -> None:
-        """Until quiet: the fake's webhooks answered and no job waiting, queued or running."""
+    async def drain(self, within: float = 60.0) -> None:
+        """Until quiet: the fake's webhooks answered and no job waiting, queued or running.
+
+        ``within`` is a deadline against hangs, generous so a loaded machine never trips it."""
         deadline = asyncio.get_running_loop().time() + within
         quiet_rounds = 0
         while quiet_rounds < 3:

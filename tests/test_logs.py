@@ -6,7 +6,9 @@ import io
 import json
 import logging
 
-from app.logs import log_context, setup_logging
+import pytest
+
+from app.logs import Outage, log_context, setup_logging
 
 TOKEN = "ghs_" + "a1B2" * 9
 JWT = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxMjM0NSJ9.c2lnbmF0dXJlc2lnbmF0dXJl"
@@ -38,3 +40,30 @@ def test_terminal_lines_are_readable() -> None:
         logging.getLogger("app.test").warning("careful")
     line = out.getvalue().strip()
     assert "WARNING" in line and "app.test: careful" in line and line.endswith("[repo=octo/app pr_number=7]")
+
+
+def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [100.0]
+    outage = Outage(logging.getLogger("app.test"), "claiming jobs", clock=lambda: now[0])
+    caplog.set_level(logging.INFO)
+    outage.recovered()  # nothing was down: nothing to say
+    for attempt in range(50):
+        now[0] += 1
+        outage.failed(
+            ConnectionRefusedError(111, f"refused, attempt {attempt}, token {TOKEN}"), during="polling"
+        )
+    assert outage.down and outage.failures == 50
+    assert outage.error == "ConnectionRefusedError: [Errno 111] refused, attempt 49, token [redacted]"
+    now[0] += 10
+    outage.recovered()
+    assert not outage.down and outage.error is None
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "WARNING",
+            "claiming jobs failed while polling (ConnectionRefusedError: [Errno 111] refused, attempt 0, "
+            "token [redacted]); retrying with backoff until it works",
+        ),
+        ("INFO", "claiming jobs works again after 59.0s (50 failed attempt(s))"),
+    ]

@@ -177,3 +177,20 @@ async def test_a_push_without_on_push_is_not_re_reviewed_but_its_fixed_threads_r
     new_writes = bot.fake.writes()[before:]
     assert [(c.method, c.path) for c in new_writes] == [("POST", "/graphql")]
     assert "resolveReviewThread" in (new_writes[0].graphql or "")
+
+
+@pytest.mark.parametrize("blocked", [{"config": "review:\n  coalesce_seconds: 0\n"}], indirect=True)
+async def test_resolve_on_a_blocked_pr_checks_threads_and_posts_no_second_review(
+    blocked: tuple[BotHarness, int],
+) -> None:
+    """Outside the coalescing window nothing but the command itself can keep a review from being
+    posted: ``resolve`` must only check threads (it used to re-review as well)."""
+    bot, number = blocked
+    await bot.fake.comment(REPO, number, "@revbot resolve", by=AUTHOR)
+    await bot.drain()
+    assert len(reviews_posted(bot)) == 1
+    replies = [c for c in bot.fake.calls if c.method == "POST" and c.path.endswith("/replies")]
+    assert len(replies) == 1 and "Still there at" in replies[0].body["body"]
+    eyes = [c for c in bot.fake.calls if c.method == "POST" and c.path.endswith("/reactions")]
+    assert [c.body for c in eyes][-1] == {"content": "eyes"}
+    assert len([c for c in eyes if "/issues/comments/" in c.path]) == 1  # reacted to once

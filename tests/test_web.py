@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
+import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +17,20 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from app.store import Ledger, Store
-from app.web import WebhookConfig, create_app, signature_matches
+from app.store import Ledger, QueueStats, Store
+from app.web import (
+    BODY_BUDGET,
+    BodyBudget,
+    HealthConfig,
+    Refused,
+    WebhookConfig,
+    create_app,
+    delivery_headers,
+    health_problems,
+    incoming_delivery,
+    signature_matches,
+)
+from app.worker import WorkerStatus
 
 SECRET = b"It's a Secret to Everybody"
 PATH = "/api/github/webhooks"
@@ -164,7 +179,11 @@ async def test_an_oversized_chunked_body_is_413_while_streaming(harness: Harness
         (b"[1, 2]", {}, "body is not a JSON object"),
         (b"{}", {"X-GitHub-Event": ""}, "missing X-GitHub-Event or X-GitHub-Delivery"),
         (b"{}", {"X-GitHub-Delivery": ""}, "missing X-GitHub-Event or X-GitHub-Delivery"),
-        (b"{}", {"X-GitHub-Delivery": "x" * 300}, "missing X-GitHub-Event or X-GitHub-Delivery"),
+        (
+            b"{}",
+            {"X-GitHub-Delivery": "x" * 300},
+            "X-GitHub-Delivery: expected 1-255 printable ASCII characters",
+        ),
     ],
 )
 async def test_a_malformed_delivery_is_400_and_logged(
@@ -191,7 +210,10 @@ async def test_healthz_and_deliveries_answer_503_when_the_database_is_down(
     client = await aiohttp_client(app)
     async with client.get("/healthz") as response:
         assert response.status == 503
-        assert (await response.json())["database"] == "unreachable"
+        answer = await response.json()
+        assert answer["status"] == "unavailable"
+        assert answer["database"].startswith("ConnectionRefusedError")
+        assert answer["reasons"] == [f"database cannot take a write: {answer['database']}"]
     body = json.dumps({"action": "opened"}).encode()
     async with client.post(PATH, data=body, headers=headers(body)) as response:
         assert response.status == 503
@@ -206,3 +228,376 @@ def test_signature_check_accepts_only_the_exact_sha256_hmac() -> None:
     assert not signature_matches(body + b" ", good, SECRET)
     assert not signature_matches(body, None, SECRET)
     assert not signature_matches(body, good.removeprefix("sha256="), SECRET)
+
+
+# ------------------------------------------------------------------------------- validation
+BIG = 2**63
+
+
+def opened(**changes: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads(example("pull_request", "opened.payload.json"))
+    for dotted, value in changes.items():
+        target = payload
+        *parents, leaf = dotted.split("__")
+        for key in parents:
+            target = target[key]
+        target[leaf] = value
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("event", "delivery", "error"),
+    [
+        ("pull_request", "72d3162e-cc78-11e3-81ab-4c9367dc0958", None),
+        ("  pull_request ", " d-1 ", None),
+        ("", "d", "missing X-GitHub-Event or X-GitHub-Delivery"),
+        (None, "d", "missing X-GitHub-Event or X-GitHub-Delivery"),
+        ("pull_request", None, "missing X-GitHub-Event or X-GitHub-Delivery"),
+        ("pull_request", "d" * 255, None),
+        ("pull_request", "d" * 256, "X-GitHub-Delivery: expected 1-255 printable ASCII characters"),
+        ("pull_request", "d-\udcff\udcfe", "X-GitHub-Delivery: expected 1-255 printable ASCII characters"),
+        ("pull_request", "d-\x00", "X-GitHub-Delivery: expected 1-255 printable ASCII characters"),
+        ("e" * 100, "d", None),
+        ("e" * 101, "d", "X-GitHub-Event: expected 1-100 letters, digits, '_', '.' or '-'"),
+        ("pull_request\udcff", "d", "X-GitHub-Event: expected 1-100 letters, digits, '_', '.' or '-'"),
+        ("pull request", "d", "X-GitHub-Event: expected 1-100 letters, digits, '_', '.' or '-'"),
+    ],
+)
+def test_delivery_headers(event: str | None, delivery: str | None, error: str | None) -> None:
+    if error is None:
+        assert delivery_headers(event, delivery) == ((event or "").strip(), (delivery or "").strip())
+    else:
+        with pytest.raises(Refused) as refused:
+            delivery_headers(event, delivery)
+        assert (refused.value.status, refused.value.error) == (400, error)
+
+
+@pytest.mark.parametrize(
+    ("payload", "error"),
+    [
+        (opened(), None),
+        (opened(installation={"id": BIG - 1}), None),
+        (opened(installation={"id": BIG}), f"installation.id: expected an integer from 1 to {BIG - 1}"),
+        (opened(installation={"id": 0}), f"installation.id: expected an integer from 1 to {BIG - 1}"),
+        (opened(installation={"id": True}), f"installation.id: expected an integer from 1 to {BIG - 1}"),
+        (opened(installation={"id": "77"}), f"installation.id: expected an integer from 1 to {BIG - 1}"),
+        (opened(installation={"id": None}), None),
+        (opened(action="a" * 100), None),
+        (opened(action="a" * 101), "action: longer than 100 characters"),
+        (opened(action="open\x00ed"), "action: contains a NUL character"),
+        (opened(action=7), None),  # not a string: not recorded as an action
+        (opened(repository__full_name="o/" + "r" * 298), None),
+        (opened(repository__full_name="o/" + "r" * 299), "repository.full_name: longer than 300 characters"),
+        (opened(repository__full_name="o/r\x00"), "repository.full_name: contains a NUL character"),
+        # Lower-casing lengthens some letters ("İ" becomes two characters): checked after it.
+        (
+            opened(repository__full_name="o/" + "İ" * 298),
+            "repository.full_name: longer than 300 characters",
+        ),
+    ],
+)
+def test_every_ledger_value_is_checked_against_its_column(payload: dict[str, Any], error: str | None) -> None:
+    body = json.dumps(payload).encode()
+    if error is None:
+        delivery = incoming_delivery("pull_request", "d", payload, body)
+        assert delivery.installation_id == (payload.get("installation") or {}).get("id")
+        assert delivery.repo == payload["repository"]["full_name"].lower()
+        assert delivery.action == (payload["action"] if isinstance(payload["action"], str) else None)
+        assert delivery.subject == f"{delivery.repo}#{payload['pull_request']['number']}"
+        assert delivery.payload == body
+    else:
+        with pytest.raises(Refused) as refused:
+            incoming_delivery("pull_request", "d", payload, body)
+        assert (refused.value.status, refused.value.error) == (400, error)
+
+
+async def raw_exchange(client: TestClient[Any, Any], request: bytes) -> bytes:
+    """Send bytes no HTTP client library would send; return the server's answer (head and body)."""
+    assert client.server.host is not None and client.server.port is not None
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        return head + await asyncio.wait_for(reader.readexactly(length), 30)
+    finally:
+        writer.close()
+
+
+def raw_post(body: bytes, *, event: bytes = b"pull_request", delivery: bytes = b"d-raw") -> bytes:
+    head = (
+        b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+        b"Content-Type: application/json\r\nX-GitHub-Event: " + event + b"\r\n"
+        b"X-GitHub-Delivery: " + delivery + b"\r\nX-Hub-Signature-256: " + sign(body).encode() + b"\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+    )
+    return head + body
+
+
+POISONS: list[tuple[str, Callable[[int], tuple[bytes, dict[str, str]] | bytes], str]] = [
+    (
+        "installation id over BIGINT",
+        lambda n: (
+            body := json.dumps(opened(installation={"id": BIG})).encode(),
+            headers(body, delivery=f"p{n}"),
+        ),
+        "installation.id",
+    ),
+    (
+        "action over its column",
+        lambda n: (body := json.dumps(opened(action="x" * 101)).encode(), headers(body, delivery=f"p{n}")),
+        "action: longer",
+    ),
+    (
+        "event over its column",
+        lambda n: (
+            body := example("pull_request", "opened.payload.json"),
+            headers(body, event="e" * 101, delivery=f"p{n}"),
+        ),
+        "X-GitHub-Event",
+    ),
+    (
+        "NUL in action",
+        lambda n: (body := json.dumps(opened(action="op\x00")).encode(), headers(body, delivery=f"p{n}")),
+        "action: contains a NUL",
+    ),
+    (
+        "NUL in full_name",
+        lambda n: (
+            body := json.dumps(opened(repository__full_name="a/\x00")).encode(),
+            headers(body, delivery=f"p{n}"),
+        ),
+        "repository.full_name: contains a NUL",
+    ),
+    (
+        "full_name over 300",
+        lambda n: (
+            body := json.dumps(opened(repository__full_name="a/" + "b" * 300)).encode(),
+            headers(body, delivery=f"p{n}"),
+        ),
+        "repository.full_name: longer",
+    ),
+    (
+        "non-UTF-8 delivery id",
+        lambda n: raw_post(
+            example("pull_request", "opened.payload.json"), delivery=b"p-\xff\xfe" + str(n).encode()
+        ),
+        "X-GitHub-Delivery",
+    ),
+    (
+        "non-UTF-8 event",
+        lambda n: raw_post(example("pull_request", "opened.payload.json"), event=b"pull_request\xc3\x28"),
+        "X-GitHub-Event",
+    ),
+]
+
+
+async def test_a_poisoned_delivery_is_refused_alone_while_its_batch_commits(harness: Harness) -> None:
+    """Each bad delivery arrives among 200 concurrent good ones: it gets 400 naming the bad value,
+    every good one gets 202 (one bad row used to fail the whole group commit with 503)."""
+    good = example("pull_request", "opened.payload.json")
+
+    async def send_good(n: int) -> int:
+        return (await harness.post(good, headers(good, delivery=f"good-{n}")))[0]
+
+    async def send_poison(n: int) -> tuple[int, str]:
+        made = POISONS[n % len(POISONS)][1](n)
+        if isinstance(made, bytes):
+            answer = await raw_exchange(harness.client, made)
+            head, _, payload = answer.partition(b"\r\n\r\n")
+            return int(head.split()[1]), json.loads(payload)["error"]
+        status, refused = await harness.post(*made)
+        return status, refused["error"]
+
+    results = await asyncio.gather(
+        *(send_good(n) for n in range(200)), *(send_poison(n) for n in range(2 * len(POISONS)))
+    )
+    goods, poisons = results[:200], results[200:]
+    assert goods == [202] * 200
+    for n, (status, error) in enumerate(poisons):
+        name, _, expected = POISONS[n % len(POISONS)]
+        assert status == 400, name
+        assert expected in error, (name, error)
+    rows = await harness.store.all_jobs()
+    assert sorted(r["delivery_id"] for r in rows) == sorted(f"good-{n}" for n in range(200))
+
+
+# ------------------------------------------------------------------------------- memory and time bounds
+async def test_the_body_budget_serves_in_order_and_gives_up_after_its_wait() -> None:
+    budget = BodyBudget(100)
+    assert await budget.reserve(60, wait=0)
+    assert not await budget.reserve(101, wait=10)  # could never fit: refused at once
+    assert not await budget.reserve(50, wait=0)
+    big = asyncio.create_task(budget.reserve(80, wait=30))
+    small = asyncio.create_task(budget.reserve(10, wait=30))
+    await asyncio.sleep(0)
+    assert not big.done() and not small.done()  # first come, first served: small waits behind big
+    budget.release(60)
+    assert await big and await small
+    assert (budget.in_use, budget.peak) == (90, 90)
+    late = asyncio.create_task(budget.reserve(20, wait=30))
+    await asyncio.sleep(0)
+    late.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await late
+    budget.release(90)
+    assert budget.in_use == 0
+    assert await budget.reserve(100, wait=0)
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
+    """For tests of the HTTP side alone (the database kind does not matter to them)."""
+    s = Store(f"sqlite+aiosqlite:///{tmp_path / 'web.sqlite3'}")
+    await s.create_schema()
+    yield s
+    await s.close()
+
+
+async def bounded_client(aiohttp_client: ClientFactory, store: Store, **limits: Any) -> TestClient[Any, Any]:
+    config = WebhookConfig(secret=SECRET, path=PATH, max_body_bytes=64 * 1024, **limits)
+    return await aiohttp_client(create_app(config=config, store=store, ledger=Ledger(store)))
+
+
+async def open_post(client: TestClient[Any, Any], body: bytes, *, send: int) -> asyncio.StreamWriter:
+    """A signed POST whose headers promise ``body`` but of which only ``send`` bytes arrive."""
+    assert client.server.host is not None and client.server.port is not None
+    _, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    writer.write(raw_post(body)[: -len(body) + send] if send < len(body) else raw_post(body))
+    await writer.drain()
+    return writer
+
+
+async def test_bodies_beyond_the_budget_wait_then_get_503_with_retry_after(
+    sqlite_store: Store, aiohttp_client: ClientFactory
+) -> None:
+    client = await bounded_client(
+        aiohttp_client, sqlite_store, body_budget_bytes=40 * 1024, body_budget_wait=0.2
+    )
+    body = b'{"action": "opened", "pad": "' + b" " * (30 * 1024) + b'"}'
+    budget = client.app[BODY_BUDGET]
+    promise = await open_post(client, body, send=0)  # promises 30 KiB, sends none: holds nothing
+    holder = await open_post(client, body, send=len(body) - 10)  # sends most of it, then stalls
+    deadline = time.monotonic() + 30
+    while budget.in_use < len(body) - 10:
+        assert time.monotonic() < deadline, "the stalled body never arrived"
+        await asyncio.sleep(0.01)
+    assert budget.in_use == len(body) - 10
+    async with client.post(PATH, data=body, headers=headers(body, delivery="second")) as response:
+        assert response.status == 503
+        assert response.headers["Retry-After"] == "1"
+        assert await response.json() == {"error": "busy: too many request bodies in flight"}
+    holder.close()
+    promise.close()
+    small = json.dumps({"action": "opened"}).encode()
+    async with client.post(PATH, data=small, headers=headers(small, delivery="small")) as response:
+        assert response.status == 202
+    assert budget.peak <= budget.limit
+
+
+async def test_an_unsigned_body_is_refused_before_it_is_read(
+    sqlite_store: Store, aiohttp_client: ClientFactory
+) -> None:
+    client = await bounded_client(aiohttp_client, sqlite_store)
+    head = (
+        f"POST {PATH} HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: u\r\n"
+        "Content-Length: 60000\r\n\r\n"
+    ).encode()
+    answer = await raw_exchange(client, head)  # the body is never sent: the answer cannot wait for it
+    assert answer.startswith(b"HTTP/1.1 401")
+    assert client.app[BODY_BUDGET].peak == 0
+
+
+async def test_a_stalled_body_is_cut_off_with_408(sqlite_store: Store, aiohttp_client: ClientFactory) -> None:
+    client = await bounded_client(aiohttp_client, sqlite_store, body_timeout=0.3)
+    body = json.dumps({"action": "opened", "pad": "x" * 1000}).encode()
+    answer = await raw_exchange(client, raw_post(body)[:-500])
+    assert answer.startswith(b"HTTP/1.1 408")
+    assert b"request body not received within 0.3s" in answer
+    assert await sqlite_store.all_jobs() == []
+
+
+# ------------------------------------------------------------------------------- health
+STATUS = WorkerStatus(running=True, identity_known=True, since_claim_loop=1.0, database_error=None)
+
+
+@pytest.mark.parametrize(
+    ("database_error", "worker", "queue", "problems"),
+    [
+        (None, STATUS, QueueStats(0, None), []),
+        (None, None, QueueStats(3, 10.0), []),
+        (
+            "OperationalError: disk full",
+            STATUS,
+            None,
+            ["database cannot take a write: OperationalError: disk full"],
+        ),
+        (None, replace(STATUS, running=False), QueueStats(0, None), ["worker is not running"]),
+        (
+            None,
+            replace(STATUS, since_claim_loop=61.0),
+            QueueStats(0, None),
+            ["worker has not completed a claim round for over 60s (last: 61s ago)"],
+        ),
+        (
+            None,
+            replace(STATUS, since_claim_loop=None),
+            QueueStats(0, None),
+            ["worker has not completed a claim round for over 60s (last: never)"],
+        ),
+        # Still learning who it is from GitHub: not stalled; a queue that waits shows the effect.
+        (None, replace(STATUS, identity_known=False, since_claim_loop=None), QueueStats(1, 5.0), []),
+        (None, STATUS, QueueStats(1, 600.0), []),
+        (None, STATUS, QueueStats(1, 601.0), ["oldest due job has waited 601s (bound 600s)"]),
+        (
+            "TimeoutError: no answer within 5s",
+            replace(STATUS, since_claim_loop=100.0),
+            None,
+            [
+                "database cannot take a write: TimeoutError: no answer within 5s",
+                "worker has not completed a claim round for over 60s (last: 100s ago)",
+            ],
+        ),
+    ],
+)
+def test_health_problems(
+    database_error: str | None, worker: WorkerStatus | None, queue: QueueStats | None, problems: list[str]
+) -> None:
+    assert (
+        health_problems(database_error=database_error, worker=worker, queue=queue, config=HealthConfig())
+        == problems
+    )
+
+
+async def test_healthz_reports_queue_depth_and_goes_503_when_a_due_job_waits_too_long(
+    store: Store, aiohttp_client: ClientFactory
+) -> None:
+    async def client_waiting_at_most(seconds: float) -> TestClient[Any, Any]:
+        config = WebhookConfig(secret=SECRET, path=PATH)
+        health = HealthConfig(queue_delay_seconds=seconds)
+        return await aiohttp_client(
+            create_app(config=config, store=store, ledger=Ledger(store), health=health)
+        )
+
+    client = await client_waiting_at_most(3600)
+    body = example("pull_request", "opened.payload.json")
+    for n in range(3):
+        async with client.post(PATH, data=body, headers=headers(body, delivery=f"q{n}")) as response:
+            assert response.status == 202
+    async with client.get("/healthz") as response:
+        answer = await response.json()
+        assert (response.status, answer["status"], answer["queue"]["depth"]) == (200, "ok", 3)
+        assert 0 <= answer["queue"]["oldest_due_age"] < 3600
+    stats = await store.queue_stats(now=time.time() + 7200)
+    assert stats.depth == 3 and stats.oldest_due_age is not None and stats.oldest_due_age > 7200
+    assert await store.queue_stats(now=0.0) == QueueStats(depth=3, oldest_due_age=None)  # nothing due yet
+    late = await client_waiting_at_most(0.000001)
+    async with late.get("/healthz") as response:
+        answer = await response.json()
+        assert response.status == 503
+        assert answer["reasons"][0].startswith("oldest due job has waited")

@@ -7,8 +7,9 @@ through ``ctx.gh``), so the foundation is exercised without depending on any rev
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -21,9 +22,10 @@ import pytest
 from gidgethub import routing
 
 from app.events import IssueCommentEvent
+from app.guards import BotIdentity
 from app.routing import Context, accepts_own_events
 from app.store import Store
-from app.worker import WorkerOptions
+from app.worker import Worker, WorkerOptions
 from tests.harness import BOT, INSTALLATION, REPO, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,11 +160,12 @@ async def test_a_long_retry_after_puts_the_job_back_until_then(
     )
     await bot.fake.comment(REPO, number, "later", by=HUMAN)
     await bot.fake.settle()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        jobs = [j for j in await bot.store.all_jobs() if j["event"] == "issue_comment"]
-        if jobs and jobs[0]["error"]:
-            break
+    deadline = time.monotonic() + 60
+    while not (
+        (jobs := [j for j in await bot.store.all_jobs() if j["event"] == "issue_comment"])
+        and jobs[0]["error"]
+    ):
+        assert time.monotonic() < deadline, "the job was never put back"
         await asyncio.sleep(0.05)
     [job] = jobs
     assert job["status"] == "queued"
@@ -224,14 +227,26 @@ async def test_a_payload_that_does_not_flatten_fails_with_its_reason(
     assert row["error"].startswith("FlattenError:") and "pull_request" in row["error"]
 
 
-def ordering_router(log: list[tuple[str, str, str]]) -> routing.Router:
+def ordering_router(log: list[tuple[str, str, str]], subjects: int) -> routing.Router:
+    """Each job logs its start and end. The first job of every subject waits, at a gate, until
+    the first jobs of all subjects have started: a worker that runs subjects concurrently opens
+    the gate at once; one that ran them one at a time would never open it (the wait gives up
+    after a generous deadline and the test fails on the peak). No timing is involved."""
     router = routing.Router()
+    all_started = asyncio.Event()
+    first_seen: set[str] = set()
 
     @router.register("issue_comment", action="created")
-    async def slow(event: IssueCommentEvent, ctx: Context) -> None:
+    async def gated(event: IssueCommentEvent, ctx: Context) -> None:
         subject = f"{event.repo}#{event.issue_number}"
         log.append(("start", subject, event.body))
-        await asyncio.sleep(random.uniform(0.0, 0.02))
+        if subject not in first_seen:
+            first_seen.add(subject)
+            if len(first_seen) == subjects:
+                all_started.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(all_started.wait(), 30)
+        await asyncio.sleep(0)  # let another job interleave here if the worker allowed it
         log.append(("end", subject, event.body))
 
     return router
@@ -239,7 +254,7 @@ def ordering_router(log: list[tuple[str, str, str]]) -> routing.Router:
 
 async def test_one_job_per_subject_in_order_while_subjects_run_concurrently(tmp_path: Path) -> None:
     log: list[tuple[str, str, str]] = []
-    bot = BotHarness(tmp_path, router=ordering_router(log))
+    bot = BotHarness(tmp_path, router=ordering_router(log, subjects=3))
     numbers = [bot.open_pull({"a.py": "x = 1\n"}, branch=f"topic-{n}") for n in range(3)]
     await bot.start()
     try:
@@ -249,7 +264,7 @@ async def test_one_job_per_subject_in_order_while_subjects_run_concurrently(tmp_
                 body = f"comment {i} on #{number}"
                 sent.setdefault(f"{REPO}#{number}", []).append(body)
                 await bot.fake.comment(REPO, number, body, by=HUMAN)
-        await bot.drain()
+        await bot.drain(within=60)
     finally:
         await bot.stop()
     bot.assert_conforms()
@@ -264,7 +279,7 @@ async def test_one_job_per_subject_in_order_while_subjects_run_concurrently(tmp_
             running.discard(subject)
     for subject, bodies in sent.items():
         assert [body for kind, s, body in log if kind == "start" and s == subject] == bodies
-    assert peak >= 2
+    assert peak == 3
 
 
 async def test_deliveries_are_recorded_while_github_is_unreachable_and_worked_once_it_answers(
@@ -279,7 +294,7 @@ async def test_deliveries_are_recorded_while_github_is_unreachable_and_worked_on
         # GitHub's API is down, but a webhook still arrives (sent before the outage, or late).
         await bot.fake.dispatcher.start()
         await bot.fake.comment(REPO, number, "anyone there?", by=HUMAN)
-        await asyncio.sleep(0.5)
+        await bot.fake.settle()  # the delivery was answered (202): it is in the ledger
         assert bot.runtime.identity.known is None
         assert await bot.store.jobs_by_status() == {"queued": 1}
         await bot.fake.start(port=bot.fake_port)
@@ -354,33 +369,93 @@ async def test_a_job_of_a_killed_worker_is_redone_after_its_lease(tmp_path: Path
     assert [(c.status, c.body) for c in posts] == [(201, {"body": "answer"})]
 
 
-def sleepy_router() -> routing.Router:
+def gated_router(started: dict[str, asyncio.Event], release_quick: asyncio.Event) -> routing.Router:
     router = routing.Router()
 
     @router.register("issue_comment", action="created")
-    async def sleepy(event: IssueCommentEvent, ctx: Context) -> None:
-        await asyncio.sleep(0.2 if event.body == "quick" else 30)
+    async def gated(event: IssueCommentEvent, ctx: Context) -> None:
+        started.setdefault(event.body, asyncio.Event()).set()
+        if event.body == "quick":
+            await release_quick.wait()
+        else:
+            await asyncio.Event().wait()  # never ends by itself
 
     return router
 
 
 async def test_shutdown_lets_running_jobs_finish_within_grace_and_hands_back_the_rest(tmp_path: Path) -> None:
-    options = WorkerOptions(poll_seconds=0.05, claim_interval=0.0, shutdown_grace=1.0)
-    bot = BotHarness(tmp_path, router=sleepy_router(), worker_options=options)
+    started = {"quick": asyncio.Event(), "slow": asyncio.Event()}
+    release_quick = asyncio.Event()
+    options = WorkerOptions(poll_seconds=0.05, claim_interval=0.0, shutdown_grace=5.0)
+    bot = BotHarness(tmp_path, router=gated_router(started, release_quick), worker_options=options)
     quick = bot.open_pull({"a.py": "x = 1\n"}, branch="quick")
     slow = bot.open_pull({"b.py": "y = 2\n"}, branch="slow")
     await bot.start()
+    assert bot.runtime is not None and bot.runtime.worker is not None
+    worker = bot.runtime.worker
     await bot.fake.comment(REPO, slow, "slow", by=HUMAN)
     await bot.fake.comment(REPO, slow, "behind the slow one", by=HUMAN)
     await bot.fake.comment(REPO, quick, "quick", by=HUMAN)
-    deadline = time.monotonic() + 5
-    while (await bot.store.jobs_by_status()).get("running", 0) < 2:
+    await asyncio.wait_for(asyncio.gather(started["quick"].wait(), started["slow"].wait()), 30)
+    stopping = asyncio.create_task(worker.stop())
+    deadline = time.monotonic() + 30
+    while worker.status().running:  # the claim loop has ended: shutdown has begun
         assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
-    started = time.monotonic()
+        await asyncio.sleep(0.01)
+    release_quick.set()  # the quick job finishes during the grace period; the slow one never does
+    await asyncio.wait_for(stopping, 60)
     await bot.stop()
-    assert time.monotonic() - started < 5
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'bot.sqlite3'}")
     jobs = sorted((j["status"], j["attempts"]) for j in await store.all_jobs())
     await store.close()
     assert jobs == [("done", 1), ("queued", 0), ("waiting", 0)]
+
+
+async def test_an_error_kept_on_a_job_is_masked_like_the_logs(pull: tuple[BotHarness, Recorder, int]) -> None:
+    """An upstream error body may echo a token; the ledger keeps the error, never the token."""
+    bot, _, number = pull
+    token = "ghs_" + "A1b2C3d4E5" * 4
+    bot.fake.fail_next(
+        "POST",
+        rf"/repos/{REPO}/issues/{number}/comments",
+        status=502,
+        body={"message": f"upstream said: bad credentials {token}"},
+    )
+    await bot.fake.comment(REPO, number, "flaky", by=HUMAN)
+    await bot.drain()
+    [job] = [j for j in await bot.store.all_jobs() if j["attempts"] == 2]
+    assert job["error"] == "GitHubBroken: upstream said: bad credentials [redacted]"
+
+
+async def test_an_unexpected_error_restarts_the_worker_loop_instead_of_ending_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Store(f"sqlite+aiosqlite:///{tmp_path / 'w.sqlite3'}")
+    await store.create_schema()
+    asked = 0
+
+    async def identity() -> BotIdentity:
+        nonlocal asked
+        asked += 1
+        if asked == 1:
+            raise RuntimeError("a bug the loop did not expect")
+        return BotIdentity.from_slug("revbot")
+
+    async def no_context(*_: object) -> Context:
+        raise AssertionError("no job was queued")
+
+    options = WorkerOptions(poll_seconds=0.01, db_retry_base=0.01, db_retry_cap=0.05)
+    worker = Worker(store, routing.Router(), identity=identity, context_for=no_context, options=options)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while worker.status().since_claim_loop is None:
+            assert time.monotonic() < deadline, "the worker never claimed after the error"
+            await asyncio.sleep(0.01)
+        assert worker.status().running and asked == 2
+    finally:
+        await worker.stop()
+        await store.close()
+    assert not worker.status().running
+    [failure] = [r for r in caplog.records if r.name == "app.worker" and r.levelno >= logging.WARNING]
+    assert failure.getMessage() == "worker loop failed; restarting it" and failure.exc_info is not None

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from gidgethub import routing
 
-from . import decoy, review, threads
+from . import decoy, mentions, review, threads
 
-CONCERNS: tuple[routing.Router, ...] = (review.router, decoy.router, threads.router)
+CONCERNS: tuple[routing.Router, ...] = (mentions.router, review.router, decoy.router, threads.router)
 
 router = routing.Router(*CONCERNS)

@@ -1,7 +1,7 @@
 """Review: when asked, post ONE formal review with inline findings, and a check run beside it.
 
-Triggers: a review request for the decoy user (or a configured team), an ``@slug`` mention by
-someone allowed to ask, the "Re-run" button of the bot's check run, and (when the repository
+Triggers: a review request for the decoy user (or a configured team), an ``@slug review``
+mention (dispatched by ``mentions.py``), the "Re-run" button of the bot's check run, and (when the repository
 opts in) a PR being opened or marked ready, or pushed to after the bot blocked it. Whatever the
 trigger, the work is the same: re-read the PR and the bot's earlier reviews from GitHub, decide
 whether this is a new review, a re-review of a sticky request for changes, or a repeat of a
@@ -22,17 +22,16 @@ import gidgethub
 from gidgethub import routing
 
 from .. import github, metrics
-from ..commands import HELP_TEXT, Command, parse_command
 from ..config import MAX_INSTRUCTIONS_CHARS, RepoConfig
-from ..events import CheckRunEvent, IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
+from ..events import CheckRunEvent, PullRequestEvent
 from ..guards import BotIdentity, is_bot_login
 from ..review import decide, render
 from ..review.diff import parse_patch
 from ..review.llm import LlmReviewer
-from ..review.markers import ReviewMarker, encode
+from ..review.markers import ReviewMarker
 from ..review.model import ModelOptions, PriorFinding, PullContext, ReviewResult
 from ..routing import Context
-from .common import analyse, build_context, may_ask
+from .common import analyse, build_context
 from .decoy import drop_decoy
 from .threads import OpenThread, finding_text, open_bot_threads, thread_replies, verify_threads
 
@@ -91,40 +90,6 @@ async def on_push(event: PullRequestEvent, ctx: Context) -> None:
         )
 
 
-@router.register("issue_comment", action="created")
-async def on_conversation_comment(event: IssueCommentEvent, ctx: Context) -> None:
-    if not event.is_pull_request or event.repo is None or event.pr_number is None:
-        return
-    await answer_mention(
-        ctx,
-        repo=event.repo,
-        pr_number=event.pr_number,
-        body=event.body,
-        commenter=event.commenter_login,
-        association=event.commenter_association,
-        pr_author=event.author_login,
-        reaction=("issue_comment", event.comment_id),
-        thread_root=None,
-    )
-
-
-@router.register("pull_request_review_comment", action="created")
-async def on_inline_comment(event: ReviewCommentEvent, ctx: Context) -> None:
-    if event.repo is None:
-        return
-    await answer_mention(
-        ctx,
-        repo=event.repo,
-        pr_number=event.pr_number,
-        body=event.body,
-        commenter=event.commenter_login,
-        association=event.commenter_association,
-        pr_author=event.author_login,
-        reaction=("review_comment", event.comment_id),
-        thread_root=event.in_reply_to_id or event.comment_id,
-    )
-
-
 @router.register("check_run", action="rerequested")
 async def on_rerun(event: CheckRunEvent, ctx: Context) -> None:
     """The Checks tab's "Re-run" on the bot's own check run reviews that PR again."""
@@ -135,67 +100,6 @@ async def on_rerun(event: CheckRunEvent, ctx: Context) -> None:
         numbers.add(int(event.external_id))  # forks' check runs list no PRs; the bot noted it
     for pr_number in sorted(numbers):
         await review_pull(ctx, repo=event.repo, pr_number=pr_number, trigger="rerun", force=True)
-
-
-# ---------------------------------------------------------------------------------- mentions
-async def answer_mention(
-    ctx: Context,
-    *,
-    repo: str,
-    pr_number: int,
-    body: str,
-    commenter: str | None,
-    association: str | None,
-    pr_author: str | None,
-    reaction: tuple[str, int],
-    thread_root: int | None,
-) -> None:
-    command = parse_command(body, ctx.identity.slug)
-    if command is None:
-        return
-    config = await ctx.repo_configs.get(ctx.gh, repo=repo, slug=ctx.identity.slug)
-    if not may_ask(commenter=commenter, association=association, pr_author=pr_author, config=config):
-        await refuse_once(ctx, repo=repo, pr_number=pr_number, login=commenter or "someone")
-        return
-    target, target_id = reaction
-    await github.react(ctx.gh, repo=repo, target=target, target_id=target_id, content="eyes")
-    if command is Command.HELP:
-        text = HELP_TEXT.format(slug=ctx.identity.slug, decoy=ctx.identity.decoy_login)
-        await say_once(
-            ctx, repo=repo, pr_number=pr_number, key=f"help:{target_id}", text=text, thread_root=thread_root
-        )
-        return
-    await review_pull(ctx, repo=repo, pr_number=pr_number, trigger="mention")
-
-
-async def refuse_once(ctx: Context, *, repo: str, pr_number: int, login: str) -> None:
-    """At most one polite answer per PR and person; after that, silence (never a reply war)."""
-    text = (
-        f"@{login} thanks for asking, but I review on request of the pull request's author and of "
-        "the repository's owners, members and collaborators."
-    )
-    await say_once(
-        ctx, repo=repo, pr_number=pr_number, key=f"refused:{login.casefold()}", text=text, thread_root=None
-    )
-
-
-async def say_once(
-    ctx: Context, *, repo: str, pr_number: int, key: str, text: str, thread_root: int | None
-) -> None:
-    """Post ``text`` unless the bot already posted it for ``key`` (a retried job must not repeat it)."""
-    marker = encode("note", key=key)
-    for comment in await github.list_issue_comments(ctx.gh, repo=repo, number=pr_number):
-        if is_bot_login((comment.get("user") or {}).get("login"), ctx.identity) and marker in (
-            comment.get("body") or ""
-        ):
-            return
-    body = f"{text}\n\n{marker}"
-    if thread_root is not None:
-        await github.reply_to_review_comment(
-            ctx.gh, repo=repo, pr_number=pr_number, comment_id=thread_root, body=body
-        )
-    else:
-        await github.create_issue_comment(ctx.gh, repo=repo, number=pr_number, body=body)
 
 
 # ---------------------------------------------------------------------------------- the review

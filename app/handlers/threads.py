@@ -2,7 +2,8 @@
 
 The bot resolves only threads whose root comment it wrote, only after re-running the analysis
 at the PR's current head and finding the problem gone. It checks when someone replies in one of
-its threads, when new commits arrive, when asked with ``@slug resolve``, and after a re-review.
+its threads, when new commits arrive, when asked with ``@slug resolve`` (dispatched by
+``mentions.py``), and after a re-review.
 A reply that claims a fix which is not there gets one answer in that thread per head commit; a
 reply that argues ("this is intentional because ...") changes nothing. Threads of anyone else
 are never touched, a resolved thread is never resolved again, and nothing is ever unresolved.
@@ -18,8 +19,8 @@ from typing import Any
 from gidgethub import routing
 
 from .. import github, metrics
-from ..commands import Command, claims_fix, parse_command
-from ..events import IssueCommentEvent, PullRequestEvent, ReviewCommentEvent
+from ..commands import claims_fix
+from ..events import PullRequestEvent, ReviewCommentEvent
 from ..github import ReviewThread
 from ..guards import BotIdentity, is_bot_author, is_bot_login
 from ..review import decide, render
@@ -29,7 +30,7 @@ from ..review.llm.reviewer import defuse_mentions
 from ..review.markers import FindingMarker, encode
 from ..review.model import ReviewResult
 from ..routing import Context
-from .common import analyse, build_context, may_ask
+from .common import analyse, build_context
 
 log = logging.getLogger(__name__)
 
@@ -58,26 +59,6 @@ async def on_thread_reply(event: ReviewCommentEvent, ctx: Context) -> None:
 async def on_new_commits(event: PullRequestEvent, ctx: Context) -> None:
     if event.repo is not None:
         await verify_threads(ctx, repo=event.repo, pr_number=event.pr_number)
-
-
-@router.register("issue_comment", action="created")
-async def on_resolve_command(event: IssueCommentEvent, ctx: Context) -> None:
-    if not event.is_pull_request or event.repo is None or event.pr_number is None:
-        return
-    if parse_command(event.body, ctx.identity.slug) is not Command.RESOLVE:
-        return
-    config = await ctx.repo_configs.get(ctx.gh, repo=event.repo, slug=ctx.identity.slug)
-    if not may_ask(
-        commenter=event.commenter_login,
-        association=event.commenter_association,
-        pr_author=event.author_login,
-        config=config,
-    ):
-        return
-    await github.react(
-        ctx.gh, repo=event.repo, target="issue_comment", target_id=event.comment_id, content="eyes"
-    )
-    await verify_threads(ctx, repo=event.repo, pr_number=event.pr_number, claimed=True)
 
 
 @dataclass(frozen=True, slots=True)
