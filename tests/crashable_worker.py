@@ -12,8 +12,8 @@ from gidgethub import routing
 
 from app.config import load_settings
 from app.events import IssueCommentEvent
+from app.handlers.context import Context
 from app.logs import setup_logging
-from app.routing import Context
 from app.runtime import Runtime, work
 from app.worker import WorkerOptions
 

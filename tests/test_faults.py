@@ -36,7 +36,7 @@ import pytest
 from gidgethub import routing
 
 from app.events import IssueCommentEvent
-from app.routing import Context
+from app.handlers.context import Context
 from tests.harness import FAST, REPO, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,10 +11,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from app.handlers.common import AnalysisCache
 from app.review.llm import LlmReviewer
 from app.review.markers import FindingMarker
 from app.sandbox import Call
+from app.usecases.pull import AnalysisCache
 from tests.fake_llm import Asked, FakeModelServer, Reply, flag_marked_lines, no_findings, proposed
 from tests.harness import INSTALLATION, REPO, BotHarness
 
