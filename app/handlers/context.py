@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..github import InstallationClient
+from ..github import GitHubClient
 from ..usecases.bot import Bot
 
 OWN_EVENTS_ATTR = "__revbot_accepts_own_events__"
@@ -18,10 +18,10 @@ OWN_EVENTS_ATTR = "__revbot_accepts_own_events__"
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """GitHub scoped to the event's installation, the bot, and when this job's delivery reached
-    the webhook endpoint (epoch seconds)."""
+    """GitHub scoped to the event's installation (an ``InstallationClient`` when serving), the
+    bot, and when this job's delivery reached the webhook endpoint (epoch seconds)."""
 
-    gh: InstallationClient
+    gh: GitHubClient
     bot: Bot
     received_at: float
 
