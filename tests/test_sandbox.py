@@ -941,7 +941,7 @@ async def test_check_runs(fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, rec
     flats = [flatten("check_run", p) for _, _, p in receiver.deliveries]
     assert all(isinstance(f, CheckRunEvent) and f.pr_numbers == (1,) and f.app_slug == SLUG for f in flats)
     assert [sent_by_bot_or_decoy(f.sender_login, IDENTITY) for f in flats] == [True, True, False]
-    assert flats[0].external_id == "job-1"
+    assert isinstance(flats[0], CheckRunEvent) and flats[0].external_id == "job-1"
 
 
 # ====================================================================================== pushes
