@@ -22,6 +22,7 @@ from gidgethub import routing
 
 from app.demo.harness import APP_ID, BOT, FAST_WORKER, INSTALLATION, REPO, SLUG, BotAndFake, free_port
 from app.sandbox import FakeGitHub
+from app.sandbox.auth import generate_private_key_pem
 from app.worker import WorkerOptions
 from tests.conformance import GitHubConformance, validate_response
 
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 SECRET = "test webhook secret"
+# One App key for every fake of the process: generating an RSA key costs tens of milliseconds.
+APP_KEY = generate_private_key_pem()
 
 # GitHub answers with these although its REST description forbids them: an outdated review comment
 # (its line no longer in the diff) has ``line`` and ``position`` null.
@@ -56,7 +59,13 @@ class BotHarness(BotAndFake):
         start_fake: bool = True,
         run_worker: bool = True,
     ) -> None:
-        fake = FakeGitHub(app_id=APP_ID, app_slug=SLUG, webhook_secret=SECRET, validator=GitHubConformance())
+        fake = FakeGitHub(
+            app_id=APP_ID,
+            app_slug=SLUG,
+            webhook_secret=SECRET,
+            validator=GitHubConformance(),
+            private_key_pem=APP_KEY,
+        )
         super().__init__(
             tmp_path,
             fake,
