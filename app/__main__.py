@@ -97,10 +97,10 @@ async def _review_remote(target: str, output: str) -> int:
     from .config import RepoConfig, default_graphql_url
     from .github import GitHubClient, get_pull
     from .guards import BotIdentity
-    from .handlers.common import build_context
-    from .handlers.review import plan_for, policy_for
     from .review.engine import BuiltinReviewer
     from .review.report import as_json, as_text
+    from .usecases.pull import build_context
+    from .usecases.review import plan_for, policy_for
 
     match = re.fullmatch(r"([\w.-]+/[\w.-]+)#(\d+)", target)
     if match is None:
@@ -118,14 +118,14 @@ async def _review_remote(target: str, output: str) -> int:
         gh = GitHubClient(session, api_url=api_url, graphql_url=graphql_url, oauth_token=token)
         pull = await get_pull(gh, repo=repo, pr_number=number)
         config = RepoConfig()
-        context = await build_context(gh, repo=repo, pull=pull, config=config)
-        result = await BuiltinReviewer().review(context)
-    policy = policy_for(context, config=config, approve=True, identity=identity)
-    plan = plan_for(result, context, policy=policy, trigger="cli", identity=identity)
+        pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
+        result = await BuiltinReviewer().review(pull_context)
+    policy = policy_for(pull_context, config=config, approve=True, identity=identity)
+    plan = plan_for(result, pull_context, policy=policy, trigger="cli", identity=identity)
     if output == "json":
-        print(as_json(result, head_sha=context.head_sha, event=plan.event))
+        print(as_json(result, head_sha=pull_context.head_sha, event=plan.event))
     else:
-        print(as_text(result, label=target, head_sha=context.head_sha))
+        print(as_text(result, label=target, head_sha=pull_context.head_sha))
         print(f"\nWould post a {plan.event} review with {len(plan.comments)} inline comment(s):\n")
         print(plan.body)
     return 0

@@ -9,6 +9,7 @@ tokens live an hour; they are cached per installation and refreshed at least 5 m
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from datetime import datetime
 
 import jwt
 from cachetools import TLRUCache
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 JWT_BACKDATE_SECONDS = 60
 JWT_LIFETIME_SECONDS = 9 * 60  # with the backdating, exp - iat = 10 min, GitHub's maximum
@@ -23,12 +26,24 @@ JWT_REUSE_SECONDS = 5 * 60
 TOKEN_REFRESH_MARGIN_SECONDS = 5 * 60
 
 
+@functools.lru_cache(maxsize=8)
+def signing_key(private_key_pem: str) -> RSAPrivateKey:
+    """The App's key, parsed: loading an RSA private key checks it, which costs tens of
+    milliseconds, and PyJWT would do it again for every token given the PEM text."""
+    key = load_pem_private_key(private_key_pem.encode(), password=None)
+    if not isinstance(key, RSAPrivateKey):
+        raise ValueError("the App's private key is not RSA (GitHub Apps sign with RS256)")
+    return key
+
+
 class AppJWT:
-    """Mints the App's JWT, reusing one for a few minutes (signing costs ~1 ms of RSA)."""
+    """Mints the App's JWT, reusing one for a few minutes (signing costs ~1 ms of RSA).
+
+    The PEM is parsed on the first mint, once per process (``signing_key``)."""
 
     def __init__(self, app_id: int, private_key_pem: str, *, clock: Callable[[], float] = time.time) -> None:
         self._app_id = app_id
-        self._key = private_key_pem
+        self._pem = private_key_pem
         self._clock = clock
         self._cached: tuple[str, float] | None = None
 
@@ -38,7 +53,7 @@ class AppJWT:
             return self._cached[0]
         issued = int(now) - JWT_BACKDATE_SECONDS
         claims = {"iat": issued, "exp": int(now) + JWT_LIFETIME_SECONDS, "iss": str(self._app_id)}
-        encoded = jwt.encode(claims, self._key, algorithm="RS256")
+        encoded = jwt.encode(claims, signing_key(self._pem), algorithm="RS256")
         self._cached = (encoded, now + JWT_REUSE_SECONDS)
         return encoded
 

@@ -7,6 +7,7 @@ that names the setting and says what is wrong (exit status 2). Secrets are held 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Mapping, MutableMapping
@@ -54,15 +55,21 @@ class ConfigError(Exception):
 def _load_rsa_pem(pem: str, setting: str) -> str:
     """Return the PEM text when it holds an RSA private key, else raise ConfigError naming ``setting``."""
     text = pem.replace("\\n", "\n").strip() + "\n"
+    problem = _rsa_pem_problem(text)
+    if problem is not None:
+        raise ConfigError(setting, problem)
+    return text
+
+
+@functools.lru_cache(maxsize=16)  # loading a private key checks it, which costs tens of milliseconds
+def _rsa_pem_problem(text: str) -> str | None:
     try:
         key = load_pem_private_key(text.encode(), password=None)
     except (ValueError, TypeError) as exc:
-        raise ConfigError(setting, f"not a PEM-encoded RSA private key ({type(exc).__name__})") from None
+        return f"not a PEM-encoded RSA private key ({type(exc).__name__})"
     if not isinstance(key, RSAPrivateKey):
-        raise ConfigError(
-            setting, "the PEM holds a private key that is not RSA (GitHub Apps sign with RS256)"
-        )
-    return text
+        return "the PEM holds a private key that is not RSA (GitHub Apps sign with RS256)"
+    return None
 
 
 def default_graphql_url(api_url: str) -> str:
@@ -173,7 +180,8 @@ class LlmSettings(BaseSettings):
 
 
 class Settings(LlmSettings):
-    """The interface contract's environment variables (see DESIGN.md)."""
+    """Every setting of a deployment, from the environment (the README's "Settings" section lists
+    them); ``load_settings`` checks them all and names the first that is wrong."""
 
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 

@@ -18,8 +18,6 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from app.guards import BotIdentity, is_own_app
-
 
 class FlattenError(ValueError):
     """A payload is not shaped like the event it claims to be.
@@ -44,7 +42,6 @@ class Event(BaseModel):
     installation_id: int | None
     repo: str | None
     sender_login: str | None
-    is_own_app: bool
 
 
 class PullRequestScoped(Event):
@@ -159,14 +156,8 @@ def _pr_numbers(container: Mapping[str, Any]) -> tuple[Any, ...]:
 # --------------------------------------------------------------------------------------------
 
 
-def _common_fields(
-    event_name: str, payload: Mapping[str, Any], delivery_id: str, identity: BotIdentity | None
-) -> _Fields:
-    """The ``Event`` fields; the sender (not any author) decides ``is_own_app``.
-
-    The sender is whoever caused this delivery, which is what loop prevention needs: a PR the bot
-    opened can still be pushed to by a human, and that push must wake the bot.
-    """
+def _common_fields(event_name: str, payload: Mapping[str, Any], delivery_id: str) -> _Fields:
+    """The ``Event`` fields; ``sender_login`` is what the self guard (``guards``) reads."""
     sender_login = _get(payload, "sender", "login")
     return {
         "delivery_id": delivery_id,
@@ -174,7 +165,6 @@ def _common_fields(
         "installation_id": _get(payload, "installation", "id"),
         "repo": _lower(_get(payload, "repository", "full_name")),
         "sender_login": sender_login,
-        "is_own_app": is_own_app(sender_login if isinstance(sender_login, str) else None, identity),
     }
 
 
@@ -272,7 +262,6 @@ def flatten(
     payload: Mapping[str, Any],
     *,
     delivery_id: str = "",
-    identity: BotIdentity | None = None,
 ) -> AnyEvent:
     """Turn one delivery into its flat model; the single entry point.
 
@@ -284,57 +273,10 @@ def flatten(
         kind = type(payload).__name__
         raise FlattenError(f"{event_name} delivery {delivery_id!r}: payload is a {kind}, not an object")
     try:
-        common = _common_fields(event_name, payload, delivery_id, identity)
+        common = _common_fields(event_name, payload, delivery_id)
         builder = _BUILDERS.get(event_name)
         return builder(payload, common) if builder else Event(**common)
     except FlattenError as exc:
         raise FlattenError(f"{event_name} delivery {delivery_id!r}: {exc}") from None
     except ValidationError as exc:
         raise FlattenError(f"{event_name} delivery {delivery_id!r} is malformed: {exc}") from exc
-
-
-# --------------------------------------------------------------------------------------------
-# Queue key
-# --------------------------------------------------------------------------------------------
-
-_PR_EVENTS = frozenset(
-    {"pull_request", "pull_request_review", "pull_request_review_comment", "pull_request_review_thread"}
-)
-_CHECK_EVENTS = frozenset({"check_run", "check_suite"})
-
-
-def _int(value: Any) -> int | None:
-    """An int that really is one (``True`` is an int to Python, not a PR number)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _subject_number(event_name: str, payload: Mapping[str, Any]) -> int | None:
-    """The PR/issue number a delivery is about, when it is about exactly one."""
-    if event_name in _PR_EVENTS:
-        return _int(_get(payload, "pull_request", "number")) or _int(payload.get("number"))
-    if event_name == "issue_comment":
-        return _int(_get(payload, "issue", "number"))
-    if event_name in _CHECK_EVENTS:
-        prs = _get(payload, event_name, "pull_requests")
-        if isinstance(prs, list) and len(prs) == 1:
-            return _int(_get(prs[0], "number"))
-    return None
-
-
-def subject_of(event_name: str, payload: Mapping[str, Any]) -> str:
-    """The queue key for the job this delivery becomes; never raises.
-
-    Deliveries about the same PR (or issue) serialise on ``owner/repo#N`` so the bot never works
-    on one PR twice at once; everything else about a repo shares the repo key. This runs on the
-    webhook's hot path before any validation, so it only peeks at a few keys and falls back to
-    ``"global"`` for anything it does not understand.
-    """
-    if not isinstance(payload, Mapping):
-        return "global"
-    full_name = _get(payload, "repository", "full_name")
-    if isinstance(full_name, str) and full_name:
-        repo = full_name.lower()
-        number = _subject_number(event_name, payload)
-        return f"{repo}#{number}" if number is not None else repo
-    installation_id = _int(_get(payload, "installation", "id"))
-    return f"installation:{installation_id}" if installation_id is not None else "global"

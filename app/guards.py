@@ -7,6 +7,7 @@ No I/O here: inputs are plain values, outputs are booleans.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 BOT_SUFFIX = "[bot]"
@@ -42,11 +43,14 @@ def is_bot_login(login: str | None, identity: BotIdentity) -> bool:
     return login is not None and login.casefold() == identity.bot_login.casefold()
 
 
-def is_own_app(sender_login: str | None, identity: BotIdentity | None) -> bool:
-    """True when an event was caused by the bot or by its decoy user.
+def sent_by_bot_or_decoy(sender_login: str | None, identity: BotIdentity | None) -> bool:
+    """True when an event was caused by the bot or by its decoy user (a human account that
+    only the bot's reviews make act): the self guard, applied when routing an event.
 
-    Logins are case-insensitive on GitHub. Without a known identity nothing is "own": the worker
-    does not dispatch at all until it knows who it is, so this default is never acted upon.
+    The sender (not any author) decides: it is whoever caused this delivery, which is what loop
+    prevention needs (a PR the bot opened can still be pushed to by a human, and that push must
+    wake the bot). Logins are case-insensitive on GitHub. Without a known identity nothing is
+    the bot's: the worker does not dispatch at all until it knows who it is.
     """
     if not sender_login or identity is None:
         return False
@@ -66,3 +70,13 @@ def is_bot_author(typename: str | None, login: str | None, identity: BotIdentity
     if login.casefold() == identity.bot_login.casefold():
         return True
     return typename == "Bot" and login.casefold() == identity.slug.casefold()
+
+
+def may_ask(
+    *, commenter: str | None, association: str | None, pr_author: str | None, allowed: Iterable[str]
+) -> bool:
+    """Whether the bot may act on someone's command: the PR's author may always ask; others by
+    their association with the repository (``review.allowed_associations``)."""
+    if commenter is not None and pr_author is not None and commenter.casefold() == pr_author.casefold():
+        return True
+    return (association or "").upper() in {a.upper() for a in allowed}

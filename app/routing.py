@@ -11,48 +11,16 @@ events reach only callbacks that opted in with :func:`accepts_own_events`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from gidgethub import routing, sansio
 
 from .events import AnyEvent
-from .guards import BotIdentity
-
-if TYPE_CHECKING:
-    from .config import Settings
-    from .github import InstallationClient
-    from .handlers.common import AnalysisCache, RepoConfigs
-    from .review.model import Reviewer
+from .guards import BotIdentity, sent_by_bot_or_decoy
+from .handlers.context import Context, Handler, opts_into_own_events
 
 log = logging.getLogger(__name__)
-
-OWN_EVENTS_ATTR = "__revbot_accepts_own_events__"
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What a handler gets besides its event: GitHub scoped to the event's installation, who the
-    bot is, the deployment's settings, the review engine, and the shared caches."""
-
-    gh: InstallationClient
-    identity: BotIdentity
-    settings: Settings
-    reviewer: Reviewer
-    repo_configs: RepoConfigs
-    analyses: AnalysisCache
-    received_at: float  # when this job's delivery reached the webhook endpoint (epoch seconds)
-
-
-Handler = Callable[[Any, Context], Awaitable[None]]
-H = TypeVar("H", bound=Handler)
-
-
-def accepts_own_events(handler: H) -> H:
-    """Let a handler see events the bot (or its decoy) caused. Everything else never does."""
-    setattr(handler, OWN_EVENTS_ATTR, True)
-    return handler
 
 
 def handler_name(handler: Handler) -> str:
@@ -63,19 +31,23 @@ class HandlerDone(Protocol):
     async def __call__(self, name: str) -> None: ...
 
 
-def select_handlers(router: routing.Router, event: AnyEvent, payload: dict[str, Any]) -> list[Handler]:
-    """The handlers this event should run, in a stable order, own events filtered (pure)."""
+def select_handlers(
+    router: routing.Router, event: AnyEvent, payload: dict[str, Any], identity: BotIdentity
+) -> list[Handler]:
+    """The handlers this event should run, in a stable order; of the events the bot or its decoy
+    caused, only the handlers that opted in (pure)."""
     found: Iterable[Handler] = router.fetch(
         sansio.Event(payload, event=event.event, delivery_id=event.delivery_id)
     )
-    chosen = [h for h in found if not event.is_own_app or getattr(h, OWN_EVENTS_ATTR, False)]
+    by_bot = sent_by_bot_or_decoy(event.sender_login, identity)
+    chosen = [h for h in found if not by_bot or opts_into_own_events(h)]
     return sorted(chosen, key=handler_name)
 
 
 async def run_handlers(
     handlers: list[Handler],
     event: AnyEvent,
-    context: Context,
+    ctx: Context,
     *,
     already_done: Iterable[str],
     on_done: HandlerDone,
@@ -88,5 +60,5 @@ async def run_handlers(
         if name in done:
             log.info("handler %s already done in an earlier attempt", name)
             continue
-        await handler(event, context)
+        await handler(event, ctx)
         await on_done(name)

@@ -32,7 +32,7 @@ from .config import Settings, shutdown_budget
 from .events import AnyEvent
 from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
-from .handlers.common import AnalysisCache, RepoConfigs
+from .handlers.context import Context
 from .housekeeping import INTERVAL_SECONDS, Housekeeping
 from .listener import GuardedSite, HttpLimits, bind
 from .logs import Outage, redact
@@ -41,8 +41,9 @@ from .proxy import WebhookProxy, start_proxy
 from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
-from .routing import Context
 from .store import Ledger, Store
+from .usecases.bot import Bot
+from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import HealthConfig, WebhookConfig, create_app
 from .worker import Worker, WorkerOptions, WorkerStatus, backoff_delay
 
@@ -270,15 +271,14 @@ class Runtime:
             graphql_url=self.settings.graphql_url,
             slug=identity.slug,
         )
-        return Context(
-            gh=gh,
+        bot = Bot(
             identity=identity,
             settings=self.settings,
             reviewer=self.reviewer,
             repo_configs=self.repo_configs,
             analyses=self.analyses,
-            received_at=received_at,
         )
+        return Context(gh=gh, bot=bot, received_at=received_at)
 
     def web_app(self) -> web.Application:
         s = self.settings

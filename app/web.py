@@ -38,11 +38,11 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from .config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
-from .events import subject_of
 from .listener import connection_of
 from .logs import log_context, redact
 from .metrics import DELIVERIES, UNVERIFIED_EVENT
 from .store import IncomingDelivery, Ledger, QueueStats, Store, deliveries
+from .subjects import subject_of
 from .worker import WorkerStatus
 
 log = logging.getLogger(__name__)

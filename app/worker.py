@@ -36,10 +36,11 @@ from gidgethub import routing
 
 from .events import AnyEvent, FlattenError, PullRequestScoped, flatten
 from .github import NoAccess, transient_delay
-from .guards import BotIdentity
+from .guards import BotIdentity, sent_by_bot_or_decoy
+from .handlers.context import Context
 from .logs import Outage, log_context, redact
 from .metrics import JOB_DURATION, JOB_LATENCY
-from .routing import Context, handler_name, run_handlers, select_handlers
+from .routing import handler_name, run_handlers, select_handlers
 from .store import Job, Store
 
 log = logging.getLogger(__name__)
@@ -348,7 +349,7 @@ class Worker:
     async def _process(self, job: Job, identity: BotIdentity, report: JobReport) -> tuple[str, str | None]:
         try:
             payload = orjson.loads(job.payload)
-            event = flatten(job.event, payload, delivery_id=job.delivery_id, identity=identity)
+            event = flatten(job.event, payload, delivery_id=job.delivery_id)
         except (ValueError, FlattenError) as exc:
             return "failed", _error_text(exc)
         pr_number = (
@@ -356,20 +357,20 @@ class Worker:
         )
         report.repo, report.pr_number = event.repo, pr_number
         with log_context(repo=event.repo, pr_number=pr_number):
-            handlers = select_handlers(self.router, event, payload)
+            handlers = select_handlers(self.router, event, payload, identity)
             report.handlers = [handler_name(h) for h in handlers]
             if not handlers:
-                reason = "own event" if event.is_own_app else "no handler"
+                reason = "own event" if sent_by_bot_or_decoy(event.sender_login, identity) else "no handler"
                 log.debug("nothing to run (%s)", reason)
                 return "done", None
             if event.installation_id is None:
                 return "skipped", "delivery has no installation (not sent to an App)"
             try:
-                context = await self._context_for(event, identity, job.received_at)
+                ctx = await self._context_for(event, identity, job.received_at)
                 await run_handlers(
                     handlers,
                     event,
-                    context,
+                    ctx,
                     already_done=job.done_handlers,
                     on_done=lambda name: self._handler_done(job, name),
                 )

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 
 from gidgethub import routing
 
 from app.config import load_settings
+from app.demo.harness import FAST_WORKER
 from app.events import IssueCommentEvent
+from app.handlers.context import Context
 from app.logs import setup_logging
-from app.routing import Context
 from app.runtime import Runtime, work
-from app.worker import WorkerOptions
 
 router = routing.Router()
 
@@ -29,5 +30,5 @@ async def answer(event: IssueCommentEvent, ctx: Context) -> None:
 if __name__ == "__main__":
     settings, pem = load_settings()
     setup_logging(logging.INFO)
-    options = WorkerOptions(lease_seconds=1.5, poll_seconds=0.05, claim_interval=0.0)
+    options = replace(FAST_WORKER, lease_seconds=1.5)
     asyncio.run(work(Runtime(settings, pem, router=router, worker_options=options)))

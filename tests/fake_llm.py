@@ -136,7 +136,7 @@ class FakeModelServer:
 
     @staticmethod
     def _error(reply: Reply) -> web.Response:
-        body = {
+        body: dict[str, Any] = {
             "error": {"type": "rate_limit_error" if reply.status == 429 else "api_error", "message": "no"}
         }
         if reply.status >= 500:

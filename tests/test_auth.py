@@ -6,6 +6,7 @@ import asyncio
 
 import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from app.auth import AppJWT, InstallationToken, InstallationTokens
@@ -22,11 +23,13 @@ class Clock:
 def test_jwt_is_rs256_backdated_and_short_lived(private_key_pem: str) -> None:
     clock = Clock()
     token = AppJWT(12345, private_key_pem, clock=clock).token()
-    public = load_pem_private_key(private_key_pem.encode(), None).public_key()
+    key = load_pem_private_key(private_key_pem.encode(), None)
+    assert isinstance(key, RSAPrivateKey)
+    public = key.public_key()
     assert jwt.get_unverified_header(token)["alg"] == "RS256"
     claims = jwt.decode(
         token, public, algorithms=["RS256"], options={"verify_exp": False, "verify_iat": False}
-    )  # type: ignore[arg-type]
+    )
     assert claims["iss"] == "12345"
     assert claims["iat"] == int(clock.now) - 60
     assert 0 < claims["exp"] - claims["iat"] <= 600

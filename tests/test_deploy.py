@@ -140,7 +140,8 @@ def _closure(requirements: list[str]) -> set[str]:
     todo = [(Requirement(r), "") for r in requirements]
     while todo:
         req, extra = todo.pop()
-        if req.marker is not None and not req.marker.evaluate({**environment, "extra": extra}):
+        marker_env: dict[str, str] = {**environment, "extra": extra}  # type: ignore[dict-item]  # a TypedDict
+        if req.marker is not None and not req.marker.evaluate(marker_env):
             continue
         name = canonicalize_name(req.name)
         key = name + "[" + ",".join(sorted(req.extras)) + "]"

@@ -23,9 +23,9 @@ from app.events import (
     ReviewCommentEvent,
     ReviewEvent,
     flatten,
-    subject_of,
 )
-from app.guards import BotIdentity
+from app.guards import BotIdentity, sent_by_bot_or_decoy
+from app.subjects import subject_of
 
 EXAMPLES = Path(__file__).parent / "fixtures/github/webhooks/examples"
 IDENTITY = BotIdentity.from_slug("revbot", "revbot")
@@ -61,12 +61,12 @@ def test_examples_are_present() -> None:
 def test_every_example_flattens(rel: str) -> None:
     event = rel.split("/")[0]
     payload = load(rel)
-    flat = flatten(event, payload, delivery_id=f"d-{rel}", identity=IDENTITY)
+    flat = flatten(event, payload, delivery_id=f"d-{rel}")
     assert type(flat) is EXPECTED_CLASS[event]
     assert flat.event == event
     assert flat.delivery_id == f"d-{rel}"
     assert flat.installation_id == (payload.get("installation") or {}).get("id")
-    assert flat.is_own_app is False  # no example is sent by revbot
+    assert sent_by_bot_or_decoy(flat.sender_login, IDENTITY) is False  # no example is sent by revbot
 
 
 # (file, field, expected): values copied from the example files.
@@ -155,34 +155,36 @@ def test_ghost_reviewer() -> None:
         ("revbot[bot]", None, False),
     ],
 )
-def test_is_own_app_follows_sender(sender: str, identity: BotIdentity | None, expected: bool) -> None:
+def test_sent_by_bot_or_decoy_follows_sender(
+    sender: str, identity: BotIdentity | None, expected: bool
+) -> None:
     payload = load("pull_request/opened.payload.json")
     payload["sender"]["login"] = sender
-    assert flatten("pull_request", payload, identity=identity).is_own_app is expected
+    assert sent_by_bot_or_decoy(flatten("pull_request", payload).sender_login, identity) is expected
 
 
-def test_is_own_app_uses_sender_not_pr_author() -> None:
+def test_sent_by_bot_or_decoy_uses_sender_not_pr_author() -> None:
     base = load("pull_request_review_comment/created.payload.json")
 
     bot_pr_human_sender = copy.deepcopy(base)
     bot_pr_human_sender["pull_request"]["user"]["login"] = "revbot[bot]"
     bot_pr_human_sender["sender"]["login"] = "octocat"
-    flat = flatten("pull_request_review_comment", bot_pr_human_sender, identity=IDENTITY)
+    flat = flatten("pull_request_review_comment", bot_pr_human_sender)
     assert isinstance(flat, ReviewCommentEvent)
     assert flat.author_login == "revbot[bot]"
-    assert flat.is_own_app is False
+    assert sent_by_bot_or_decoy(flat.sender_login, IDENTITY) is False
 
     human_pr_bot_sender = copy.deepcopy(base)
     human_pr_bot_sender["sender"]["login"] = "revbot[bot]"
-    flat = flatten("pull_request_review_comment", human_pr_bot_sender, identity=IDENTITY)
-    assert flat.is_own_app is True
+    flat = flatten("pull_request_review_comment", human_pr_bot_sender)
+    assert sent_by_bot_or_decoy(flat.sender_login, IDENTITY) is True
 
 
 def test_missing_sender_is_not_own() -> None:
     payload = load("push/payload.json")
     del payload["sender"]
-    flat = flatten("push", payload, identity=IDENTITY)
-    assert (flat.sender_login, flat.is_own_app) == (None, False)
+    flat = flatten("push", payload)
+    assert (flat.sender_login, sent_by_bot_or_decoy(flat.sender_login, IDENTITY)) == (None, False)
 
 
 @pytest.mark.parametrize(

@@ -36,8 +36,8 @@ import pytest
 from gidgethub import routing
 
 from app.events import IssueCommentEvent
-from app.routing import Context
-from tests.harness import FAST, REPO, BotHarness, free_port
+from app.handlers.context import Context
+from tests.harness import FAST_WORKER, REPO, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -471,7 +471,7 @@ async def test_a_database_that_hangs_makes_health_say_so_and_shutdown_still_ends
     and stopping the worker ends after its grace period instead of waiting forever."""
     caplog.set_level(logging.INFO)
     handled: list[str] = []
-    options = replace(FAST, shutdown_grace=1.0)
+    options = replace(FAST_WORKER, shutdown_grace=1.0)
     env = {"DATABASE_URL": private_pg.new_database(), "HEALTH_WORKER_STALL_SECONDS": "1"}
     bot = BotHarness(tmp_path, router=recording_router(handled), env=env, worker_options=options)
     number = bot.open_pull({"a.py": "x = 1\n"}, author=HUMAN)

@@ -83,8 +83,8 @@ def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
 
 
 def test_import_contracts_hold() -> None:
-    """Layers web/worker -> routing -> handlers -> review/github -> events/guards/config, no cycles
-    beyond the documented exceptions, and no serving module importing the fake or the demo."""
+    """Layers web/worker -> routing -> handlers -> use cases -> review/github -> events/guards/config,
+    no cycles beyond the documented exceptions, and no serving module importing the fake or the demo."""
     lint = "import sys, importlinter.cli as cli; sys.exit(cli.lint_imports(no_cache=True, no_logo=True))"
     done = subprocess.run([sys.executable, "-c", lint], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

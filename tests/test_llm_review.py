@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
 
-from app.handlers.common import AnalysisCache
 from app.review.llm import LlmReviewer
 from app.review.markers import FindingMarker
 from app.sandbox import Call
+from app.usecases.pull import AnalysisCache
 from tests.fake_llm import Asked, FakeModelServer, Reply, flag_marked_lines, no_findings, proposed
 from tests.harness import INSTALLATION, REPO, BotHarness
 
@@ -61,7 +62,7 @@ async def start_bot(tmp_path: Path, env: dict[str, str]) -> BotHarness:
     return bot
 
 
-async def review_once(bot: BotHarness, files: dict[str, str | None], **options: object) -> int:
+async def review_once(bot: BotHarness, files: Mapping[str, str | None], **options: Any) -> int:
     number = bot.open_pull(files, author=AUTHOR, **options)
     await bot.start()
     await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)

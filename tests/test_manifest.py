@@ -1,4 +1,5 @@
-"""The GitHub App manifest and the Procfile say what the interface contract says."""
+"""The GitHub App manifest asks for the events the handlers need (and the permissions GitHub wants for
+them); the Procfile runs the web server and the worker."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -58,7 +58,7 @@ async def blocked(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
     bot.assert_conforms()
 
 
-async def push_and_rerequest(bot: BotHarness, number: int, files: dict[str, str | None]) -> None:
+async def push_and_rerequest(bot: BotHarness, number: int, files: Mapping[str, str | None]) -> None:
     bot.fake.push(REPO, "feature", files)
     await bot.drain()
     await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)

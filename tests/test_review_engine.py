@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from app.review.analyzers import AnalysisInput, AnalyzerOutput
-from app.review.engine import BuiltinReviewer, decide, summarise
+from app.review.engine import BuiltinReviewer, summarise, verdict_for
 from app.review.model import (
     ChangedFile,
     FileContent,
@@ -175,15 +175,15 @@ async def test_a_clean_python_change_is_approved() -> None:
     assert result.summary == f"No findings in 1 analysed file. {DEFAULT_RUFF_NOTE}."
 
 
-def test_decide() -> None:
+def test_verdict_for() -> None:
     def of(severity: Severity) -> Finding:
         return Finding("p", 1, severity, "r", "m", "f")
 
-    assert decide([]) is Verdict.APPROVE
-    assert decide([], incomplete=True) is Verdict.COMMENT
-    assert decide([of(Severity.NIT)]) is Verdict.COMMENT
-    assert decide([of(Severity.CONCERN), of(Severity.NIT)]) is Verdict.COMMENT
-    assert decide([of(Severity.NIT), of(Severity.BLOCKER)]) is Verdict.REQUEST_CHANGES
+    assert verdict_for([]) is Verdict.APPROVE
+    assert verdict_for([], incomplete=True) is Verdict.COMMENT
+    assert verdict_for([of(Severity.NIT)]) is Verdict.COMMENT
+    assert verdict_for([of(Severity.CONCERN), of(Severity.NIT)]) is Verdict.COMMENT
+    assert verdict_for([of(Severity.NIT), of(Severity.BLOCKER)]) is Verdict.REQUEST_CHANGES
 
 
 class _Unfinished:

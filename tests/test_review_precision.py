@@ -537,7 +537,7 @@ async def test_a_tree_github_cannot_list_means_no_layout_not_a_failed_review(tmp
 
     from app.config import RepoConfig, default_graphql_url
     from app.github import GitHubClient, get_pull
-    from app.handlers.common import build_context
+    from app.usecases.pull import build_context
     from tests.harness import REPO, BotHarness
     from tests.test_review_cli import installation_token
 

@@ -35,7 +35,7 @@ from app.events import (
     ReviewEvent,
     flatten,
 )
-from app.guards import BotIdentity
+from app.guards import BotIdentity, sent_by_bot_or_decoy
 from app.sandbox import Call, FakeGitHub
 from tests.conformance import (
     GitHubConformance,
@@ -576,13 +576,17 @@ async def test_review_webhooks_validate_and_flatten(
     assert [status for *_, status in fake.webhooks_sent] == [202, 202, 202]
     for event, delivery_id, payload, _ in fake.webhooks_sent:
         assert validate_webhook(event, payload) == []
-        flat = flatten(event, payload, delivery_id=delivery_id, identity=IDENTITY)
-        assert flat.is_own_app and flat.sender_login == BOT and payload["sender"]["type"] == "Bot"
+        flat = flatten(event, payload, delivery_id=delivery_id)
+        assert (
+            sent_by_bot_or_decoy(flat.sender_login, IDENTITY)
+            and flat.sender_login == BOT
+            and payload["sender"]["type"] == "Bot"
+        )
         assert flat.installation_id == 7 and flat.repo == REPO
-    hook = flatten("pull_request_review", fake.webhooks_sent[0][2], identity=IDENTITY)
+    hook = flatten("pull_request_review", fake.webhooks_sent[0][2])
     assert isinstance(hook, ReviewEvent) and hook.reviewer_login == BOT
     assert fake.webhooks_sent[0][2]["review"]["state"] == "changes_requested"
-    flat_comment = flatten("pull_request_review_comment", fake.webhooks_sent[1][2], identity=IDENTITY)
+    flat_comment = flatten("pull_request_review_comment", fake.webhooks_sent[1][2])
     assert isinstance(flat_comment, ReviewCommentEvent) and flat_comment.body == "typo?"
     comment = fake.webhooks_sent[1][2]["comment"]
     assert (comment["path"], comment["line"], comment["side"], comment["pull_request_review_id"]) == (
@@ -674,7 +678,7 @@ async def test_reply_threads_and_graphql(
     await fake.settle()
     thread_hooks = [(e, p) for e, _, p, _ in fake.webhooks_sent if e == "pull_request_review_thread"]
     assert [p["action"] for _, p in thread_hooks] == ["resolved", "unresolved"]
-    assert flatten(*thread_hooks[0], identity=IDENTITY).is_own_app
+    assert sent_by_bot_or_decoy(flatten(*thread_hooks[0]).sender_login, IDENTITY)
     hooked = thread_hooks[0][1]["thread"]
     assert hooked["node_id"] == thread["id"]
     assert [c["id"] for c in hooked["comments"]] == [root["id"], human["id"], reply["id"]]
@@ -683,7 +687,10 @@ async def test_reply_threads_and_graphql(
         for e, _, p, _ in fake.webhooks_sent
         if e == "pull_request_review_comment" and p["sender"]["login"] == "alice"
     )
-    assert flatten("pull_request_review_comment", human_hook, identity=IDENTITY).is_own_app is False
+    assert (
+        sent_by_bot_or_decoy(flatten("pull_request_review_comment", human_hook).sender_login, IDENTITY)
+        is False
+    )
     mutations = [c for c in fake.writes() if c.path == "/graphql"]
     assert len(mutations) == 2 and all(c.graphql and "resolveReviewThread" in c.graphql for c in mutations)
     assert not any(
@@ -789,8 +796,9 @@ async def test_requested_reviewers(
     assert status == 202
     assert [u["login"] for u in (await gh.getitem(f"{PULL}/requested_reviewers"))["users"]] == ["bob"]
     payload = receiver.deliveries[-1][2]
-    flat = flatten("pull_request", payload, identity=IDENTITY)
-    assert isinstance(flat, PullRequestEvent) and flat.requested_reviewer == "bob" and not flat.is_own_app
+    flat = flatten("pull_request", payload)
+    assert isinstance(flat, PullRequestEvent) and flat.requested_reviewer == "bob"
+    assert not sent_by_bot_or_decoy(flat.sender_login, IDENTITY)
     await gh.post(f"{PULL}/requested_reviewers", data={"reviewers": ["carol"]})
     with rejected():
         await gh.post(f"{PULL}/requested_reviewers", data={"reviewers": ["alice"]})  # the author
@@ -817,9 +825,13 @@ async def test_requested_reviewers(
 async def test_issue_comments_and_reactions(fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI) -> None:
     human = await fake.comment(REPO, 1, f"@{SLUG} review please", by="alice", author_association="OWNER")
     event, delivery, payload, status = fake.webhooks_sent[-1]
-    flat = flatten(event, payload, delivery_id=delivery, identity=IDENTITY)
+    flat = flatten(event, payload, delivery_id=delivery)
     assert isinstance(flat, IssueCommentEvent) and flat.is_pull_request and flat.pr_number == 1
-    assert flat.commenter_association == "OWNER" and not flat.is_own_app and status == 202
+    assert (
+        flat.commenter_association == "OWNER"
+        and not sent_by_bot_or_decoy(flat.sender_login, IDENTITY)
+        and status == 202
+    )
     assert payload == fake.issue_comment_payload(REPO, 1, human["id"], sender="alice") | {
         "installation": payload["installation"]
     }
@@ -842,7 +854,7 @@ async def test_issue_comments_and_reactions(fake: FakeGitHub, gh: gidgethub.aioh
     await fake.settle()
     bot_hooks = [p for e, _, p, _ in fake.webhooks_sent if p["sender"]["login"] == BOT]
     assert [p["action"] for p in bot_hooks] == ["created", "edited"]
-    assert all(flatten("issue_comment", p, identity=IDENTITY).is_own_app for p in bot_hooks)
+    assert all(sent_by_bot_or_decoy(flatten("issue_comment", p).sender_login, IDENTITY) for p in bot_hooks)
 
 
 async def test_reaction_content_rules_without_validator(
@@ -926,10 +938,10 @@ async def test_check_runs(fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, rec
     assert await fake.rerequest_check_run(REPO, run["id"], by="alice") == 202
     await fake.settle()
     assert receiver.events() == ["check_run.created", "check_run.completed", "check_run.rerequested"]
-    flats = [flatten("check_run", p, identity=IDENTITY) for _, _, p in receiver.deliveries]
+    flats = [flatten("check_run", p) for _, _, p in receiver.deliveries]
     assert all(isinstance(f, CheckRunEvent) and f.pr_numbers == (1,) and f.app_slug == SLUG for f in flats)
-    assert [f.is_own_app for f in flats] == [True, True, False]
-    assert flats[0].external_id == "job-1"
+    assert [sent_by_bot_or_decoy(f.sender_login, IDENTITY) for f in flats] == [True, True, False]
+    assert isinstance(flats[0], CheckRunEvent) and flats[0].external_id == "job-1"
 
 
 # ====================================================================================== pushes
@@ -950,7 +962,7 @@ async def test_push_synchronizes_and_outdates(
     after = fake.push(REPO, "feat", {"src/new.py": "def f():\n    return 2\n"})
     await fake.settle()
     event, _, payload = receiver.deliveries[-1]
-    flat = flatten(event, payload, identity=IDENTITY)
+    flat = flatten(event, payload)
     assert isinstance(flat, PullRequestEvent) and payload["action"] == "synchronize"
     assert (payload["before"], payload["after"]) == (before, after)
     assert payload["pull_request"]["head"]["sha"] == after

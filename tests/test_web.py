@@ -414,10 +414,10 @@ async def test_a_poisoned_delivery_is_refused_alone_while_its_batch_commits(harn
         status, refused = await harness.post(*made)
         return status, refused["error"]
 
-    results = await asyncio.gather(
-        *(send_good(n) for n in range(200)), *(send_poison(n) for n in range(2 * len(POISONS)))
+    goods, poisons = await asyncio.gather(
+        asyncio.gather(*(send_good(n) for n in range(200))),
+        asyncio.gather(*(send_poison(n) for n in range(2 * len(POISONS)))),
     )
-    goods, poisons = results[:200], results[200:]
     assert goods == [202] * 200
     for n, (status, error) in enumerate(poisons):
         name, _, expected = POISONS[n % len(POISONS)]

@@ -23,7 +23,7 @@ from gidgethub import routing
 
 from app.events import IssueCommentEvent
 from app.guards import BotIdentity
-from app.routing import Context, accepts_own_events
+from app.handlers.context import Context, accepts_own_events
 from app.store import Store
 from app.worker import Worker, WorkerOptions
 from tests.harness import BOT, INSTALLATION, REPO, BotHarness, free_port

@@ -1,6 +1,7 @@
 """``python -m app demo``: the real bot against the sandbox GitHub, playing a story you can watch.
 
-Nothing here is imported by production code; only the CLI's ``demo`` command loads it.
+The serving code (``serve``, ``worker``) never imports it (an import contract checks that); the
+CLI's ``demo`` command does, and the end-to-end tests use its harness (``harness.BotAndFake``).
 """
 
 from __future__ import annotations

@@ -407,7 +407,7 @@ async def _play(options: DemoOptions, stage: Stage, timeline: Timeline) -> str |
         mode = "approval on" if options.approve else "REVIEW_APPROVE=false"
         timeline.say("demo", f"fake GitHub at {stage.fake.base_url} ({REPO}, App {BOT})", kind="demo")
         worker = "in-process worker" if stage.run_worker else "no worker (separate worker processes)"
-        timeline.say("demo", f"bot (Runtime, {worker}, {mode}) listening at {stage.bot_url}", kind="demo")
+        timeline.say("demo", f"bot (Runtime, {worker}, {mode}) listening at {stage.webhook_url}", kind="demo")
         narrator.start()
         await STORIES[options.scenario](show)
         await stage.drain()

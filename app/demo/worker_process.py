@@ -11,20 +11,14 @@ import argparse
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..config import load_settings
 from ..logs import setup_logging
 from ..runtime import Runtime, work
-from ..worker import WorkerOptions
+from .harness import FAST_WORKER
 
-OPTIONS = WorkerOptions(
-    concurrency=8,
-    lease_seconds=2.0,
-    poll_seconds=0.05,
-    claim_interval=0.0,
-    backoff_base=0.05,
-    backoff_cap=0.2,
-)
+OPTIONS = replace(FAST_WORKER, lease_seconds=2.0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

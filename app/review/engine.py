@@ -27,7 +27,7 @@ from .lintconfig import config_paths, lint_config, missing_extends
 from .model import Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
 from .selection import looks_generated, select_files
 
-__all__ = ["FILE_LEVEL_RULES", "BuiltinReviewer", "decide", "deduplicate", "summarise"]
+__all__ = ["FILE_LEVEL_RULES", "BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
 
 # Reported wherever they are in the file, not only on the lines the pull request touched.
 FILE_LEVEL_RULES = frozenset({SYNTAX_RULE})
@@ -107,7 +107,7 @@ class BuiltinReviewer:
             )
         analysed = tuple(item.path for item in files)
         return ReviewResult(
-            verdict=decide(findings, incomplete=incomplete),
+            verdict=verdict_for(findings, incomplete=incomplete),
             summary=summarise(
                 findings, changed=len(context.files), analysed=analysed, skipped=skipped, notes=notes
             ),
@@ -118,7 +118,7 @@ class BuiltinReviewer:
         )
 
 
-def decide(findings: Sequence[Finding], *, incomplete: bool = False) -> Verdict:
+def verdict_for(findings: Sequence[Finding], *, incomplete: bool = False) -> Verdict:
     """Blocker -> REQUEST_CHANGES; concern or nit -> COMMENT; nothing -> APPROVE, unless a check
     could not run (``incomplete``): an unchecked file is not approved."""
     severities = {f.severity for f in findings}

@@ -8,7 +8,7 @@ callback; the caller decides when those deliveries go out (after the HTTP answer
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .diff import FileDiff, diff_trees
@@ -64,7 +64,7 @@ class Actions:
 
     # ---------------------------------------------------------------- commits and pushes
     def add_commit(
-        self, repo: Repo, files: dict[str, str | None], *, parent: str | None, message: str, author: str
+        self, repo: Repo, files: Mapping[str, str | None], *, parent: str | None, message: str, author: str
     ) -> str:
         tree: dict[str, str] = dict(self.world.commit(repo, parent).files) if parent else {}
         for path, content in files.items():
@@ -77,7 +77,9 @@ class Actions:
         self.world.user(author)
         return sha
 
-    def push(self, repo: Repo, branch: str, files: dict[str, str | None], *, message: str, emit: Emit) -> str:
+    def push(
+        self, repo: Repo, branch: str, files: Mapping[str, str | None], *, message: str, emit: Emit
+    ) -> str:
         tip = repo.branches.get(branch) or repo.branches.get(repo.default_branch)
         pushers = [p for p in self.world.pulls_of(repo) if p.head_ref == branch and p.state == "open"]
         author = pushers[0].author if pushers else repo.owner

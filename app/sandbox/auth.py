@@ -8,6 +8,7 @@ work until they expire or are revoked.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import string
 import time
@@ -42,6 +43,7 @@ def generate_private_key_pem() -> str:
     ).decode()
 
 
+@functools.lru_cache(maxsize=64)  # loading a private key checks it: tens of milliseconds
 def public_key_pem(private_key_pem: str) -> str:
     key = serialization.load_pem_private_key(private_key_pem.encode(), password=None)
     return (

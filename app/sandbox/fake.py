@@ -15,6 +15,7 @@ import re
 import secrets
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -353,7 +354,7 @@ class FakeGitHub:
             self._queue([("pull_request", self.pull_request_payload(repo, number, "opened", sender=author))])
         return self.shapes.pull(pull)
 
-    def push(self, repo: str, branch: str, files: dict[str, str | None], *, message: str = "") -> str:
+    def push(self, repo: str, branch: str, files: Mapping[str, str | None], *, message: str = "") -> str:
         """Commit on top of ``branch`` (created from the default branch if new) and move it.
 
         Every open pull request with that head gets the new head sha and a queued

@@ -37,7 +37,7 @@ from ..analyzers import finding as make_finding
 from ..analyzers.injection import RULE as INJECTION_RULE
 from ..analyzers.secrets import redact_secrets
 from ..diff import PatchLines, parse_patch
-from ..engine import BuiltinReviewer, decide, deduplicate, summarise
+from ..engine import BuiltinReviewer, deduplicate, summarise, verdict_for
 from ..model import ChangedFile, Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
 from ..selection import matching_pattern
 from . import prompt
@@ -547,8 +547,8 @@ class LlmReviewer:
                 key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule),
             )
         )
-        incomplete = base.verdict is not decide(base.findings)
-        verdict = decide(findings, incomplete=incomplete)
+        incomplete = base.verdict is not verdict_for(base.findings)
+        verdict = verdict_for(findings, incomplete=incomplete)
         withhold = None
         if outcome.reviewed and any(f.rule == INJECTION_RULE for f in findings):
             withhold = (

@@ -1,5 +1,5 @@
-"""What the concerns share: the repository config loader and analysis cache, who may ask the bot,
-and the engine's view of a pull request built from GitHub."""
+"""Reading a pull request for the engine: the repository's settings (cached), its changed files and
+a reader at the head commit (``build_context``), and the engine's result (cached by content)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from cachetools import LRUCache, TTLCache
 
 from .. import github
 from ..config import RepoConfig, parse_repo_config
-from ..github import GitHubClient, InstallationClient, get_file_text
+from ..github import GitHubClient, get_file_text
 from ..review.model import (
     ChangedFile,
     FileContent,
@@ -25,7 +25,6 @@ from ..review.model import (
     ReviewResult,
     ReviewSettings,
 )
-from ..routing import Context
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +47,7 @@ class LoadedConfig:
         return f"**Settings ignored:** `{self.source}` {self.problem}. Fix the file to apply it."
 
 
-async def _read_optional(gh: InstallationClient, *, repo: str, path: str) -> str | None:
+async def _read_optional(gh: GitHubClient, *, repo: str, path: str) -> str | None:
     """A file the App may not be able to see (another repository of the owner): None then."""
     try:
         return await get_file_text(gh, repo=repo, path=path)
@@ -66,10 +65,10 @@ class RepoConfigs:
     def __init__(self, *, ttl: float = CONFIG_TTL_SECONDS, maxsize: int = 1024) -> None:
         self._cache: TTLCache[str, LoadedConfig] = TTLCache(maxsize=maxsize, ttl=ttl, timer=time.monotonic)
 
-    async def get(self, gh: InstallationClient, *, repo: str, slug: str) -> RepoConfig:
+    async def get(self, gh: GitHubClient, *, repo: str, slug: str) -> RepoConfig:
         return (await self.load(gh, repo=repo, slug=slug)).config
 
-    async def load(self, gh: InstallationClient, *, repo: str, slug: str) -> LoadedConfig:
+    async def load(self, gh: GitHubClient, *, repo: str, slug: str) -> LoadedConfig:
         cached = self._cache.get(repo)
         if cached is not None:
             return cached
@@ -111,15 +110,6 @@ class AnalysisCache:
     def put(self, key: str | None, result: ReviewResult) -> None:
         if key is not None:
             self._results[key] = result
-
-
-def may_ask(
-    *, commenter: str | None, association: str | None, pr_author: str | None, config: RepoConfig
-) -> bool:
-    """The PR's author may always ask; others by their association with the repository."""
-    if commenter is not None and pr_author is not None and commenter.casefold() == pr_author.casefold():
-        return True
-    return (association or "").upper() in {a.upper() for a in config.review.allowed_associations}
 
 
 def changed_files(raw: Sequence[Mapping[str, Any]]) -> tuple[ChangedFile, ...]:
@@ -180,17 +170,18 @@ async def build_context(
     )
 
 
-async def analyse(ctx: Context, context: PullContext, *, reviewer: Reviewer | None = None) -> ReviewResult:
-    """Run the engine (``reviewer``, by default the deployment's), or re-use its result for
-    exactly the same analysed content, description and repository options."""
-    reviewer = reviewer or ctx.reviewer
-    key = ctx.analyses.key(
-        context.repo, context.files, (type(reviewer).__name__, context.settings, context.body, context.model)
+async def analyse(pull_context: PullContext, *, reviewer: Reviewer, analyses: AnalysisCache) -> ReviewResult:
+    """Run the engine ``reviewer``, or re-use its result for exactly the same analysed content,
+    description and repository options."""
+    key = analyses.key(
+        pull_context.repo,
+        pull_context.files,
+        (type(reviewer).__name__, pull_context.settings, pull_context.body, pull_context.model),
     )
-    cached = ctx.analyses.get(key)
+    cached = analyses.get(key)
     if cached is not None:
         log.info("analysed files unchanged since an earlier review; re-using its analysis")
         return cached
-    result = await reviewer.review(context)
-    ctx.analyses.put(key, result)
+    result = await reviewer.review(pull_context)
+    analyses.put(key, result)
     return result

@@ -1,0 +1,14 @@
+"""Use cases: what the bot does, as plain async functions of a GitHub client, the bot and typed inputs.
+
+- ``review.review_pull``: review a pull request (a new review or a re-review of a sticky block),
+  with its check run; ``review.policy_for`` / ``review.plan_for`` (also used by the CLI).
+- ``threads.verify_threads``: verify the bot's open threads at the PR's head and resolve the
+  fixed ones.
+- ``decoy.drop_decoy``: take the decoy off the requested reviewers.
+- ``commands.answer_command``: check who asks and do what a comment's command asks, once.
+- ``pull``: what they share: the repository's settings, ``build_context`` (the engine's view of a
+  PR) and ``analyse`` (the engine, cached by content).
+
+Handlers (``app/handlers``) decide *whether* an event is theirs and call one of these; the CLI
+calls them too. Every GitHub call goes through ``app/github.py``.
+"""

@@ -1,0 +1,25 @@
+"""What every use case is given besides a GitHub client: who the bot is and what it keeps.
+
+``Bot`` is built per job by the runtime (the identity is learnt from ``GET /app`` once), from the
+deployment's settings, its review engine and the caches that live as long as the process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import Settings
+from ..guards import BotIdentity
+from ..review.model import Reviewer
+from .pull import AnalysisCache, RepoConfigs
+
+
+@dataclass(frozen=True, slots=True)
+class Bot:
+    """Who the bot is, the deployment's settings, the review engine, and the shared caches."""
+
+    identity: BotIdentity
+    settings: Settings
+    reviewer: Reviewer
+    repo_configs: RepoConfigs
+    analyses: AnalysisCache

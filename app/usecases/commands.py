@@ -1,0 +1,104 @@
+"""Answer a command: what a comment asks of the bot, checked once and done once.
+
+``@slug review`` (or a plain ask such as "@slug can you take a look?"), ``@slug resolve`` and
+``@slug help``. Whoever asks is checked once (someone who may not ask gets one polite answer per
+PR, then silence), the comment gets one 👀, and then exactly one thing happens: a review, a
+check of the bot's open threads, or the help text.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import assert_never
+
+from .. import github
+from ..commands import HELP_TEXT, Command, parse_command
+from ..events import IssueCommentEvent, ReviewCommentEvent
+from ..github import GitHubClient
+from ..guards import is_bot_login, may_ask
+from ..review.markers import encode
+from .bot import Bot
+from .review import review_pull
+from .threads import verify_threads
+
+log = logging.getLogger(__name__)
+
+
+async def answer_command(
+    gh: GitHubClient,
+    bot: Bot,
+    comment: IssueCommentEvent | ReviewCommentEvent,
+    *,
+    repo: str,
+    pr_number: int,
+    reaction: str,
+    thread_root: int | None,
+    received_at: float,
+) -> None:
+    """Parse the comment's command (the only place that does), check who asks, then act once.
+    ``reaction`` is where the 👀 goes (``issue_comment`` or ``review_comment``)."""
+    command = parse_command(comment.body, bot.identity.slug)
+    if command is None:
+        return
+    config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
+    if not may_ask(
+        commenter=comment.commenter_login,
+        association=comment.commenter_association,
+        pr_author=comment.author_login,
+        allowed=config.review.allowed_associations,
+    ):
+        await refuse_once(gh, bot, repo=repo, pr_number=pr_number, login=comment.commenter_login or "someone")
+        return
+    await github.react(gh, repo=repo, target=reaction, target_id=comment.comment_id, content="eyes")
+    log.info("command %s", command.value)
+    match command:
+        case Command.REVIEW:
+            await review_pull(
+                gh, bot, repo=repo, pr_number=pr_number, trigger="mention", received_at=received_at
+            )
+        case Command.RESOLVE:
+            await verify_threads(gh, bot, repo=repo, pr_number=pr_number, claimed=True)
+        case Command.HELP:
+            text = HELP_TEXT.format(slug=bot.identity.slug, decoy=bot.identity.decoy_login)
+            key = f"help:{comment.comment_id}"
+            await say_once(
+                gh, bot, repo=repo, pr_number=pr_number, key=key, text=text, thread_root=thread_root
+            )
+        case _:
+            assert_never(command)
+
+
+async def refuse_once(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, login: str) -> None:
+    """At most one polite answer per PR and person; after that, silence (never a reply war)."""
+    text = (
+        f"@{login} thanks for asking, but I review on request of the pull request's author and of "
+        "the repository's owners, members and collaborators."
+    )
+    await say_once(
+        gh,
+        bot,
+        repo=repo,
+        pr_number=pr_number,
+        key=f"refused:{login.casefold()}",
+        text=text,
+        thread_root=None,
+    )
+
+
+async def say_once(
+    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, key: str, text: str, thread_root: int | None
+) -> None:
+    """Post ``text`` unless the bot already posted it for ``key`` (a retried job must not repeat it)."""
+    marker = encode("note", key=key)
+    for comment in await github.list_issue_comments(gh, repo=repo, number=pr_number):
+        if is_bot_login((comment.get("user") or {}).get("login"), bot.identity) and marker in (
+            comment.get("body") or ""
+        ):
+            return
+    body = f"{text}\n\n{marker}"
+    if thread_root is not None:
+        await github.reply_to_review_comment(
+            gh, repo=repo, pr_number=pr_number, comment_id=thread_root, body=body
+        )
+    else:
+        await github.create_issue_comment(gh, repo=repo, number=pr_number, body=body)

@@ -1,0 +1,356 @@
+"""Review a pull request: one formal review with inline findings, and a check run beside it.
+
+Whatever asked for it (a decoy or team review request, ``@slug review``, the check run's
+"Re-run", an automatic trigger), the work is the same: re-read the PR and the bot's earlier
+reviews from GitHub, decide whether this is a new review, a re-review of a sticky request for
+changes, or a repeat of a request already answered; analyse; post; finish the check run. Jobs
+of one PR run one at a time, so triggers that arrive while a review of the same head is queued
+or running find it done and coalesce into it (``received_at`` is when this job's delivery
+arrived).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import gidgethub
+
+from .. import github, metrics
+from ..config import MAX_INSTRUCTIONS_CHARS, RepoConfig
+from ..github import GitHubClient
+from ..guards import BotIdentity, is_bot_login
+from ..review import decide, render
+from ..review.diff import parse_patch
+from ..review.llm import LlmReviewer
+from ..review.markers import ReviewMarker
+from ..review.model import ModelOptions, PriorFinding, PullContext, ReviewResult
+from .bot import Bot
+from .decoy import drop_decoy
+from .pull import analyse, build_context
+from .threads import OpenThread, finding_text, open_bot_threads, thread_replies, verify_threads
+
+log = logging.getLogger(__name__)
+
+ANNOTATIONS_PER_REQUEST = 50
+
+
+def check_name(identity: BotIdentity) -> str:
+    """The name of the bot's check run (``Re-run`` on it asks for a review again)."""
+    return f"{identity.slug} review"
+
+
+def policy_for(
+    pull_context: PullContext, *, config: RepoConfig, approve: bool, identity: BotIdentity
+) -> render.Policy:
+    """The repository's ``review.approve`` overrides the deployment's ``REVIEW_APPROVE``."""
+    return render.Policy(
+        approve=approve if config.review.approve is None else config.review.approve,
+        pr_by_bot=is_bot_login(pull_context.author_login, identity),
+        max_comments=config.review.max_comments,
+    )
+
+
+def plan_for(
+    result: ReviewResult,
+    pull_context: PullContext,
+    *,
+    policy: render.Policy,
+    trigger: str,
+    identity: BotIdentity,
+    rereview: render.Rereview | None = None,
+    inline: bool = True,
+) -> render.ReviewPlan:
+    """The review to post; ``inline=False`` puts every finding in the body (the fallback for a
+    review GitHub refused)."""
+    patches = {f.path: parse_patch(f.patch) for f in pull_context.files if inline and f.patch is not None}
+    return render.plan_review(
+        result,
+        head_sha=pull_context.head_sha,
+        commentable={path: lines.right_lines for path, lines in patches.items()},
+        policy=policy,
+        trigger=trigger,
+        bot_name=identity.slug,
+        rereview=rereview,
+        issued_at=time.time(),
+        changed={path: lines.added for path, lines in patches.items()},
+    )
+
+
+async def review_pull(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pr_number: int,
+    trigger: str,
+    received_at: float,
+    force: bool = False,
+    only_if_blocked: bool = False,
+) -> None:
+    """Review the PR's current head, re-reading everything from GitHub first. ``received_at``
+    (epoch seconds) is when the delivery that asked for it reached the webhook endpoint.
+
+    If the bot's latest decision on the PR requested changes, this is a re-review and must
+    re-decide: request changes again, approve, or (approval disabled) dismiss the old block.
+    """
+    pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
+    if pull.get("state") != "open":
+        log.info("not reviewing: the pull request is %s", pull.get("state"))
+        return
+    head_sha = str(pull["head"]["sha"])
+    mine = decide.bot_reviews(await github.list_reviews(gh, repo=repo, pr_number=pr_number), bot.identity)
+    block = decide.blocking_review(mine)
+    if only_if_blocked and block is None:
+        return
+    loaded = await bot.repo_configs.load(gh, repo=repo, slug=bot.identity.slug)
+    config = loaded.config
+    existing = decide.review_of_head(mine, head_sha)
+    if decide.coalesces(
+        existing,
+        received_at=received_at,
+        blocked=block is not None,
+        force=force,
+        window=config.review.coalesce_seconds,
+    ):
+        log.info("head %s already reviewed; trigger %s coalesces into it", head_sha[:12], trigger)
+        if trigger == "decoy":
+            await drop_decoy(gh, bot, repo=repo, pr_number=pr_number, pull=pull)
+        return
+    check_run_id = await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
+    pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
+    open_threads: list[OpenThread] | None = None
+    if isinstance(bot.reviewer, LlmReviewer):
+        open_threads = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number)
+        pull_context = await with_model_inputs(gh, bot, pull_context, config=config, threads=open_threads)
+    result = await analyse(pull_context, reviewer=bot.reviewer, analyses=bot.analyses)
+    policy = policy_for(
+        pull_context, config=config, approve=bot.settings.review_approve, identity=bot.identity
+    )
+    rereview = None
+    if block is not None and not policy.pr_by_bot:
+        if open_threads is None:
+            open_threads = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number)
+        rereview = await prepare_rereview(
+            gh, bot, repo=repo, pr_number=pr_number, block=block, result=result, open_threads=open_threads
+        )
+    plan = plan_for(
+        result, pull_context, policy=policy, trigger=trigger, identity=bot.identity, rereview=rereview
+    )
+    if rereview is not None and plan.event == "COMMENT" and result.withhold_approval is None:
+        # No blockers remain but approval is disabled: only dismissing clears the sticky block.
+        # (Withheld approval keeps the block too: a person should look at this PR.)
+        outcome = await dismiss_blocks(gh, bot, repo=repo, pr_number=pr_number, mine=mine, head_sha=head_sha)
+        rereview = replace(rereview, dismissal=outcome)
+        plan = plan_for(
+            result, pull_context, policy=policy, trigger=trigger, identity=bot.identity, rereview=rereview
+        )
+    posted = await post_review(
+        gh,
+        bot,
+        repo=repo,
+        pr_number=pr_number,
+        head_sha=head_sha,
+        plan=plan,
+        fallback=plan_for(
+            result,
+            pull_context,
+            policy=policy,
+            trigger=trigger,
+            identity=bot.identity,
+            rereview=rereview,
+            inline=False,
+        ),
+    )
+    metrics.REVIEWS.labels(verdict=plan.event.lower()).inc()
+    log.info(
+        "posted review %s (%s, %d inline) at %s",
+        posted.get("id"),
+        posted.get("state"),
+        len(plan.comments),
+        head_sha[:12],
+    )
+    await finish_check_run(
+        gh, bot, repo=repo, check_run_id=check_run_id, result=result, plan=plan, note=loaded.problem_note()
+    )
+    if rereview is not None:
+        # The threads read before posting; those this review opened hold current findings.
+        await verify_threads(
+            gh, bot, repo=repo, pr_number=pr_number, pull=pull, result=result, threads=open_threads or []
+        )
+
+
+async def with_model_inputs(
+    gh: GitHubClient,
+    bot: Bot,
+    pull_context: PullContext,
+    *,
+    config: RepoConfig,
+    threads: Sequence[OpenThread],
+) -> PullContext:
+    """What only the model reviewer needs: the repository's options and review instructions (the
+    config's ``review.instructions`` and ``.github/{slug}-instructions.md``, both from the default
+    branch, never from the PR's head, and capped), and the bot's open findings with the replies in
+    their threads."""
+    inline = (config.review.instructions or "")[:MAX_INSTRUCTIONS_CHARS]
+    from_file = await github.get_file_text(
+        gh, repo=pull_context.repo, path=f".github/{bot.identity.slug}-instructions.md"
+    )
+    instructions = "\n\n".join(
+        part.strip() for part in (inline, (from_file or "")[:MAX_INSTRUCTIONS_CHARS]) if part
+    )
+    llm = config.review.llm
+    prior: list[PriorFinding] = []
+    if threads:
+        comments = await github.list_pull_review_comments(
+            gh, repo=pull_context.repo, pr_number=int(pull_context.pr_number or 0)
+        )
+        for item in threads:
+            replies = tuple(thread_replies(comments, item, bot.identity))
+            prior.append(
+                PriorFinding(
+                    rule=item.finding.rule,
+                    path=item.finding.path,
+                    line=item.thread.line or item.finding.line,
+                    message=finding_text(item.thread.root_body),
+                    replies=replies[-5:],
+                )
+            )
+    return replace(
+        pull_context,
+        model=ModelOptions(
+            blockers=llm.blockers,
+            max_findings=llm.max_findings,
+            instructions=instructions,
+            skip_drafts=llm.skip.drafts,
+            skip_title_keywords=llm.skip.title_keywords,
+            skip_labels=llm.skip.labels,
+            skip_authors=llm.skip.authors,
+            skip_paths=llm.skip.paths,
+        ),
+        prior=tuple(prior),
+    )
+
+
+async def prepare_rereview(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pr_number: int,
+    block: Mapping[str, Any],
+    result: ReviewResult,
+    open_threads: Sequence[OpenThread],
+) -> render.Rereview:
+    """What the blocking review asked for, what of it is fixed, and which findings already have
+    an open thread of the bot (not to be posted again)."""
+    comments = await github.list_review_comments(
+        gh, repo=repo, pr_number=pr_number, review_id=int(block["id"])
+    )
+    blockers = decide.prior_blockers(block.get("body"), (c.get("body") for c in comments))
+    current = decide.reported(result)
+    marker = ReviewMarker.read(block.get("body"))
+    return render.Rereview(
+        prior_head_sha=marker.head_sha if marker else str(block.get("commit_id") or ""),
+        fixed=tuple(m for m in blockers if decide.is_fixed(m, current)),
+        still_open=tuple(m for m in blockers if not decide.is_fixed(m, current)),
+        open_thread_fingerprints=frozenset(t.finding.fingerprint for t in open_threads),
+    )
+
+
+async def dismiss_blocks(
+    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, mine: Sequence[Mapping[str, Any]], head_sha: str
+) -> str:
+    """Dismiss every active request for changes of the bot: "dismissed", or "forbidden" when
+    GitHub refuses (the installation may not dismiss reviews on this branch)."""
+    message = (
+        f"The blockers of this review are verified fixed at {head_sha[:12]}; "
+        "dismissing it (approval is disabled)."
+    )
+    for review in decide.active_blocks(mine):
+        try:
+            await github.dismiss_review(
+                gh, repo=repo, pr_number=pr_number, review_id=int(review["id"]), message=message
+            )
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) in (403, 404):
+                log.warning("may not dismiss review %s: %s", review.get("id"), exc)
+                return "forbidden"
+            raise
+    return "dismissed"
+
+
+async def post_review(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pr_number: int,
+    head_sha: str,
+    plan: render.ReviewPlan,
+    fallback: render.ReviewPlan,
+) -> Mapping[str, Any]:
+    """Post the review; if GitHub refuses an inline comment anyway, post ``fallback`` (the same
+    review with every finding in the body) once. The returned id and state prove it exists."""
+    try:
+        posted = await github.create_review(
+            gh, repo=repo, pr_number=pr_number, payload=plan.payload(head_sha)
+        )
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) != 422 or not plan.comments:
+            raise
+        log.warning("GitHub refused the inline comments (%s); posting them in the body instead", exc)
+        posted = await github.create_review(
+            gh, repo=repo, pr_number=pr_number, payload=fallback.payload(head_sha)
+        )
+    if not posted.get("id") or not posted.get("state"):
+        raise RuntimeError(f"GitHub did not confirm the review: {posted!r}")
+    return posted
+
+
+# ---------------------------------------------------------------------------------- check run
+async def start_check_run(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, head_sha: str) -> int:
+    """The bot's check run for this head: reused if it exists (a retried job), else created."""
+    name = check_name(bot.identity)
+    existing = await github.find_check_run(gh, repo=repo, head_sha=head_sha, name=name)
+    if existing is not None:
+        await github.update_check_run(
+            gh, repo=repo, check_run_id=int(existing["id"]), payload={"status": "in_progress"}
+        )
+        return int(existing["id"])
+    created = await github.create_check_run(
+        gh,
+        repo=repo,
+        payload={"name": name, "head_sha": head_sha, "status": "in_progress", "external_id": str(pr_number)},
+    )
+    return int(created["id"])
+
+
+async def finish_check_run(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    check_run_id: int,
+    result: ReviewResult,
+    plan: render.ReviewPlan,
+    note: str | None = None,
+) -> None:
+    """Complete the check run; annotations go 50 per request, as the Checks API requires.
+    ``note`` (an unusable settings file) leads the summary, where the repository's people look."""
+    summary = render.check_summary(plan)
+    if note is not None:
+        summary = f"{note}\n\n{summary}"[: render.MAX_CHECK_TEXT]
+    output = {"title": render.check_title(result), "summary": summary}
+    notes = render.check_annotations(result)
+    batches = [
+        notes[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(notes), ANNOTATIONS_PER_REQUEST)
+    ] or [[]]
+    for index, batch in enumerate(batches):
+        payload: dict[str, Any] = {"output": {**output, "annotations": batch} if batch else output}
+        if index == len(batches) - 1:
+            payload.update(status="completed", conclusion=render.check_conclusion(result))
+        await github.update_check_run(gh, repo=repo, check_run_id=check_run_id, payload=payload)

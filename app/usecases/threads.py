@@ -1,0 +1,326 @@
+"""Verify and resolve the bot's threads: whoever opened a thread closes it, once the fix is verified.
+
+The bot resolves only threads whose root comment it wrote, only after re-running the analysis
+at the PR's current head and finding the problem gone. A reply that claims a fix which is not
+there gets one answer in that thread per head commit; a reply that argues ("this is intentional
+because ...") changes nothing. Threads of anyone else are never touched, a resolved thread is
+never resolved again, and nothing is ever unresolved. The model's own findings (``llm/...``)
+can only be judged by the model reviewer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import github, metrics
+from ..github import GitHubClient, ReviewThread
+from ..guards import BotIdentity, is_bot_author, is_bot_login
+from ..review import decide, render
+from ..review.llm import LlmReviewer
+from ..review.llm.prompt import hunk_listing, numbered
+from ..review.llm.reviewer import defuse_mentions
+from ..review.markers import FindingMarker, encode
+from ..review.model import ReviewResult
+from .bot import Bot
+from .pull import analyse, build_context
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenThread:
+    thread: ReviewThread
+    finding: FindingMarker
+
+
+async def open_bot_threads(
+    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, root_comment_id: int | None = None
+) -> list[OpenThread]:
+    """The bot's unresolved threads that carry a finding; with ``root_comment_id``, just that one
+    (pages are read only until it is found)."""
+    found = []
+    async for thread in github.iter_review_threads(gh, repo=repo, pr_number=pr_number):
+        if root_comment_id is not None and thread.root_comment_id != root_comment_id:
+            continue
+        if not thread.is_resolved and is_bot_author(
+            thread.root_author_type, thread.root_author_login, bot.identity
+        ):
+            markers = FindingMarker.read_all(thread.root_body)
+            if markers:
+                found.append(OpenThread(thread=thread, finding=markers[0]))
+        if root_comment_id is not None:
+            break
+    return found
+
+
+async def verify_threads(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pr_number: int,
+    root_comment_id: int | None = None,
+    claimed: bool = False,
+    acknowledge: bool = False,
+    pull: Mapping[str, Any] | None = None,
+    result: ReviewResult | None = None,
+    threads: Sequence[OpenThread] | None = None,
+) -> None:
+    """Check the bot's open threads at the PR's head; resolve the fixed ones.
+
+    ``claimed``: someone said the problems are fixed, so a problem still there is answered in
+    its thread (once per head). ``acknowledge``: after resolving, say in the thread which commit
+    fixed it (useful when someone replied; a push needs no words). ``threads``: the bot's open
+    threads when the caller has just read them.
+    """
+    if threads is None:
+        threads = await open_bot_threads(
+            gh, bot, repo=repo, pr_number=pr_number, root_comment_id=root_comment_id
+        )
+    judge = bot.reviewer if isinstance(bot.reviewer, LlmReviewer) else None
+    model_threads = [t for t in threads if not decide.verifiable(t.finding)] if judge else []
+    threads = [t for t in threads if decide.verifiable(t.finding)]
+    if not threads and not model_threads:
+        return
+    if pull is None:
+        pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
+    if pull.get("state") != "open":
+        return
+    head_sha = str(pull["head"]["sha"])
+    if judge is not None and model_threads:
+        await verify_model_threads(
+            gh,
+            bot,
+            judge,
+            repo=repo,
+            pr_number=pr_number,
+            head_sha=head_sha,
+            threads=model_threads,
+            claimed=claimed,
+            acknowledge=acknowledge,
+        )
+    if not threads:
+        return
+    if result is None:
+        config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
+        pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
+        # Built-in findings are re-checked by the analyzers that made them, never by a model.
+        result = await analyse(
+            pull_context, reviewer=judge.builtin if judge else bot.reviewer, analyses=bot.analyses
+        )
+    earlier_replies: list[dict[str, Any]] | None = None
+    for item in threads:
+        status = decide.thread_status(item.finding, result)
+        if status == "unknown":
+            log.info(
+                "thread %s: %s was not analysed at %s; leaving it",
+                item.thread.node_id,
+                item.finding.path,
+                head_sha[:12],
+            )
+            continue
+        if status != "fixed" and claimed and earlier_replies is None:
+            earlier_replies = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
+        await conclude(
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            item=item,
+            head_sha=head_sha,
+            fixed=status == "fixed",
+            claimed=claimed,
+            acknowledge=acknowledge,
+            fixed_text=f"Verified fixed at {head_sha[:12]}.",
+            open_text=(
+                f"Still there at {head_sha[:12]}: `{item.finding.rule}` in `{item.finding.path}`. "
+                "I resolve this thread once the change is pushed."
+            ),
+            earlier=earlier_replies,
+        )
+
+
+async def conclude(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pr_number: int,
+    item: OpenThread,
+    head_sha: str,
+    fixed: bool,
+    claimed: bool,
+    acknowledge: bool,
+    fixed_text: str,
+    open_text: str,
+    earlier: list[dict[str, Any]] | None,
+) -> None:
+    """Resolve a fixed thread (and say so when someone replied); answer a claimed fix that is not
+    there, once per head."""
+    if fixed:
+        if await github.resolve_review_thread(gh, thread_node_id=item.thread.node_id):
+            metrics.THREADS_RESOLVED.inc()
+            log.info("resolved thread %s (%s) at %s", item.thread.node_id, item.finding.rule, head_sha[:12])
+            if acknowledge:
+                await say_in_thread(
+                    gh,
+                    bot,
+                    repo=repo,
+                    pr_number=pr_number,
+                    item=item,
+                    key=f"fixed:{head_sha}",
+                    text=fixed_text,
+                    earlier=earlier,
+                )
+        else:
+            log.warning("GitHub did not confirm resolving thread %s", item.thread.node_id)
+    elif claimed:
+        await say_in_thread(
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            item=item,
+            key=f"still-open:{head_sha}",
+            text=open_text,
+            earlier=earlier,
+        )
+
+
+async def say_in_thread(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pr_number: int,
+    item: OpenThread,
+    key: str,
+    text: str,
+    earlier: list[dict[str, Any]] | None,
+) -> None:
+    """Reply in the thread unless the bot already said this there (a retried job, or a second
+    "fixed" for the same head)."""
+    marker = encode("note", key=key, thread=item.thread.root_comment_id)
+    if earlier is None:
+        earlier = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
+    for comment in earlier:
+        if (
+            comment.get("in_reply_to_id") == item.thread.root_comment_id
+            and is_bot_login((comment.get("user") or {}).get("login"), bot.identity)
+            and marker in (comment.get("body") or "")
+        ):
+            return
+    await github.reply_to_review_comment(
+        gh,
+        repo=repo,
+        pr_number=pr_number,
+        comment_id=item.thread.root_comment_id,
+        body=f"{text}\n\n{marker}",
+    )
+
+
+# ------------------------------------------------------------------ the model's own findings
+MODEL_CONTEXT_LINES = 40
+MAX_REPLY_CHARS = 800
+
+
+def thread_replies(
+    comments: Sequence[Mapping[str, Any]], item: OpenThread, identity: BotIdentity
+) -> list[str]:
+    """The replies of others in one of the bot's threads, "login: text", oldest first (capped)."""
+    return [
+        f"{(c.get('user') or {}).get('login')}: {str(c.get('body') or '')[:MAX_REPLY_CHARS]}"
+        for c in comments
+        if c.get("in_reply_to_id") == item.thread.root_comment_id
+        and not is_bot_login((c.get("user") or {}).get("login"), identity)
+    ]
+
+
+def finding_text(root_body: str) -> str:
+    """The visible first line of the bot's comment: severity, rule and message."""
+    first = next((line for line in root_body.splitlines() if line.strip()), "")
+    return first.replace("**", "")
+
+
+async def verify_model_threads(
+    gh: GitHubClient,
+    bot: Bot,
+    judge: LlmReviewer,
+    *,
+    repo: str,
+    pr_number: int,
+    head_sha: str,
+    threads: Sequence[OpenThread],
+    claimed: bool,
+    acknowledge: bool,
+) -> None:
+    """The model's findings (``llm/...``) can only be judged by a model: for each open thread it
+    answers fixed / not fixed / cannot tell, given the finding, the replies and the code at head.
+    Only "fixed" resolves; "not fixed" answers a claimed fix once per head; "cannot tell" does
+    nothing. A reply is evidence of nothing: the model is told so, and judges the code."""
+    files = {str(f["filename"]): f for f in await github.list_pull_files(gh, repo=repo, pr_number=pr_number)}
+    comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
+    wanted = [
+        t.finding.path
+        for t in threads
+        if t.finding.path in files and files[t.finding.path].get("status") != "removed"
+    ]
+    blobs = await github.read_blobs(gh, repo=repo, ref=head_sha, paths=wanted) if wanted else {}
+    for item in threads:
+        changed = files.get(item.finding.path)
+        blob = blobs.get(item.finding.path)
+        if changed is None or changed.get("status") == "removed":
+            status, reason = "fixed", "the change to this file is gone at this head"
+        else:
+            replies = thread_replies(comments, item, bot.identity)
+            answer = await judge.judge_thread(
+                finding=f"{item.finding.path}:{item.finding.line}: {finding_text(item.thread.root_body)}",
+                replies=replies,
+                code=code_at_head(
+                    blob.text if blob is not None else None,
+                    patch=str(changed.get("patch") or ""),
+                    line=item.thread.line or item.finding.line,
+                ),
+                key_parts=(repo, str(item.thread.root_comment_id), head_sha, *replies),
+                installation_id=getattr(gh, "installation_id", None),
+            )
+            if answer is None or answer.status == "cannot_tell":
+                log.info(
+                    "thread %s: the model cannot tell at %s; leaving it", item.thread.node_id, head_sha[:12]
+                )
+                continue
+            status, reason = answer.status, answer.reason
+        said = render.escape(defuse_mentions(" ".join(reason.split())[:400]))
+        await conclude(
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            item=item,
+            head_sha=head_sha,
+            fixed=status == "fixed",
+            claimed=claimed,
+            acknowledge=acknowledge,
+            fixed_text=f"Looks fixed at {head_sha[:12]}: {said}",
+            open_text=f"Still there at {head_sha[:12]}, as far as I can tell: {said} "
+            "I resolve this thread once the change is pushed.",
+            earlier=comments,
+        )
+
+
+def code_at_head(text: str | None, *, patch: str, line: int) -> str:
+    """The file around the thread's line, numbered, and the file's current diff."""
+    parts: list[str] = []
+    if text is not None:
+        lines = text.splitlines()
+        first, last = max(1, line - MODEL_CONTEXT_LINES), min(len(lines), line + MODEL_CONTEXT_LINES)
+        parts.append(f"Lines {first}-{last} at head:")
+        parts += numbered(lines, range(first, last + 1))
+    else:
+        parts.append("(the file's text at head could not be read)")
+    parts.append("The file's diff in this pull request (head line numbers):")
+    parts += hunk_listing(patch)
+    return "\n".join(parts)

@@ -1,0 +1,116 @@
+"""A recording fake of GitHub behind the ``app.github`` helpers, for fast handler and use-case tests.
+
+In the style of algorithms-keeper's ``MockGitHubAPI``: ``RecordingGitHub`` is the bot's own
+``GitHubClient`` (so gidgethub builds every request and reads every answer, paging and errors
+included) with only the HTTP exchange replaced. It answers from a table keyed by method and
+path (the query string is ignored; ``POST /graphql`` answers may be functions of the document),
+records every call, and fails the test on a request the table does not expect. Nothing is
+started: a test runs in milliseconds. The end-to-end tests (``tests/harness.py``) keep what only
+a whole GitHub can show: echoes of the bot's writes, GitHub's rules, the queue.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias, cast
+
+import aiohttp
+
+from app.config import Settings
+from app.github import GitHubClient
+from app.guards import BotIdentity
+from app.review.engine import BuiltinReviewer
+from app.review.model import Reviewer
+from app.usecases.bot import Bot
+from app.usecases.pull import AnalysisCache, RepoConfigs
+
+API = "https://api.github.test"
+GRAPHQL = f"{API}/graphql"
+REPO = "octo/widgets"
+IDENTITY = BotIdentity.from_slug("revbot")  # the decoy is the user "revbot"
+
+Answer: TypeAlias = Any | tuple[int, Any] | Callable[[Any], Any]
+
+
+class UnexpectedRequest(AssertionError):
+    """The code under test asked GitHub for something the test did not expect."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    method: str
+    path: str  # without the query string
+    data: Any  # the decoded JSON body, None without one
+
+
+class RecordingGitHub(GitHubClient):
+    def __init__(self, answers: Mapping[tuple[str, str], Answer] | None = None) -> None:
+        # No session: _request below is the only door out, and it never leaves the process.
+        super().__init__(cast(aiohttp.ClientSession, None), api_url=API, graphql_url=GRAPHQL)
+        self.answers: dict[tuple[str, str], Answer] = dict(answers or {})
+        self.calls: list[Call] = []
+
+    async def _request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        path = url.removeprefix(API).partition("?")[0]
+        data = json.loads(body) if body else None
+        self.calls.append(Call(method, path, data))
+        if (method, path) not in self.answers:
+            raise UnexpectedRequest(f"{method} {path} {data!r}")
+        answer = self.answers[(method, path)]
+        if callable(answer):
+            answer = answer(data)
+        status, payload = answer if isinstance(answer, tuple) else (200, answer)
+        if method == "POST" and path == "/graphql" and status == 200:
+            payload = {"data": payload}
+        return status, {"content-type": "application/json; charset=utf-8"}, json.dumps(payload).encode()
+
+    def writes(self) -> list[tuple[str, str]]:
+        """What the code changed on GitHub (every request but GETs and GraphQL queries)."""
+        return [
+            (c.method, c.path)
+            for c in self.calls
+            if c.method != "GET" and not (c.path == "/graphql" and "mutation" not in c.data["query"])
+        ]
+
+    def reads(self) -> list[tuple[str, str]]:
+        return [(c.method, c.path) for c in self.calls if c.method == "GET"]
+
+
+def make_bot(*, reviewer: Reviewer | None = None, **settings: Any) -> Bot:
+    return Bot(
+        identity=IDENTITY,
+        settings=Settings.model_validate(
+            {"app_id": 1, "webhook_secret": "x", "private_key": "unused", **settings}
+        ),
+        reviewer=reviewer or BuiltinReviewer(),
+        repo_configs=RepoConfigs(),
+        analyses=AnalysisCache(),
+    )
+
+
+def repo_config(yaml_text: str | None) -> dict[tuple[str, str], Answer]:
+    """The answers for reading ``.github/revbot.yml`` (None: no such file, here or in the owner's
+    ``.github`` repository)."""
+    path = f"/repos/{REPO}/contents/.github/revbot.yml"
+    if yaml_text is None:
+        owner_defaults = "/repos/octo/.github/contents/.github/revbot.yml"
+        return {("GET", path): (404, {"message": "Not Found"}), ("GET", owner_defaults): (404, {})}
+    content = base64.b64encode(yaml_text.encode()).decode()
+    return {("GET", path): {"type": "file", "encoding": "base64", "content": content}}
+
+
+def pull(number: int = 1, *, state: str = "open", **fields: Any) -> dict[str, Any]:
+    return {
+        "number": number,
+        "state": state,
+        "head": {"sha": "a" * 40},
+        "base": {"sha": "b" * 40},
+        "user": {"login": "alice"},
+        "requested_reviewers": [],
+        **fields,
+    }
