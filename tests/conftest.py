@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from sqlalchemy import Connection, MetaData
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.config import async_database_url
-from app.store import Store, metadata
+from app.store import Store
 
 PG_ENV = "DATABASE_URL_TEST_PG"
 
@@ -35,10 +36,35 @@ def _pg_url() -> str | None:
 
 
 async def _reset_pg(url: str) -> None:
+    """Drop every table (including ones an older schema version had)."""
     engine = create_async_engine(url)
     async with engine.begin() as conn:
-        await conn.run_sync(metadata.drop_all)
+
+        def drop_all(sync: Connection) -> None:
+            existing = MetaData()
+            existing.reflect(sync)
+            existing.drop_all(sync)
+
+        await conn.run_sync(drop_all)
     await engine.dispose()
+
+
+class FakeClock:
+    """Epoch seconds that move only when a test says so (leases and due times without sleeping)."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -56,8 +82,8 @@ async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
 
 @pytest.fixture
-async def store(db_url: str) -> AsyncIterator[Store]:
-    s = Store(db_url)
+async def store(db_url: str, clock: FakeClock) -> AsyncIterator[Store]:
+    s = Store(db_url, clock=clock)
     await s.create_schema()
     yield s
     await s.close()
