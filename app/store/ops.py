@@ -104,8 +104,7 @@ def record_sqlite(conn: Connection, items: Sequence[IncomingDelivery], now: floa
     """The same on SQLite, on the writer's raw ``sqlite3`` connection (the hot path: about a third
     of the CPU of the Core statements). The writer is the only writer, so the duplicates known
     before the insert are all of them."""
-    raw = conn.connection.driver_connection
-    assert isinstance(raw, sqlite3.Connection)
+    raw = _raw(conn)
     marks = ",".join("?" * len(items))
     known = {
         r[0]
@@ -230,6 +229,74 @@ def claim(conn: Connection, worker_id: str, limit: int, lease_seconds: float, no
     ]
     claimed.sort(key=lambda job: job.id)
     return claimed
+
+
+# The same claim and finish in SQLite's SQL on the writer's raw connection: while one subject's
+# backlog drains, each job costs a claim and a finish, and Core's statement building was most of it.
+_SQLITE_CANDIDATES = (
+    "SELECT j.id FROM deliveries j"
+    " WHERE (j.status = 'queued' AND j.run_after <= :now OR j.status = 'running' AND j.lease_until < :now)"
+    " AND NOT EXISTS (SELECT 1 FROM deliveries k"
+    "  WHERE k.subject = j.subject AND k.id < j.id AND k.status IN ('queued', 'running'))"
+    " ORDER BY j.id LIMIT :limit"
+)
+_SQLITE_CLAIM = (
+    "UPDATE deliveries SET status = 'running', attempts = attempts + 1, lease_until = :lease_until,"
+    " worker_id = :worker_id, updated_at = :now WHERE id IN ({ids})"
+    " RETURNING id, delivery_id, subject, event, payload, attempts, received_at, done_handlers"
+)
+_SQLITE_FINISH = (
+    "UPDATE deliveries SET status = :status, lease_until = NULL, updated_at = :now,"
+    " error = coalesce(:error, error) WHERE id = :id AND worker_id = :worker_id AND status = 'running'"
+)
+_SQLITE_PROMOTE = (
+    "UPDATE deliveries SET status = 'queued', run_after = :now, updated_at = :now"
+    " WHERE id = (SELECT min(id) FROM deliveries WHERE subject = :subject AND status = 'waiting')"
+    " AND status = 'waiting'"
+)
+
+
+def _raw(conn: Connection) -> sqlite3.Connection:
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection)
+    return raw
+
+
+def claim_sqlite(conn: Connection, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
+    raw = _raw(conn)
+    ids = [r[0] for r in raw.execute(_SQLITE_CANDIDATES, {"now": now, "limit": limit})]
+    if not ids:
+        return []
+    rows = raw.execute(
+        _SQLITE_CLAIM.format(ids=",".join(str(int(i)) for i in ids)),
+        {"lease_until": now + lease_seconds, "worker_id": worker_id, "now": now},
+    ).fetchall()
+    claimed = [
+        Job(
+            id=r[0],
+            delivery_id=r[1],
+            subject=r[2],
+            event=r[3],
+            payload=zlib.decompress(r[4]),
+            attempts=r[5],
+            received_at=r[6],
+            done_handlers=list(json.loads(r[7])),
+        )
+        for r in rows
+    ]
+    claimed.sort(key=lambda job: job.id)
+    return claimed
+
+
+def finish_sqlite(
+    conn: Connection, job: Job, worker_id: str, status: str, error: str | None, now: float
+) -> bool:
+    raw = _raw(conn)
+    params = {"status": status, "now": now, "error": error, "id": job.id, "worker_id": worker_id}
+    if raw.execute(_SQLITE_FINISH, params).rowcount != 1:
+        return False
+    raw.execute(_SQLITE_PROMOTE, {"now": now, "subject": job.subject})
+    return True
 
 
 def _running(job_ids: Sequence[int], worker_id: str) -> Any:

@@ -163,7 +163,11 @@ class Store:
             return []
         return await self._write(
             partial(
-                ops.claim, worker_id=worker_id, limit=limit, lease_seconds=lease_seconds, now=self._clock()
+                ops.claim_sqlite if self.is_sqlite else ops.claim,
+                worker_id=worker_id,
+                limit=limit,
+                lease_seconds=lease_seconds,
+                now=self._clock(),
             )
         )
 
@@ -195,7 +199,14 @@ class Store:
         Returns False when the job is no longer ours (its lease expired and another worker took it).
         """
         return await self._write(
-            partial(ops.finish, job=job, worker_id=worker_id, status=status, error=error, now=self._clock())
+            partial(
+                ops.finish_sqlite if self.is_sqlite else ops.finish,
+                job=job,
+                worker_id=worker_id,
+                status=status,
+                error=error,
+                now=self._clock(),
+            )
         )
 
     async def retry_later(self, job: Job, *, worker_id: str, delay: float, error: str) -> bool:
