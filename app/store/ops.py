@@ -66,25 +66,15 @@ def _one_by_one(
 
 
 def record(conn: Connection, items: Sequence[IncomingDelivery], now: float) -> dict[str, Outcome]:
-    """Insert deliveries with unique ids (PostgreSQL): ids seen before are duplicates."""
+    """Insert deliveries with unique ids (PostgreSQL): ids seen before are duplicates. Raises if
+    the database refuses any row (the caller then records them one transaction each)."""
     busy = _active_subjects(conn, {d.subject for d in items})
     statement = (
         pg_insert(deliveries)
         .on_conflict_do_nothing(index_elements=["delivery_id"])
         .returning(deliveries.c.delivery_id)
     )
-    savepoint = conn.begin_nested()
-    try:
-        inserted = set(conn.execute(statement, ledger_rows(items, set(busy), now)).scalars())
-    except SQLAlchemyError:
-        savepoint.rollback()
-
-        def insert_one(row: dict[str, Any]) -> bool:
-            with conn.begin_nested():
-                return conn.execute(statement, [row]).first() is not None
-
-        return _one_by_one(items, busy, now, insert_one)
-    savepoint.commit()
+    inserted = set(conn.execute(statement, ledger_rows(items, set(busy), now)).scalars())
     if len(inserted) < len(items):
         # A duplicate skipped here may have been the row that made a later one ``waiting``.
         for subject in {d.subject for d in items if d.delivery_id not in inserted} - busy:

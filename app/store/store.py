@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, event, func, literal, select, text, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from . import ops, schema
@@ -140,8 +140,11 @@ class Store:
             unique.setdefault(item.delivery_id, item)
         items = list(unique.values())
         now = self._clock()
-        record = ops.record_sqlite if self.is_sqlite else ops.record
-        outcomes = await self._write(partial(record, items=items, now=now), durable=True)
+        if self.is_sqlite:
+            # The writer retries a refused batch row by row inside its transaction (savepoints).
+            outcomes = await self._write(partial(ops.record_sqlite, items=items, now=now), durable=True)
+        else:
+            outcomes = await self._record_postgres(items, now)
         # The first occurrence of an id inside the batch is the new one; later copies are duplicates.
         seen: set[str] = set()
         answers: list[bool | Exception] = []
@@ -149,6 +152,25 @@ class Store:
             answers.append(False if d.delivery_id in seen else outcomes[d.delivery_id])
             seen.add(d.delivery_id)
         return answers
+
+    async def _record_postgres(self, items: list[IncomingDelivery], now: float) -> dict[str, ops.Outcome]:
+        """One transaction for the batch; if the database refuses it, one per row, so that only
+        the faulty row fails (savepoints would cost two round trips on every batch)."""
+        try:
+            return await self._write(partial(ops.record, items=items, now=now))
+        except DBAPIError as exc:
+            # A lost connection fails the batch as a whole; a refused value is retried row by row.
+            if exc.connection_invalidated or len(items) == 1:
+                raise
+        outcomes: dict[str, ops.Outcome] = {}
+        for item in items:
+            try:
+                outcomes |= await self._write(partial(ops.record, items=[item], now=now))
+            except DBAPIError as exc:
+                if exc.connection_invalidated:
+                    raise
+                outcomes[item.delivery_id] = exc
+        return outcomes
 
     async def delivery(self, delivery_id: str) -> dict[str, Any] | None:
         async with self.engine.connect() as conn:
