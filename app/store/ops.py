@@ -67,7 +67,12 @@ def _one_by_one(
 
 def record(conn: Connection, items: Sequence[IncomingDelivery], now: float) -> dict[str, Outcome]:
     """Insert deliveries with unique ids (PostgreSQL): ids seen before are duplicates. Raises if
-    the database refuses any row (the caller then records them one transaction each)."""
+    the database refuses any row (the caller then records them one transaction each).
+
+    Path: SQLAlchemy Core over asyncpg. ``bench/pg_ledger_paths.py`` measured asyncpg alone (one
+    prepared ``INSERT ... SELECT FROM unnest``) at 50-80 us CPU per row against Core's 130-330
+    (batches of 64 and 8), but without the head lock above; a single-statement version with the
+    lock (a ``FOR UPDATE`` CTE) is the next step, not done yet."""
     busy = _active_subjects(conn, {d.subject for d in items})
     statement = (
         pg_insert(deliveries)
