@@ -28,7 +28,7 @@ from app.store import (
     ledger_rows,
     schema_version,
 )
-from tests.conftest import FakeClock
+from tests.conftest import PG_ENV, FakeClock, _pg_url, _reset_pg
 
 ROOT = Path(__file__).resolve().parents[1]
 _ids = itertools.count(1)
@@ -306,10 +306,19 @@ async def test_the_sqlite_writer_rolls_back_a_failing_write_alone(tmp_path: Path
 
 
 @pytest.fixture
-async def pg_store(db_url: str) -> AsyncIterator[Store]:
-    if not db_url.startswith("postgresql"):
-        pytest.skip("PostgreSQL only: SQLite's write transactions cannot interleave")
-    s = Store(db_url)
+async def pg_url(tmp_path: Path) -> AsyncIterator[str]:
+    """PostgreSQL only: SQLite's write transactions cannot interleave."""
+    url = _pg_url()
+    if url is None:
+        pytest.skip(f"{PG_ENV} is not set")
+    await _reset_pg(url)
+    yield url
+    await _reset_pg(url)
+
+
+@pytest.fixture
+async def pg_store(pg_url: str) -> AsyncIterator[Store]:
+    s = Store(pg_url)
     await s.create_schema()
     yield s
     await s.close()
@@ -323,7 +332,7 @@ async def _until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Store, db_url: str) -> None:
+async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Store, pg_url: str) -> None:
     """Issue 9, item 0, run deterministically on two connections. The record reads whether the
     subject is busy, then is held just before its INSERT (a third connection holds an uncommitted
     row with the same delivery id as one in its batch); meanwhile the worker finishes the subject's
@@ -331,8 +340,8 @@ async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Stor
     store = pg_store
     await store.record_deliveries([delivery("o/r#50", "head")])
     [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
-    engine = create_async_engine(db_url)
-    recorder = Store(db_url)
+    engine = create_async_engine(pg_url)
+    recorder = Store(pg_url)
     try:
         async with engine.connect() as holder:
             await holder.execute(
