@@ -20,9 +20,10 @@ Modules: ``schema`` (tables, migrations), ``model`` (dataclasses), ``ops`` (the 
 ``sqlite_writer`` (SQLite's one writer thread), ``store`` (``Store``, ``Ledger``).
 """
 
+from .connect import create_engine_for
 from .model import PAYLOAD_COMPRESSION, IncomingDelivery, Job, QueueStats, ledger_rows
 from .schema import ACTIVE, PENDING, SCHEMA_VERSION, deliveries, metadata, schema_version
-from .store import Ledger, Store, create_engine_for
+from .store import Ledger, Store
 
 __all__ = [
     "ACTIVE",

@@ -1,18 +1,20 @@
 """The ledger's and the queue's transactions, as plain functions over a sync ``Connection``.
 
 Each runs inside a transaction its caller opened: on SQLite in the writer thread
-(``sqlite_writer.py``), on PostgreSQL through ``AsyncConnection.run_sync``. One set of statements
-and one set of semantics for both databases; the ledger insert has a raw ``sqlite3`` fast path
-(``record_sqlite``), the only place the two differ.
+(``sqlite_writer.py``), on PostgreSQL through ``AsyncConnection.run_sync``. One set of semantics
+for both databases, checked by one test suite on both; the hot statements have a fast path per
+database: the ledger insert (``record_sqlite`` here on raw ``sqlite3``, ``postgres.py`` on
+asyncpg), and on SQLite the claim and the finish.
 
 Heads and the PostgreSQL race (issue 9): a subject's new row is its head (``queued``) only when the
 subject has no active (queued or running) row, and ``finish`` promotes the next ``waiting`` row in
 the transaction that ends the head. Under READ COMMITTED a record could decide "busy" from a head
 that a concurrent ``finish`` was ending, while that finish could not see the new row yet: the row
-was committed ``waiting`` with no head, and its subject stalled for good. ``record`` therefore
+was committed ``waiting`` with no head, and its subject stalled for good. The record therefore
 reads the active rows ``FOR UPDATE`` (in id order, so two records never deadlock): it waits for a
 finish in flight and then sees the head ended, or the finish waits for it and then sees (and
-promotes) the new row. SQLite's write transactions are serial, so there is nothing to race.
+promotes) the new row (``postgres.RECORD``). SQLite's write transactions are serial, so there is
+nothing to race.
 """
 
 from __future__ import annotations
@@ -24,23 +26,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, literal, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import SQLAlchemyError
 
 from .model import IncomingDelivery, Job, QueueStats, ledger_rows
 from .schema import ACTIVE, PENDING, deliveries
 
 Outcome = bool | Exception  # per delivery: new, duplicate, or why it could not be recorded
-
-
-def _active_subjects(conn: Connection, subjects: set[str]) -> set[str]:
-    rows = conn.execute(
-        select(deliveries.c.subject)
-        .where(deliveries.c.subject.in_(subjects), deliveries.c.status.in_(ACTIVE))
-        .order_by(deliveries.c.id)
-        .with_for_update()
-    )
-    return set(rows.scalars())
 
 
 def _one_by_one(
@@ -63,29 +54,6 @@ def _one_by_one(
         if inserted:
             busy.add(item.subject)
     return outcomes
-
-
-def record(conn: Connection, items: Sequence[IncomingDelivery], now: float) -> dict[str, Outcome]:
-    """Insert deliveries with unique ids (PostgreSQL): ids seen before are duplicates. Raises if
-    the database refuses any row (the caller then records them one transaction each).
-
-    Path: SQLAlchemy Core over asyncpg. ``bench/pg_ledger_paths.py`` measured asyncpg alone (one
-    prepared ``INSERT ... SELECT FROM unnest``) at 50-80 us CPU per row against Core's 130-330
-    (batches of 64 and 8), but without the head lock above; a single-statement version with the
-    lock (a ``FOR UPDATE`` CTE) is the next step, not done yet."""
-    busy = _active_subjects(conn, {d.subject for d in items})
-    statement = (
-        pg_insert(deliveries)
-        .on_conflict_do_nothing(index_elements=["delivery_id"])
-        .returning(deliveries.c.delivery_id)
-    )
-    inserted = set(conn.execute(statement, ledger_rows(items, set(busy), now)).scalars())
-    if len(inserted) < len(items):
-        # A duplicate skipped here may have been the row that made a later one ``waiting``.
-        for subject in {d.subject for d in items if d.delivery_id not in inserted} - busy:
-            if not _has_active(conn, subject):
-                promote_next(conn, subject, now)
-    return {d.delivery_id: d.delivery_id in inserted for d in items}
 
 
 _LEDGER_COLUMNS = tuple(ledger_rows([IncomingDelivery("", "", None, None, None, "", b"")], set(), 0.0)[0])
@@ -140,13 +108,6 @@ def record_sqlite(conn: Connection, items: Sequence[IncomingDelivery], now: floa
         return outcomes | _one_by_one(new, busy, now, insert_one)
     raw.execute("RELEASE ledger_batch")
     return outcomes | {d.delivery_id: True for d in new}
-
-
-def _has_active(conn: Connection, subject: str) -> bool:
-    found = conn.execute(
-        select(literal(1)).where(deliveries.c.subject == subject, deliveries.c.status.in_(ACTIVE)).limit(1)
-    )
-    return found.first() is not None
 
 
 def promote_next(conn: Connection, subject: str, now: float) -> None:

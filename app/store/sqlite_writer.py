@@ -35,6 +35,8 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_GROUP = 256  # functions per transaction: bounds how long one commit holds the lock
+CHECKPOINT_PAUSE = 0.25  # seconds between two checkpoints while writes keep coming
+BACKSTOP_CHECKPOINT_PAGES = 20_000  # about 80 MB of WAL: the writer checkpoints itself past this
 
 
 def configure_connection(dbapi: sqlite3.Connection, synchronous: str) -> None:
@@ -94,13 +96,16 @@ class SqliteWriter:
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi: sqlite3.Connection, _record: Any) -> None:
             configure_connection(dbapi, "NORMAL")
+            # Checkpoints run beside the writer (``_Checkpointer``); this is only a backstop.
+            dbapi.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_CHECKPOINT_PAGES}")
 
         return engine
 
     def _run(self) -> None:
+        self._conn: Connection | None = None
+        self._synchronous = "NORMAL"
         engine = self._engine()
-        conn: Connection | None = None
-        synchronous = "NORMAL"
+        checkpointer = _Checkpointer(self._database)
         stopping = False
         while not stopping:
             first = self._queue.get()
@@ -116,34 +121,49 @@ class SqliteWriter:
                     stopping = True
                     break
                 group.append(item)
-            try:
-                if conn is None:
-                    conn = engine.connect()
-                    synchronous = "NORMAL"
-                wanted = self._durable if any(op.durable for op in group) else "NORMAL"
-                raw = conn.connection.driver_connection
-                assert isinstance(raw, sqlite3.Connection)
-                if wanted != synchronous:
-                    raw.execute(f"PRAGMA synchronous={wanted}")
-                    synchronous = wanted
-                outcomes = self._transaction(conn, raw, group)
-            except Exception as exc:  # noqa: BLE001 - the group failed as a whole: every caller gets why
-                log.warning("sqlite write transaction failed: %s: %s", type(exc).__name__, exc)
-                outcomes = [(False, exc)] * len(group)
-                if conn is not None:
-                    try:
-                        conn.rollback()
-                        raw = conn.connection.driver_connection
-                        if isinstance(raw, sqlite3.Connection) and raw.in_transaction:
-                            raw.rollback()
-                    except Exception:  # noqa: BLE001 - a broken connection is replaced on the next group
-                        conn.invalidate()
-                        conn.close()
-                        conn = None
-            self._settle(group, outcomes)
-        if conn is not None:
-            conn.close()
+            # Queue bookkeeping first, in its own unsynced commit, so that a claim or a finish
+            # never waits for the ledger's fsync (the next synced commit makes it durable too).
+            bookkeeping = [op for op in group if not op.durable]
+            ledger = [op for op in group if op.durable]
+            if bookkeeping:
+                self._commit(engine, bookkeeping, "NORMAL")
+            if ledger:
+                self._commit(engine, ledger, self._durable)
+            checkpointer.due()
+        checkpointer.stop()
+        if self._conn is not None:
+            self._conn.close()
         engine.dispose()
+
+    def _commit(self, engine: Engine, group: list[_Op[Any]], synchronous: str) -> None:
+        try:
+            if self._conn is None:
+                self._conn = engine.connect()
+                self._synchronous = "NORMAL"
+            raw = self._conn.connection.driver_connection
+            assert isinstance(raw, sqlite3.Connection)
+            if synchronous != self._synchronous:
+                raw.execute(f"PRAGMA synchronous={synchronous}")
+                self._synchronous = synchronous
+            outcomes = self._transaction(self._conn, raw, group)
+        except Exception as exc:  # noqa: BLE001 - the group failed as a whole: every caller gets why
+            log.warning("sqlite write transaction failed: %s: %s", type(exc).__name__, exc)
+            outcomes = [(False, exc)] * len(group)
+            self._rollback()
+        self._settle(group, outcomes)
+
+    def _rollback(self) -> None:
+        if self._conn is None:
+            return
+        try:
+            self._conn.rollback()
+            raw = self._conn.connection.driver_connection
+            if isinstance(raw, sqlite3.Connection) and raw.in_transaction:
+                raw.rollback()
+        except Exception:  # noqa: BLE001 - a broken connection is replaced on the next group
+            self._conn.invalidate()
+            self._conn.close()
+            self._conn = None
 
     @staticmethod
     def _transaction(
@@ -191,3 +211,48 @@ def _resolve(items: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
             future.set_result(value)
         else:
             future.set_exception(value)
+
+
+class _Checkpointer:
+    """Copies the WAL back into the database file from its own thread and connection.
+
+    SQLite runs an automatic checkpoint inside the commit that crosses 1000 WAL pages, with an
+    fsync of the database file, and every write queued behind that commit waits for it. A
+    ``PASSIVE`` checkpoint from another connection does the same work without blocking the
+    writer; the WAL starts over at the first write after a checkpoint has caught up.
+    """
+
+    def __init__(self, database: str) -> None:
+        self._database = database
+        self._due = threading.Event()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sqlite-checkpointer", daemon=True)
+        self._thread.start()
+
+    def due(self) -> None:
+        self._due.set()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._due.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        db = sqlite3.connect(self._database, isolation_level=None, check_same_thread=False)
+        try:
+            configure_connection(db, "FULL")
+            while True:
+                self._due.wait()
+                self._due.clear()
+                if self._stopping.is_set():
+                    break
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as exc:
+                    log.warning("sqlite checkpoint failed: %s", exc)
+                # At most one checkpoint per pause while writes keep coming, so that a busy
+                # writer is not chased page by page; stopping ends the pause at once.
+                if self._stopping.wait(CHECKPOINT_PAUSE):
+                    break
+        finally:
+            db.close()

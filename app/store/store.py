@@ -22,43 +22,23 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, event, func, literal, select, text, update
+from sqlalchemy import Connection, func, literal, select, text, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from . import ops, schema
+from .connect import create_engine_for
 from .model import IncomingDelivery, Job, QueueStats
+from .postgres import PostgresLedger
 from .schema import deliveries, schema_version
-from .sqlite_writer import SqliteWriter, configure_connection
+from .sqlite_writer import SqliteWriter
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 MIGRATION_LOCK = 727274  # PostgreSQL advisory lock id held while the schema is upgraded
-
-
-def create_engine_for(url: str, *, sqlite_synchronous: str = "FULL") -> AsyncEngine:
-    """The one place where database connections are configured (pool sizes, TLS, SQLite pragmas)."""
-    if make_url(url).get_backend_name() != "sqlite":
-        return create_async_engine(url, pool_size=10, max_overflow=5, pool_pre_ping=True)
-    # Every transaction here ends in commit or rollback before its connection goes back, so the
-    # pool's extra rollback on return would only cost a thread hop.
-    engine = create_async_engine(url, pool_size=5, max_overflow=0, pool_reset_on_return=None)
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi: Any, _record: Any) -> None:
-        configure_connection(dbapi, sqlite_synchronous)
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(connection: Any) -> None:
-        # pysqlite begins too late for concurrent writers: a write transaction takes the lock at
-        # BEGIN (IMMEDIATE) so two connections never deadlock upgrading a read lock.
-        mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
-        connection.exec_driver_sql(f"BEGIN {mode}")
-
-    return engine
 
 
 class Store:
@@ -71,6 +51,7 @@ class Store:
         self.is_sqlite = make_url(url).get_backend_name() == "sqlite"
         self._clock = clock
         self._writer: SqliteWriter | None = None
+        self._pg_ledger = None if self.is_sqlite else PostgresLedger(url)
         if self.is_sqlite:
             database = make_url(url).database or ":memory:"
             if database != ":memory:":
@@ -108,6 +89,8 @@ class Store:
     async def close(self) -> None:
         if self._writer is not None:
             await self._writer.close()
+        if self._pg_ledger is not None:
+            await self._pg_ledger.close()
         await self.engine.dispose()
 
     async def ping(self) -> bool:
@@ -144,7 +127,8 @@ class Store:
             # The writer retries a refused batch row by row inside its transaction (savepoints).
             outcomes = await self._write(partial(ops.record_sqlite, items=items, now=now), durable=True)
         else:
-            outcomes = await self._record_postgres(items, now)
+            assert self._pg_ledger is not None
+            outcomes = await self._pg_ledger.record(items, now)
         # The first occurrence of an id inside the batch is the new one; later copies are duplicates.
         seen: set[str] = set()
         answers: list[bool | Exception] = []
@@ -152,25 +136,6 @@ class Store:
             answers.append(False if d.delivery_id in seen else outcomes[d.delivery_id])
             seen.add(d.delivery_id)
         return answers
-
-    async def _record_postgres(self, items: list[IncomingDelivery], now: float) -> dict[str, ops.Outcome]:
-        """One transaction for the batch; if the database refuses it, one per row, so that only
-        the faulty row fails (savepoints would cost two round trips on every batch)."""
-        try:
-            return await self._write(partial(ops.record, items=items, now=now))
-        except DBAPIError as exc:
-            # A lost connection fails the batch as a whole; a refused value is retried row by row.
-            if exc.connection_invalidated or len(items) == 1:
-                raise
-        outcomes: dict[str, ops.Outcome] = {}
-        for item in items:
-            try:
-                outcomes |= await self._write(partial(ops.record, items=[item], now=now))
-            except DBAPIError as exc:
-                if exc.connection_invalidated:
-                    raise
-                outcomes[item.delivery_id] = exc
-        return outcomes
 
     async def delivery(self, delivery_id: str) -> dict[str, Any] | None:
         async with self.engine.connect() as conn:
