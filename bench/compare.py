@@ -22,36 +22,19 @@ import argparse
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
+
+from webhook_ack import free_port, wait_ready  # this script's directory is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = Path(os.environ.get("BENCH_HARNESS", "/tmp/bench"))
 PG_URL = os.environ.get("BENCH_DATABASE_URL_PG", "postgresql://revbot:revbot@127.0.0.1:5432/revbot_bench")
 PATH = "/api/github/webhooks"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_ready(url: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"server at {url} did not come up")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -67,18 +68,33 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+@contextlib.asynccontextmanager
+async def _fresh_pg() -> AsyncIterator[str]:
+    url = _pg_url()
+    if url is None:
+        pytest.skip(f"{PG_ENV} is not set")
+    await _reset_pg(url)
+    try:
+        yield url
+    finally:
+        await _reset_pg(url)
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
     """A fresh, empty database of each kind."""
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path / 'revbot.sqlite3'}"
         return
-    url = _pg_url()
-    if url is None:
-        pytest.skip(f"{PG_ENV} is not set")
-    await _reset_pg(url)
-    yield url
-    await _reset_pg(url)
+    async with _fresh_pg() as url:
+        yield url
+
+
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    """A fresh, empty PostgreSQL database, for what only PostgreSQL can do."""
+    async with _fresh_pg() as url:
+        yield url
 
 
 @pytest.fixture

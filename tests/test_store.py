@@ -28,7 +28,7 @@ from app.store import (
     ledger_rows,
     schema_version,
 )
-from tests.conftest import PG_ENV, FakeClock, _pg_url, _reset_pg
+from tests.conftest import FakeClock
 
 ROOT = Path(__file__).resolve().parents[1]
 _ids = itertools.count(1)
@@ -303,17 +303,6 @@ async def test_the_sqlite_writer_rolls_back_a_failing_write_alone(tmp_path: Path
         assert (await conn.execute(select(schema_version.c.version))).scalars().all() == [SCHEMA_VERSION]
     assert [j["status"] for j in await store.all_jobs()] == ["queued", "waiting"]
     await store.close()
-
-
-@pytest.fixture
-async def pg_url(tmp_path: Path) -> AsyncIterator[str]:
-    """PostgreSQL only: SQLite's write transactions cannot interleave."""
-    url = _pg_url()
-    if url is None:
-        pytest.skip(f"{PG_ENV} is not set")
-    await _reset_pg(url)
-    yield url
-    await _reset_pg(url)
 
 
 @pytest.fixture
