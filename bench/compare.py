@@ -66,10 +66,11 @@ def reset_postgres(url: str) -> None:
     subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {name}"], check=True)
 
 
-def run(database: str, args: argparse.Namespace, key: Path, work: Path) -> None:
+def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path) -> None:
+    """One round: a fresh revbot (empty database, idle while the floor and Probot are loaded)."""
     port = free_port()
     if database == "sqlite":
-        url = f"sqlite:///{work / 'bench.sqlite3'}"
+        url = f"sqlite:///{work / f'bench-{rnd}.sqlite3'}"
     else:
         url = PG_URL
         reset_postgres(url)
@@ -104,8 +105,6 @@ def run(database: str, args: argparse.Namespace, key: Path, work: Path) -> None:
                 f"revbot-{database}=http://127.0.0.1:{port}{PATH}",
                 "--conns",
                 args.conns,
-                "--rounds",
-                str(args.rounds),
             ],
             cwd=HARNESS,
             capture_output=True,
@@ -134,21 +133,21 @@ def run(database: str, args: argparse.Namespace, key: Path, work: Path) -> None:
                 bench = re.search(r"BENCH requests=(\d+) \S+ non2xx=(\d+)", raw.read_text())
                 if bench:
                     answered += int(bench.group(1)) - int(bench.group(2))
-        summarise(database, table, args.conns)
+        summarise(database, rnd, table, args.conns)
         print(
-            f"{database}: {rows} rows for {answered} 2xx in the measured runs (plus warm-up and checks): "
+            f"{database} round {rnd}: {rows} rows for {answered} 2xx in measured runs (+ warm-up): "
             f"{'every 2xx has its row' if rows >= answered else 'MISSING ROWS'}; statuses {status}; "
             f"queue drained {drained}; "
             f"server CPU {cpu * 1e6 / max(rows, 1):.0f} us per recorded delivery (web + worker)"
         )
-        if args.rss:
+        if args.rss and rnd == args.rounds:
             subprocess.run(
                 ["taskset", "-c", "1", "wrk", "-t2", "-c64", "-d60s", "-s", str(HARNESS / "post_webhook.lua"),
                  f"http://127.0.0.1:{port}{PATH}", "--", str(HARNESS / ".work/payload.json"),
                  str(HARNESS / ".work/payload.sig"), os.urandom(4).hex()],
                 capture_output=True, check=True,
             )  # fmt: skip
-            print(f"{database}: RSS after 60 s more load at c64: {rss_mb(server.pid):.0f} MB")
+            print(f"{database} round {rnd}: RSS after 60 s more load at c64: {rss_mb(server.pid):.0f} MB")
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -157,29 +156,28 @@ def run(database: str, args: argparse.Namespace, key: Path, work: Path) -> None:
             server.kill()
 
 
-def summarise(database: str, table: list[str], conns: str) -> None:
+def summarise(database: str, rnd: int, table: list[str], conns: str) -> None:
     """Ratios within each round: revbot against Probot (req/s) and against the floor (p99)."""
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in table]
     for c in conns.split(","):
-        for rnd in sorted({row[0] for row in cells}):
-            by_target = {row[1]: row for row in cells if row[0] == rnd and row[3] == c}
-            ours, probot, floor = (by_target.get(n) for n in (f"revbot-{database}", "probot", "floor"))
-            if not (ours and probot and floor):
-                continue
-            rps = float(ours[4]) / float(probot[4])
-            p99 = float(ours[7]) / float(floor[7])
-            print(
-                f"{database} round {rnd} c{c}: {float(ours[4]):.0f} req/s = {rps:.2f}x Probot "
-                f"({float(probot[4]):.0f}), p99 {ours[7]} ms = {p99:.2f}x the floor's ({floor[7]} ms), "
-                f"non-2xx {ours[8]}"
-            )
+        by_target = {row[1]: row for row in cells if row[3] == c}
+        ours, probot, floor = (by_target.get(n) for n in (f"revbot-{database}", "probot", "floor"))
+        if not (ours and probot and floor):
+            continue
+        rps = float(ours[4]) / float(probot[4])
+        p99 = float(ours[7]) / float(floor[7])
+        print(
+            f"{database} round {rnd} c{c}: {float(ours[4]):.0f} req/s = {rps:.2f}x Probot "
+            f"({float(probot[4]):.0f}), p99 {ours[7]} ms = {p99:.2f}x the floor's ({floor[7]} ms), "
+            f"non-2xx {ours[8]}"
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--databases", nargs="+", default=["sqlite", "postgresql"])
     parser.add_argument("--conns", default="16,64")
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=1, help="each with a fresh revbot and database")
     parser.add_argument("--rss", action="store_true", help="then load 60 s more and report RSS")
     args = parser.parse_args()
     if not (HARNESS / "run_webhook_bench.py").exists() or not (HARNESS / ".work" / "payload.json").exists():
@@ -187,7 +185,8 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="revbot-compare-") as tmp:
         for database in args.databases:
-            run(database, args, HARNESS / ".work" / "probot-key.pem", Path(tmp))
+            for rnd in range(1, args.rounds + 1):
+                run(database, rnd, args, HARNESS / ".work" / "probot-key.pem", Path(tmp))
     return 0
 
 

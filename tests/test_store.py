@@ -403,3 +403,8 @@ async def test_soak_two_processes_recording_and_working_drain_every_subject(db_u
     assert [p.returncode for p in procs] == [0, 0], f"seed {seed}"
     assert counts == {"done": subjects * per_subject * processes}, f"seed {seed}: {counts}"
     assert all(r["drained"] and r["violations"] == [] for r in reports), f"seed {seed}: {reports}"
+
+
+def test_an_in_memory_sqlite_database_is_refused_clearly() -> None:
+    with pytest.raises(ValueError, match="needs a database file"):
+        Store("sqlite+aiosqlite:///:memory:")

@@ -54,8 +54,10 @@ class Store:
         self._pg_ledger = None if self.is_sqlite else PostgresLedger(url)
         if self.is_sqlite:
             database = make_url(url).database or ":memory:"
-            if database != ":memory:":
-                Path(database).parent.mkdir(parents=True, exist_ok=True)
+            if database == ":memory:":
+                # The writer and the readers are separate connections: they must share a file.
+                raise ValueError("SQLite needs a database file (sqlite:///path), not an in-memory database")
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
             self._writer = SqliteWriter(database, durable_synchronous=sqlite_synchronous)
         self.engine: AsyncEngine = create_engine_for(url, sqlite_synchronous=sqlite_synchronous)
 
