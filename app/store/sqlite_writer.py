@@ -2,9 +2,12 @@
 
 SQLite lets one connection write at a time; anything else polls for the lock. So every write of
 the process (ledger inserts, claims, heartbeats, finishes, retries, promotions) is a small
-function handed to this thread, which runs whatever is waiting in one transaction (group commit:
-one fsync for all of them), each function inside its own savepoint so that one failing function
-rolls back alone, and resolves each caller's future only after the COMMIT returned.
+function handed to this thread. Each round it takes whatever is waiting and commits it in at most
+two transactions (group commit): the queue bookkeeping first, unsynced, then the ledger inserts,
+synced (one fsync for all of them), so that a claim never waits for the ledger's fsync. Each
+function runs inside its own savepoint so that one failing function rolls back alone, and each
+caller's future resolves only after its COMMIT returned. WAL checkpoints run beside the writer,
+from their own thread and connection (``_Checkpointer``).
 
 Durability: a transaction holding a ledger insert commits at ``synchronous=FULL`` by default (the
 WAL is fsynced before the 202 goes out: the row survives a crash of the process, of the OS and a

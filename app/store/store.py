@@ -2,9 +2,10 @@
 webhook endpoint.
 
 Writes: on SQLite every write goes to the one writer thread (``sqlite_writer.py``); on PostgreSQL
-each write is one transaction on the async engine's pool (``ops.py`` holds the statements, shared by
-both). Reads (``delivery``, ``job``, ``jobs_by_status``, ``all_jobs``, ``queue_stats``) use the async
-engine on both, which on SQLite means their own connections, never blocked by the writer (WAL).
+the ledger insert goes to asyncpg directly (``postgres.py``) and each queue write is one
+transaction on the async engine's pool (``ops.py`` holds the transactions). Reads
+(``delivery``, ``job``, ``jobs_by_status``, ``all_jobs``, ``queue_stats``) use the async engine on
+both, which on SQLite means their own connections, never blocked by the writer (WAL).
 
 ``store.engine`` (a SQLAlchemy ``AsyncEngine``) and ``metadata`` are there for other modules' own
 tables, off the hot path: read with ``store.engine.connect()``; write with ``store.begin()``, which
