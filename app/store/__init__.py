@@ -21,7 +21,15 @@ Modules: ``schema`` (tables, migrations), ``model`` (dataclasses), ``ops`` (the 
 """
 
 from .connect import create_engine_for
-from .model import PAYLOAD_COMPRESSION, IncomingDelivery, Job, QueueStats, ledger_rows
+from .model import (
+    PAYLOAD_COMPRESSION,
+    IncomingDelivery,
+    Job,
+    QueueStats,
+    compress_payload,
+    decompress_payload,
+    ledger_rows,
+)
 from .schema import ACTIVE, PENDING, SCHEMA_VERSION, deliveries, metadata, schema_version
 from .store import Ledger, Store
 
@@ -35,7 +43,9 @@ __all__ = [
     "Ledger",
     "QueueStats",
     "Store",
+    "compress_payload",
     "create_engine_for",
+    "decompress_payload",
     "deliveries",
     "ledger_rows",
     "metadata",

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, literal, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from .model import IncomingDelivery, Job, QueueStats, ledger_rows
+from .model import IncomingDelivery, Job, QueueStats, decompress_payload, ledger_rows
 from .schema import ACTIVE, PENDING, deliveries
 
 Outcome = bool | Exception  # per delivery: new, duplicate, or why it could not be recorded
@@ -176,7 +175,7 @@ def claim(conn: Connection, worker_id: str, limit: int, lease_seconds: float, no
             delivery_id=r.delivery_id,
             subject=r.subject,
             event=r.event,
-            payload=zlib.decompress(r.payload),
+            payload=decompress_payload(r.payload),
             attempts=r.attempts,
             received_at=r.received_at,
             done_handlers=list(json.loads(r.done_handlers)),
@@ -233,7 +232,7 @@ def claim_sqlite(conn: Connection, worker_id: str, limit: int, lease_seconds: fl
             delivery_id=r[1],
             subject=r[2],
             event=r[3],
-            payload=zlib.decompress(r[4]),
+            payload=decompress_payload(r[4]),
             attempts=r[5],
             received_at=r[6],
             done_handlers=list(json.loads(r[7])),

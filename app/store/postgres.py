@@ -10,13 +10,12 @@ repaired in the same transaction.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 
 import asyncpg
 
 from .connect import create_asyncpg_pool
-from .model import PAYLOAD_COMPRESSION, IncomingDelivery
+from .model import IncomingDelivery, compress_payload
 from .ops import Outcome
 
 RECORD = """
@@ -94,7 +93,7 @@ class PostgresLedger:
             [d.installation_id for d in items],
             [d.repo for d in items],
             [d.subject for d in items],
-            [zlib.compress(d.payload, PAYLOAD_COMPRESSION) for d in items],
+            [compress_payload(d.payload) for d in items],
         )
         async with self._pool.acquire() as conn, conn.transaction():
             inserted = {r[0] for r in await conn.fetch(RECORD, *columns, now)}
