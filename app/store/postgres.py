@@ -4,8 +4,7 @@ Chosen because it measured faster than the same transaction in SQLAlchemy Core (
 PostgreSQL write uses): ``bench/pg_ledger_paths.py`` runs both. The statement locks the subjects'
 active rows ``FOR UPDATE`` in id order, so it can never race a ``finish`` (see ``ops.py``), then
 inserts the batch with each subject's first new row ``queued`` unless the subject is busy, as
-``model.ledger_rows`` decides on SQLite. A duplicate id that would have been a subject's head is
-repaired in the same transaction.
+``model.ledger_rows`` decides on SQLite.
 """
 
 from __future__ import annotations
@@ -37,12 +36,16 @@ SELECT delivery_id, event, action, installation_id, repo, subject, payload, $8,
                  OR row_number() OVER (PARTITION BY subject ORDER BY ord) > 1
             THEN 'waiting' ELSE 'queued' END,
        0, $8, '[]', $8
-FROM incoming ORDER BY ord
+FROM incoming
+WHERE NOT EXISTS (SELECT 1 FROM deliveries seen WHERE seen.delivery_id = incoming.delivery_id)
+ORDER BY ord
 ON CONFLICT (delivery_id) DO NOTHING
 RETURNING delivery_id
 """
 
-# A duplicate skipped above may have been the row that made a later one of its subject ``waiting``.
+# Ids recorded before are left out before heads are chosen; an id that another process inserts
+# at the same moment is only skipped by ON CONFLICT, and if it was to be its subject's head, the
+# next row of that subject is promoted right after.
 REPAIR_HEAD = """
 UPDATE deliveries SET status = 'queued', run_after = $2, updated_at = $2
 WHERE id = (SELECT min(id) FROM deliveries WHERE subject = $1 AND status = 'waiting')
@@ -95,8 +98,10 @@ class PostgresLedger:
             [d.subject for d in items],
             [compress_payload(d.payload) for d in items],
         )
-        async with self._pool.acquire() as conn, conn.transaction():
-            inserted = {r[0] for r in await conn.fetch(RECORD, *columns, now)}
+        # One statement, one round trip: its own transaction (the locks last until its commit).
+        async with self._pool.acquire() as conn:
+            rows = await conn.fetch(RECORD, *columns, now)
+            inserted = {r[0] for r in rows}
             if len(inserted) < len(items):
                 for subject in {d.subject for d in items if d.delivery_id not in inserted}:
                     await conn.execute(REPAIR_HEAD, subject, now)
