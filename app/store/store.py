@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+LEDGER_IN_FLIGHT_PG = 4
 MIGRATION_LOCK = 727274  # PostgreSQL advisory lock id held while the schema is upgraded
 
 
@@ -61,6 +62,7 @@ class Store:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
             self._writer = SqliteWriter(database, durable_synchronous=sqlite_synchronous)
         self.engine: AsyncEngine = create_engine_for(url, sqlite_synchronous=sqlite_synchronous)
+        self.ledger_in_flight = 1 if self.is_sqlite else LEDGER_IN_FLIGHT_PG  # see ``Ledger``
 
     async def _write(self, fn: Callable[[Connection], T], *, durable: bool = False) -> T:
         """Run one transaction function: in the SQLite writer's next group, or on its own
@@ -256,9 +258,15 @@ class Ledger:
     """Group commit in front of :meth:`Store.record_each`.
 
     Each webhook request waits for its own row to be committed, but concurrent requests share
-    one transaction: while one batch commits, the next accumulates. Durability per answer, at the
+    one transaction: while a batch commits, the next accumulates. Durability per answer, at the
     cost of one commit per batch rather than per delivery. A delivery the database refuses fails
     alone; a failed commit fails its whole batch.
+
+    Up to the store's ``ledger_in_flight`` batches commit at once: on SQLite one, since its writer
+    thread already groups whatever waits; on PostgreSQL a few, since a batch spends most of its
+    time waiting for the server's fsync, which the server shares between concurrent commits.
+    (Two deliveries of one pull request a few milliseconds apart may then get ids in either
+    order; GitHub does not order its deliveries either.)
     """
 
     def __init__(self, store: Store, *, max_batch: int = 512) -> None:
@@ -292,20 +300,31 @@ class Ledger:
         return await future
 
     async def _run(self) -> None:
+        slots = asyncio.Semaphore(self._store.ledger_in_flight)
+        flushing: set[asyncio.Task[None]] = set()
         while self._pending or not self._closing:
             if not self._pending:
                 await self._wakeup.wait()
                 self._wakeup.clear()
                 continue
-            await self._flush()
+            await slots.acquire()  # meanwhile more requests join the next batch
+            batch = self._pending[: self._max_batch]
+            del self._pending[: self._max_batch]
+            task = asyncio.create_task(self._flush(batch, slots))
+            flushing.add(task)
+            task.add_done_callback(flushing.discard)
+        if flushing:
+            await asyncio.wait(flushing)
 
-    async def _flush(self) -> None:
-        batch = self._pending[: self._max_batch]
-        del self._pending[: self._max_batch]
+    async def _flush(
+        self, batch: list[tuple[IncomingDelivery, asyncio.Future[bool]]], slots: asyncio.Semaphore
+    ) -> None:
         try:
             answers = await self._store.record_each([delivery for delivery, _ in batch])
         except Exception as exc:  # noqa: BLE001 - each waiting request receives the failure as its answer
             answers = [exc] * len(batch)
+        finally:
+            slots.release()
         for (_, future), answer in zip(batch, answers, strict=True):
             if future.done():
                 continue
