@@ -408,3 +408,19 @@ async def test_soak_two_processes_recording_and_working_drain_every_subject(db_u
 def test_an_in_memory_sqlite_database_is_refused_clearly() -> None:
     with pytest.raises(ValueError, match="needs a database file"):
         Store("sqlite+aiosqlite:///:memory:")
+
+
+async def test_the_sqlite_wal_is_checkpointed_beside_the_writer(tmp_path: Path) -> None:
+    """The writer leaves checkpoints to its own thread (its automatic ones only past a backstop
+    far above this test's writes): the rows reach the database file itself."""
+    database = tmp_path / "c.sqlite3"
+    store = Store(f"sqlite+aiosqlite:///{database}")
+    await store.create_schema()
+    empty = database.stat().st_size
+    await store.record_deliveries([delivery("o/r#60", payload=os.urandom(4096)) for _ in range(40)])
+
+    async def copied() -> bool:
+        return database.stat().st_size > empty + 40 * 4096
+
+    await _until(copied, "the checkpointer copied the WAL into the database file")
+    await store.close()
