@@ -32,8 +32,9 @@ from sqlalchemy.engine import make_url
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_DATABASE_PATH = Path("data") / "revbot.sqlite3"
 MAX_BODY_BYTES = 25 * 1024 * 1024
-# Connections per process. Heroku's and Fly's small Postgres plans allow 20: a web and a worker
-# process at 8 each leave 4 for psql, ``doctor`` and one-off dynos.
+# PostgreSQL connections per process at most (the shared pool, plus in a web process the ledger
+# insert's own; app/store/connect.py splits them). Heroku's and Fly's small Postgres plans allow
+# 20: a web and a worker process at 8 each leave 4 for psql, ``doctor`` and one-off dynos.
 DEFAULT_POOL_SIZE = 8
 # Heroku sends SIGKILL 30 s after SIGTERM; the HTTP drain and the worker's grace share this budget.
 DEFAULT_SHUTDOWN_SECONDS = 20.0

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -19,13 +18,13 @@ from sqlalchemy import select, update
 
 from .metrics import PAYLOADS_EMPTIED, RECOVERY_SWEEPS
 from .recovery import DeliveryRecovery, SweepCounts
-from .store import PAYLOAD_COMPRESSION, Store, deliveries
+from .store import Store, compress_payload, deliveries
 
 log = logging.getLogger(__name__)
 
 INTERVAL_SECONDS = 5 * 60
 FINISHED = ("done", "failed", "skipped")
-EMPTY_PAYLOAD = zlib.compress(b"", PAYLOAD_COMPRESSION)
+EMPTY_PAYLOAD = compress_payload(b"")
 RETENTION_BATCH = 500  # rows per transaction: never one long lock over a large table
 
 
@@ -45,7 +44,7 @@ async def empty_old_payloads(store: Store, *, days: int, now: float | None = Non
             .limit(RETENTION_BATCH)
             .scalar_subquery()
         )
-        async with store.engine.begin() as conn:
+        async with store.begin() as conn:
             emptied = (
                 await conn.execute(
                     update(deliveries).where(deliveries.c.id.in_(batch)).values(payload=EMPTY_PAYLOAD)

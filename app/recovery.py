@@ -25,11 +25,12 @@ from typing import Any
 
 import gidgethub
 import orjson
-from sqlalchemy import Column, Float, String, Table, insert, select, text, update
+from sqlalchemy import insert, select, text, update
 
 from .github import AppClient
 from .metrics import DELIVERIES, RECOVERED
-from .store import IncomingDelivery, Store, deliveries, metadata
+from .store import IncomingDelivery, Store, deliveries
+from .store.schema import recovery_state
 from .web import Refused, delivery_headers, incoming_delivery
 
 log = logging.getLogger(__name__)
@@ -40,14 +41,6 @@ LOOKBACK_SECONDS = 3 * 24 * 3600  # GitHub keeps the delivery log for 3 days
 OVERLAP_SECONDS = 10 * 60
 LOCK_KEY = 727275  # pg advisory lock of the sweeper (727274 serialises the schema DDL)
 CURSOR = "hook_deliveries"
-
-recovery_state = Table(
-    "recovery_state",
-    metadata,
-    Column("name", String(50), primary_key=True),
-    Column("read_until", Float, nullable=False),  # delivered_at of the newest log entry read
-    Column("updated_at", Float, nullable=False),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +134,7 @@ class DeliveryRecovery:
 
     async def _save(self, read_until: float) -> None:
         now = self.clock()
-        async with self.store.engine.begin() as conn:
+        async with self.store.begin() as conn:
             changed = await conn.execute(
                 update(recovery_state)
                 .where(recovery_state.c.name == CURSOR)

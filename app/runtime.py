@@ -21,7 +21,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 import aiohttp
-import asyncpg  # type: ignore[import-untyped]
+import asyncpg
 import gidgethub
 from aiohttp import web
 from gidgethub import routing

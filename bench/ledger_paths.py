@@ -4,7 +4,7 @@ The webhook endpoint's throughput is bounded by the ledger write (see ``webhook_
 script isolates that write, on one core, for batches of signed ~25 KB payloads (compressed as the
 store compresses them), and prints rows per second and CPU microseconds per row for:
 
-- ``store``: the project's ``Store.record_deliveries`` (SQLAlchemy 2 async Core over aiosqlite);
+- ``store``: the project's ``Store.record_deliveries`` (its SQLite writer thread, raw ``sqlite3``);
 - ``sync-core-thread``: the same Core statements on a sync pysqlite engine, one thread hop per batch;
 - ``raw-sqlite3-thread``: the stdlib ``sqlite3`` module in one thread, the lower bound.
 

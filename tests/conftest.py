@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -9,10 +10,11 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from sqlalchemy import Connection, MetaData
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.config import async_database_url
-from app.store import Store, metadata
+from app.store import Store
 
 PG_ENV = "DATABASE_URL_TEST_PG"
 
@@ -38,10 +40,47 @@ def _pg_url() -> str | None:
 
 
 async def _reset_pg(url: str) -> None:
+    """Drop every table (including ones an older schema version had)."""
     engine = create_async_engine(url)
     async with engine.begin() as conn:
-        await conn.run_sync(metadata.drop_all)
+
+        def drop_all(sync: Connection) -> None:
+            existing = MetaData()
+            existing.reflect(sync)
+            existing.drop_all(sync)
+
+        await conn.run_sync(drop_all)
     await engine.dispose()
+
+
+class FakeClock:
+    """Epoch seconds that move only when a test says so (leases and due times without sleeping)."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@contextlib.asynccontextmanager
+async def _fresh_pg() -> AsyncIterator[str]:
+    url = _pg_url()
+    if url is None:
+        pytest.skip(f"{PG_ENV} is not set")
+    await _reset_pg(url)
+    try:
+        yield url
+    finally:
+        await _reset_pg(url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -50,17 +89,20 @@ async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path / 'revbot.sqlite3'}"
         return
-    url = _pg_url()
-    if url is None:
-        pytest.skip(f"{PG_ENV} is not set")
-    await _reset_pg(url)
-    yield url
-    await _reset_pg(url)
+    async with _fresh_pg() as url:
+        yield url
 
 
 @pytest.fixture
-async def store(db_url: str) -> AsyncIterator[Store]:
-    s = Store(db_url)
+async def pg_url() -> AsyncIterator[str]:
+    """A fresh, empty PostgreSQL database, for what only PostgreSQL can do."""
+    async with _fresh_pg() as url:
+        yield url
+
+
+@pytest.fixture
+async def store(db_url: str, clock: FakeClock) -> AsyncIterator[Store]:
+    s = Store(db_url, clock=clock)
     await s.create_schema()
     yield s
     await s.close()

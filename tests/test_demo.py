@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from app.store import decompress_payload
+
 ROOT = Path(__file__).resolve().parent.parent
 BOT = "revbot[bot]"
 DECOY_CLEANUP = "app.handlers.decoy.on_own_review_submitted"
@@ -146,14 +148,14 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
 
 def own_event_rows(database: Path) -> list[tuple[str, str, str, list[str]]]:
     """(event.action, status, delivery id, handlers run) of every ledger row whose sender is the bot,
-    read straight from the SQLite file (the payload column is zlib-compressed JSON)."""
+    read straight from the SQLite file (the payload column is compressed JSON)."""
     with sqlite3.connect(database) as db:
         rows = db.execute(
             "SELECT event, action, status, delivery_id, done_handlers, payload FROM deliveries ORDER BY id"
         ).fetchall()
     out = []
     for event, action, status, delivery_id, handlers, payload in rows:
-        sender = (json.loads(zlib.decompress(payload)).get("sender") or {}).get("login")
+        sender = (json.loads(decompress_payload(payload)).get("sender") or {}).get("login")
         if sender == BOT:
             out.append((f"{event}.{action}", status, delivery_id, json.loads(handlers)))
     return out

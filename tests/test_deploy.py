@@ -30,6 +30,7 @@ from app.config import (
     shutdown_budget,
 )
 from app.store import Store
+from app.store.connect import split_pool
 from tests.conftest import PG_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,7 +232,8 @@ async def test_postgres_urls_with_sslmode_connect(mode: str) -> None:
         assert await store.ping()
         async with store.engine.connect() as conn:
             assert (await conn.execute(text("SELECT 1"))).scalar() == 1
-        assert store.engine.pool.size() == 2  # type: ignore[attr-defined]
+        # two connections in all: the shared pool and the ledger insert's own
+        assert store.engine.pool.size() + split_pool(2)[1] == 2  # type: ignore[attr-defined]
     finally:
         await store.close()
 

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.config import load_settings
 from app.doctor import Check, check_recent_deliveries, compare_to_manifest, report, run_checks
 from app.setup import MANIFEST_PATH
+from app.store import SCHEMA_VERSION
 from tests.harness import BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +68,9 @@ async def test_a_healthy_deployment_passes_every_check(bot: BotHarness) -> None:
     }
     assert found["metrics"].detail == f"http://127.0.0.1:{bot.bot_port}/metrics"
     assert found["deliveries"].detail == "all 1 of the last 24 h arrived"
-    assert found["database"].detail.endswith("schema 1; 0 queued, 0 running, 0 waiting, 0 failed")
+    assert found["database"].detail.endswith(
+        f"schema {SCHEMA_VERSION}; 0 queued, 0 running, 0 waiting, 0 failed"
+    )
     text, status = report(checks)
     assert status == 0 and "problem" not in text
 

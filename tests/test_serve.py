@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-import asyncpg  # type: ignore[import-untyped]
+import asyncpg
 import pytest
 import sqlalchemy.exc
 

@@ -7,7 +7,6 @@ import hashlib
 import hmac
 import json
 import time
-import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from app.store import Ledger, QueueStats, Store
+from app.store import Ledger, QueueStats, Store, decompress_payload
 from app.web import (
     BODY_BUDGET,
     BodyBudget,
@@ -31,6 +30,7 @@ from app.web import (
     signature_matches,
 )
 from app.worker import WorkerStatus
+from tests.conftest import FakeClock
 
 SECRET = b"It's a Secret to Everybody"
 PATH = "/api/github/webhooks"
@@ -104,7 +104,7 @@ async def test_a_signed_delivery_is_recorded_then_answered_202(harness: Harness)
     )
     [job] = await harness.store.all_jobs()
     assert (job["subject"], job["status"]) == ("codertocat/hello-world#2", "queued")
-    assert zlib.decompress(job["payload"]) == body
+    assert decompress_payload(job["payload"]) == body
     assert harness.wakeups == 1
 
 
@@ -575,7 +575,7 @@ def test_health_problems(
 
 
 async def test_healthz_reports_queue_depth_and_goes_503_when_a_due_job_waits_too_long(
-    store: Store, aiohttp_client: ClientFactory
+    store: Store, clock: FakeClock, aiohttp_client: ClientFactory
 ) -> None:
     async def client_waiting_at_most(seconds: float) -> TestClient[Any, Any]:
         config = WebhookConfig(secret=SECRET, path=PATH)
@@ -593,10 +593,11 @@ async def test_healthz_reports_queue_depth_and_goes_503_when_a_due_job_waits_too
         answer = await response.json()
         assert (response.status, answer["status"], answer["queue"]["depth"]) == (200, "ok", 3)
         assert 0 <= answer["queue"]["oldest_due_age"] < 3600
-    stats = await store.queue_stats(now=time.time() + 7200)
-    assert stats.depth == 3 and stats.oldest_due_age is not None and stats.oldest_due_age > 7200
+    stats = await store.queue_stats(now=clock.now + 7200)
+    assert stats.depth == 3 and stats.oldest_due_age is not None and stats.oldest_due_age >= 7200
     assert await store.queue_stats(now=0.0) == QueueStats(depth=3, oldest_due_age=None)  # nothing due yet
-    late = await client_waiting_at_most(0.000001)
+    clock.advance(1.0)  # the store's clock: the oldest due job has now waited a second
+    late = await client_waiting_at_most(0.5)
     async with late.get("/healthz") as response:
         answer = await response.json()
         assert response.status == 503

@@ -1,9 +1,9 @@
 """What the model reviewer keeps: answers by what was asked (so an unchanged file costs no
 tokens twice) and tokens used per installation and day (the daily budget).
 
-Two tables defined against the store's ``metadata`` (created with the rest of the schema) and
-used through ``store.engine``, off the ledger's hot path. ``InMemory`` is the same thing for the
-command line (``review``, ``eval``), where there is no database.
+Two tables of the store's schema (``app/store/schema.py``, migration 3), used through
+``store.engine`` off the ledger's hot path (single-statement upserts). ``InMemory`` is the same
+thing for the command line (``review``, ``eval``), where there is no database.
 """
 
 from __future__ import annotations
@@ -13,30 +13,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sqlalchemy import BigInteger, Column, Float, Integer, String, Table, Text, select
+from sqlalchemy import Table, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ...store import metadata
-
-llm_answers = Table(
-    "llm_answers",
-    metadata,
-    Column("key", String(64), primary_key=True),  # sha256 of what was asked (see reviewer.cache_key)
-    Column("answer", Text, nullable=False),  # validated JSON
-    Column("created_at", Float, nullable=False),
-)
-
-llm_usage = Table(
-    "llm_usage",
-    metadata,
-    Column("installation_id", BigInteger, primary_key=True),  # 0: no installation (command line)
-    Column("day", String(10), primary_key=True),  # UTC, YYYY-MM-DD
-    Column("input_tokens", BigInteger, nullable=False, default=0),
-    Column("output_tokens", BigInteger, nullable=False, default=0),
-    Column("requests", Integer, nullable=False, default=0),
-)
+from ...store.schema import llm_answers, llm_usage
 
 
 def today(now: float) -> str:

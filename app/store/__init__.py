@@ -1,0 +1,53 @@
+"""The delivery ledger and the job queue, on SQLite (default) or PostgreSQL.
+
+Each delivery is one row of ``deliveries``, which is both its ledger entry and its job: the unique
+``delivery_id`` is a permanent claim (a redelivery of the same id is recognised forever, so rows
+are never deleted) and the row's queue columns say where its work stands. A 2xx answer to a
+webhook follows the commit of its row.
+
+Queue rules, so that any number of workers can share it:
+- deliveries of one subject (``owner/repo#N``) are worked one at a time, in arrival (id) order.
+  Only the head of a subject is ``queued``; later ones are ``waiting`` and the next is promoted
+  in the transaction that ends the head. Claims therefore scan only subject heads, however long
+  one subject's backlog grows, and the claim query still refuses a row with an earlier
+  active row of its subject (two web processes racing on one subject cannot break order);
+- a claim is a lease; a row whose lease ran out (its process died) is claimable again;
+- on PostgreSQL the claim uses ``FOR UPDATE SKIP LOCKED`` so workers never double-claim.
+
+Times are epoch seconds (floats) from the store's clock: they compare the same on both databases.
+
+Modules: ``schema`` (tables, migrations), ``model`` (dataclasses), ``ops`` (the transactions),
+``sqlite_writer`` (SQLite's one writer thread), ``store`` (``Store``, ``Ledger``).
+"""
+
+from .connect import create_engine_for
+from .model import (
+    PAYLOAD_COMPRESSION,
+    IncomingDelivery,
+    Job,
+    QueueStats,
+    compress_payload,
+    decompress_payload,
+    ledger_rows,
+)
+from .schema import ACTIVE, PENDING, SCHEMA_VERSION, deliveries, metadata, schema_version
+from .store import Ledger, Store
+
+__all__ = [
+    "ACTIVE",
+    "PAYLOAD_COMPRESSION",
+    "PENDING",
+    "SCHEMA_VERSION",
+    "IncomingDelivery",
+    "Job",
+    "Ledger",
+    "QueueStats",
+    "Store",
+    "compress_payload",
+    "create_engine_for",
+    "decompress_payload",
+    "deliveries",
+    "ledger_rows",
+    "metadata",
+    "schema_version",
+]

@@ -1,0 +1,96 @@
+"""What goes into the ledger and what comes out of the queue (plain dataclasses)."""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import zstandard
+
+# Payloads are stored compressed with Zstandard at level 1: a 25 KB delivery shrinks about tenfold
+# in 16 us of CPU (zlib at level 1: 83-117 us for a larger result, which was a third of the
+# webhook's CPU per request). Rows written by earlier releases hold zlib streams; both are read.
+PAYLOAD_COMPRESSION = 1
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_codecs = threading.local()  # zstandard's (de)compressors are not thread-safe: one per thread
+
+
+def compress_payload(body: bytes) -> bytes:
+    compressor = getattr(_codecs, "compressor", None)
+    if compressor is None:
+        compressor = _codecs.compressor = zstandard.ZstdCompressor(level=PAYLOAD_COMPRESSION)
+    return bytes(compressor.compress(body))
+
+
+def decompress_payload(stored: bytes) -> bytes:
+    if not stored.startswith(_ZSTD_MAGIC):
+        return zlib.decompress(stored)
+    decompressor = getattr(_codecs, "decompressor", None)
+    if decompressor is None:
+        decompressor = _codecs.decompressor = zstandard.ZstdDecompressor()
+    return bytes(decompressor.decompress(stored))
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingDelivery:
+    """What the webhook endpoint learned from a verified delivery, before any model is built."""
+
+    delivery_id: str
+    event: str
+    action: str | None
+    installation_id: int | None
+    repo: str | None
+    subject: str
+    payload: bytes
+
+
+def ledger_rows(batch: Iterable[IncomingDelivery], busy: set[str], now: float) -> list[dict[str, Any]]:
+    """The rows for new deliveries: the first of a subject with nothing active is its head
+    (``queued``), every other one ``waiting``. ``busy`` (subjects with an active row) grows."""
+    rows = []
+    for d in batch:
+        rows.append(
+            {
+                "delivery_id": d.delivery_id,
+                "event": d.event,
+                "action": d.action,
+                "installation_id": d.installation_id,
+                "repo": d.repo,
+                "subject": d.subject,
+                "payload": compress_payload(d.payload),
+                "received_at": now,
+                "status": "waiting" if d.subject in busy else "queued",
+                "attempts": 0,
+                "run_after": now,
+                "done_handlers": "[]",
+                "updated_at": now,
+            }
+        )
+        busy.add(d.subject)
+    return rows
+
+
+@dataclass(slots=True)
+class Job:
+    """A claimed delivery. ``done_handlers`` lists handlers that succeeded in an earlier attempt."""
+
+    id: int
+    delivery_id: str
+    subject: str
+    event: str
+    payload: bytes
+    attempts: int
+    received_at: float = 0.0
+    done_handlers: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """``depth``: rows waiting, queued or running; ``oldest_due_age``: seconds the oldest queued,
+    due row has waited past its ``run_after`` (None when no row is due)."""
+
+    depth: int
+    oldest_due_age: float | None

@@ -1,0 +1,342 @@
+"""``Store``: the ledger and the queue over SQLite or PostgreSQL; ``Ledger``: group commit for the
+webhook endpoint.
+
+Writes: on SQLite every write goes to the one writer thread (``sqlite_writer.py``); on PostgreSQL
+the ledger insert goes to asyncpg directly (``postgres.py``) and each queue write is one
+transaction on the async engine's pool (``ops.py`` holds the transactions). Reads
+(``delivery``, ``job``, ``jobs_by_status``, ``all_jobs``, ``queue_stats``) use the async engine on
+both, which on SQLite means their own connections, never blocked by the writer (WAL).
+
+``store.engine`` (a SQLAlchemy ``AsyncEngine``) and ``metadata`` are there for other modules' own
+tables, off the hot path: read with ``store.engine.connect()``; write with ``store.begin()``, which
+on SQLite takes the write lock at BEGIN and waits (``busy_timeout``) while the writer commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, func, literal, select, text, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from ..config import DEFAULT_POOL_SIZE
+from . import ops, schema
+from .connect import create_engine_for
+from .model import IncomingDelivery, Job, QueueStats
+from .postgres import PostgresLedger
+from .schema import deliveries, schema_version
+from .sqlite_writer import SqliteWriter
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+LEDGER_IN_FLIGHT_PG = 4
+MIGRATION_LOCK = 727274  # PostgreSQL advisory lock id held while the schema is upgraded
+
+
+class Store:
+    """Ledger and queue. ``clock`` (epoch seconds) decides leases and due times; tests pass a fake."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        sqlite_synchronous: str = "FULL",
+        clock: Callable[[], float] = time.time,
+        pool_size: int = DEFAULT_POOL_SIZE,
+    ) -> None:
+        self.url = url
+        self.is_sqlite = make_url(url).get_backend_name() == "sqlite"
+        self._clock = clock
+        self._writer: SqliteWriter | None = None
+        self._pg_ledger = None if self.is_sqlite else PostgresLedger(url, pool_size=pool_size)
+        if self.is_sqlite:
+            database = make_url(url).database or ":memory:"
+            if database == ":memory:":
+                # The writer and the readers are separate connections: they must share a file.
+                raise ValueError("SQLite needs a database file (sqlite:///path), not an in-memory database")
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+            self._writer = SqliteWriter(database, durable_synchronous=sqlite_synchronous)
+        self.engine: AsyncEngine = create_engine_for(
+            url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size
+        )
+        self.ledger_in_flight = 1 if self.is_sqlite else LEDGER_IN_FLIGHT_PG  # see ``Ledger``
+
+    async def _write(self, fn: Callable[[Connection], T], *, durable: bool = False) -> T:
+        """Run one transaction function: in the SQLite writer's next group, or on its own
+        PostgreSQL transaction. ``durable``: the ledger's (synced before the answer)."""
+        if self._writer is not None:
+            return await self._writer.submit(fn, durable=durable)
+        async with self.engine.begin() as conn:
+            return await conn.run_sync(fn)
+
+    @contextlib.asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction on ``engine`` for tables outside the hot path (see the module doc)."""
+        async with self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn = await conn.execution_options(sqlite_begin="IMMEDIATE")
+            async with conn.begin():
+                yield conn
+
+    # ------------------------------------------------------------------ schema
+    async def create_schema(self) -> None:
+        """Create or upgrade the schema (see ``schema.py``); safe when several processes race."""
+        async with self.begin() as conn:
+            if not self.is_sqlite:
+                await conn.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
+            applied = await conn.run_sync(schema.upgrade)
+        if applied:
+            log.info("database schema at version %d (applied %s)", schema.SCHEMA_VERSION, applied)
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            await self._writer.close()
+        if self._pg_ledger is not None:
+            await self._pg_ledger.close()
+        await self.engine.dispose()
+
+    async def ping(self) -> bool:
+        try:
+            async with self.engine.connect() as conn:
+                await conn.execute(select(literal(1)))
+        except (SQLAlchemyError, OSError, TimeoutError) as exc:
+            log.warning("database ping failed: %s", type(exc).__name__)
+            return False
+        return True
+
+    # ------------------------------------------------------------------ ledger
+    async def record_deliveries(self, batch: Sequence[IncomingDelivery]) -> list[bool]:
+        """Record deliveries (each also its job) in one transaction; return, per delivery, whether
+        it was new. A delivery id seen before (in this batch or ever) is a duplicate: no row.
+        Raises the first failure if any delivery could not be recorded (the others are)."""
+        answers = await self.record_each(batch)
+        for answer in answers:
+            if isinstance(answer, Exception):
+                raise answer
+        return [bool(a) for a in answers]
+
+    async def record_each(self, batch: Sequence[IncomingDelivery]) -> list[bool | Exception]:
+        """Like ``record_deliveries``, but a delivery that cannot be recorded (a value the database
+        refuses) gets its exception as its answer while the rest of the batch commits."""
+        if not batch:
+            return []
+        unique: dict[str, IncomingDelivery] = {}
+        for item in batch:
+            unique.setdefault(item.delivery_id, item)
+        items = list(unique.values())
+        now = self._clock()
+        if self.is_sqlite:
+            # The writer retries a refused batch row by row inside its transaction (savepoints).
+            outcomes = await self._write(partial(ops.record_sqlite, items=items, now=now), durable=True)
+        else:
+            assert self._pg_ledger is not None
+            outcomes = await self._pg_ledger.record(items, now)
+        # The first occurrence of an id inside the batch is the new one; later copies are duplicates.
+        seen: set[str] = set()
+        answers: list[bool | Exception] = []
+        for d in batch:
+            answers.append(False if d.delivery_id in seen else outcomes[d.delivery_id])
+            seen.add(d.delivery_id)
+        return answers
+
+    async def delivery(self, delivery_id: str) -> dict[str, Any] | None:
+        async with self.engine.connect() as conn:
+            found = await conn.execute(select(deliveries).where(deliveries.c.delivery_id == delivery_id))
+            row = found.first()
+        return dict(row._mapping) if row else None
+
+    # ------------------------------------------------------------------ queue
+    async def claim(self, *, worker_id: str, limit: int, lease_seconds: float) -> list[Job]:
+        """Claim up to ``limit`` runnable jobs, at most one per subject, oldest first."""
+        if limit <= 0:
+            return []
+        return await self._write(
+            partial(
+                ops.claim_sqlite if self.is_sqlite else ops.claim,
+                worker_id=worker_id,
+                limit=limit,
+                lease_seconds=lease_seconds,
+                now=self._clock(),
+            )
+        )
+
+    async def extend_leases(self, job_ids: Sequence[int], *, worker_id: str, lease_seconds: float) -> None:
+        """Heartbeat: keep running jobs ours while they work."""
+        if job_ids:
+            await self._write(
+                partial(
+                    ops.extend_leases,
+                    job_ids=list(job_ids),
+                    worker_id=worker_id,
+                    lease_seconds=lease_seconds,
+                    now=self._clock(),
+                )
+            )
+
+    async def mark_handler_done(self, job: Job, handler: str) -> None:
+        """Remember a handler that succeeded, so a retry of the job does not run it again."""
+        job.done_handlers.append(handler)
+        await self._write(
+            partial(
+                ops.mark_handler_done, job_id=job.id, done_handlers=list(job.done_handlers), now=self._clock()
+            )
+        )
+
+    async def finish(self, job: Job, *, worker_id: str, status: str, error: str | None = None) -> bool:
+        """End a job as done, failed or skipped, and promote the next waiting one of its subject.
+
+        Returns False when the job is no longer ours (its lease expired and another worker took it).
+        """
+        return await self._write(
+            partial(
+                ops.finish_sqlite if self.is_sqlite else ops.finish,
+                job=job,
+                worker_id=worker_id,
+                status=status,
+                error=error,
+                now=self._clock(),
+            )
+        )
+
+    async def retry_later(self, job: Job, *, worker_id: str, delay: float, error: str) -> bool:
+        """Put a job back in the queue to run after ``delay`` seconds; later jobs of its subject wait."""
+        now = self._clock()
+        return await self._write(
+            partial(
+                ops.retry_later,
+                job_id=job.id,
+                worker_id=worker_id,
+                run_after=now + delay,
+                error=error,
+                now=now,
+            )
+        )
+
+    async def release(self, job_ids: Sequence[int], *, worker_id: str) -> None:
+        """Give running jobs back without counting the attempt (graceful shutdown)."""
+        if job_ids:
+            await self._write(
+                partial(ops.release, job_ids=list(job_ids), worker_id=worker_id, now=self._clock())
+            )
+
+    async def job(self, job_id: int) -> dict[str, Any] | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(select(deliveries).where(deliveries.c.id == job_id))).first()
+        return dict(row._mapping) if row else None
+
+    async def jobs_by_status(self) -> dict[str, int]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(deliveries.c.status, func.count()).group_by(deliveries.c.status))
+            return {status: count for status, count in rows}
+
+    async def all_jobs(self) -> list[dict[str, Any]]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(deliveries).order_by(deliveries.c.id))
+            return [dict(r._mapping) for r in rows]
+
+    # ------------------------------------------------------------------ health
+    async def write_probe(self) -> None:
+        """Commit a tiny real write through the same path as the ledger (raises on failure): a
+        full disk or a lost write lock shows here, where a ``SELECT 1`` would still answer."""
+        await self._write(_probe, durable=True)
+
+    async def queue_stats(self, now: float | None = None) -> QueueStats:
+        """Queue depth and the age of the oldest due job, for health and metrics."""
+        async with self.engine.connect() as conn:
+            return await conn.run_sync(ops.queue_stats, self._clock() if now is None else now)
+
+
+def _probe(conn: Connection) -> None:
+    # Rewrites the version rows with themselves: a real page write, no change of content.
+    conn.execute(update(schema_version).values(version=schema_version.c.version))
+
+
+class Ledger:
+    """Group commit in front of :meth:`Store.record_each`.
+
+    Each webhook request waits for its own row to be committed, but concurrent requests share
+    one transaction: while a batch commits, the next accumulates. Durability per answer, at the
+    cost of one commit per batch rather than per delivery. A delivery the database refuses fails
+    alone; a failed commit fails its whole batch.
+
+    Up to the store's ``ledger_in_flight`` batches commit at once: on SQLite one, since its writer
+    thread already groups whatever waits; on PostgreSQL a few, since a batch spends most of its
+    time waiting for the server's fsync, which the server shares between concurrent commits.
+    (Two deliveries of one pull request a few milliseconds apart may then get ids in either
+    order; GitHub does not order its deliveries either.)
+    """
+
+    def __init__(self, store: Store, *, max_batch: int = 512) -> None:
+        self._store = store
+        self._max_batch = max_batch
+        self._pending: list[tuple[IncomingDelivery, asyncio.Future[bool]]] = []
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def start(self) -> None:
+        self._closing = False
+        self._task = asyncio.create_task(self._run(), name="ledger-writer")
+
+    async def stop(self) -> None:
+        """Commit what is pending, then stop (never cancels a commit in flight)."""
+        if self._task is None:
+            return
+        self._closing = True
+        self._wakeup.set()
+        await self._task
+        self._task = None
+
+    async def record(self, delivery: IncomingDelivery) -> bool:
+        """Durably record a delivery and its job; True if new, False for a duplicate id."""
+        if self._task is None or self._closing:
+            raise RuntimeError("ledger writer is not running")
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._pending.append((delivery, future))
+        self._wakeup.set()
+        return await future
+
+    async def _run(self) -> None:
+        slots = asyncio.Semaphore(self._store.ledger_in_flight)
+        flushing: set[asyncio.Task[None]] = set()
+        while self._pending or not self._closing:
+            if not self._pending:
+                await self._wakeup.wait()
+                self._wakeup.clear()
+                continue
+            await slots.acquire()  # meanwhile more requests join the next batch
+            batch = self._pending[: self._max_batch]
+            del self._pending[: self._max_batch]
+            task = asyncio.create_task(self._flush(batch, slots))
+            flushing.add(task)
+            task.add_done_callback(flushing.discard)
+        if flushing:
+            await asyncio.wait(flushing)
+
+    async def _flush(
+        self, batch: list[tuple[IncomingDelivery, asyncio.Future[bool]]], slots: asyncio.Semaphore
+    ) -> None:
+        try:
+            answers = await self._store.record_each([delivery for delivery, _ in batch])
+        except Exception as exc:  # noqa: BLE001 - each waiting request receives the failure as its answer
+            answers = [exc] * len(batch)
+        finally:
+            slots.release()
+        for (_, future), answer in zip(batch, answers, strict=True):
+            if future.done():
+                continue
+            if isinstance(answer, Exception):
+                future.set_exception(answer)
+            else:
+                future.set_result(answer)

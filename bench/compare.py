@@ -1,0 +1,194 @@
+"""Benchmark: ``python -m app serve`` against Probot and the bare aiohttp + gidgethub floor, in one
+run of the shared harness (``../shared/bench``), on SQLite and on PostgreSQL.
+
+For each database: starts ``python -m app serve`` pinned to CPU 0 (web and worker in one process,
+as deployed), runs the shared harness with the floor, Probot and revbot as targets (the harness
+pins wrk to CPU 1 and starts/pins the floor and Probot itself), then checks what the issue asks:
+every 2xx has its committed row, the queue is drained to ``done`` within 10 s after the load
+stops, the server's CPU per recorded delivery, and its RSS after a further 60 s of load (with
+``--rss``). Prints the harness's table, the ratios, and those checks. A script, not a test.
+
+    cp -r ../shared/bench /tmp/bench && cp -r ../shared/conformance /tmp/conformance
+    (cd /tmp/bench && ./setup.sh)
+    python bench/compare.py [--databases sqlite postgresql] [--conns 16,64] [--rounds 1] [--rss]
+
+PostgreSQL: ``BENCH_DATABASE_URL_PG`` (default: the local server's ``revbot_bench`` database,
+which is emptied first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from webhook_ack import free_port, wait_ready  # this script's directory is on sys.path
+
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = Path(os.environ.get("BENCH_HARNESS", "/tmp/bench"))
+PG_URL = os.environ.get("BENCH_DATABASE_URL_PG", "postgresql://revbot:revbot@127.0.0.1:5432/revbot_bench")
+PATH = "/api/github/webhooks"
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    match = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    return int(match.group(1)) / 1024 if match else float("nan")
+
+
+COUNT = "SELECT status, count(*) FROM deliveries GROUP BY status"
+
+
+def counts(url: str) -> dict[str, int]:
+    """Rows per status, read with the databases' own clients (no driver needed here)."""
+    if url.startswith("sqlite:///"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+            return {status: int(n) for status, n in db.execute(COUNT)}
+    out = subprocess.run(["psql", url, "-Atc", COUNT], capture_output=True, text=True, check=True).stdout
+    return {status: int(n) for status, n in (line.split("|") for line in out.splitlines() if line)}
+
+
+def reset_postgres(url: str) -> None:
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    name = url.rsplit("/", 1)[1]
+    subprocess.run(["psql", admin, "-qc", f"DROP DATABASE IF EXISTS {name}"], check=True)
+    subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {name}"], check=True)
+
+
+def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path) -> None:
+    """One round: a fresh revbot (empty database, idle while the floor and Probot are loaded)."""
+    port = free_port()
+    if database == "sqlite":
+        url = f"sqlite:///{work / f'bench-{rnd}.sqlite3'}"
+    else:
+        url = PG_URL
+        reset_postgres(url)
+    env = {
+        **os.environ,
+        "APP_ID": "1",
+        "PRIVATE_KEY_PATH": str(key),
+        "WEBHOOK_SECRET": "bench-secret",
+        "APP_SLUG": "revbot",
+        "GITHUB_API_URL": "http://127.0.0.1:9",
+        "DATABASE_URL": url,
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "LOG_LEVEL": "warning",
+    }
+    server = subprocess.Popen(
+        ["taskset", "-c", "0", sys.executable, "-m", "app", "serve"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(work / f"serve-{database}.log", "wb"),  # noqa: SIM115 - lives as long as the server
+    )
+    try:
+        wait_ready(f"http://127.0.0.1:{port}/healthz")
+        cpu_before = cpu_seconds(server.pid)
+        harness = subprocess.run(
+            [
+                str(HARNESS / "run_webhook_bench.py"),
+                "--targets",
+                "floor,probot",
+                "--target",
+                f"revbot-{database}=http://127.0.0.1:{port}{PATH}",
+                "--conns",
+                args.conns,
+            ],
+            cwd=HARNESS,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        stopped = time.monotonic()
+        cpu = cpu_seconds(server.pid) - cpu_before
+        print(harness.stdout)
+        table = [
+            line for line in harness.stdout.splitlines() if line.startswith("| ") and "round" not in line
+        ]
+        drained = "NOT within 30 s"
+        while time.monotonic() - stopped < 30:
+            status = counts(url)
+            if not {"waiting", "queued", "running"} & status.keys():
+                drained = f"in {time.monotonic() - stopped:.1f} s"
+                break
+            time.sleep(0.1)
+        status = counts(url)
+        rows = sum(status.values())
+        logdir = re.search(r"logs: (\S+)", harness.stdout)
+        answered = 0
+        if logdir:
+            for raw in Path(logdir.group(1)).glob(f"revbot-{database}-c*.txt"):
+                bench = re.search(r"BENCH requests=(\d+) \S+ non2xx=(\d+)", raw.read_text())
+                if bench:
+                    answered += int(bench.group(1)) - int(bench.group(2))
+        summarise(database, rnd, table, args.conns)
+        print(
+            f"{database} round {rnd}: {rows} rows for {answered} 2xx in measured runs (+ warm-up): "
+            f"{'every 2xx has its row' if rows >= answered else 'MISSING ROWS'}; statuses {status}; "
+            f"queue drained {drained}; "
+            f"server CPU {cpu * 1e6 / max(rows, 1):.0f} us per recorded delivery (web + worker)"
+        )
+        if args.rss and rnd == args.rounds:
+            subprocess.run(
+                ["taskset", "-c", "1", "wrk", "-t2", "-c64", "-d60s", "-s", str(HARNESS / "post_webhook.lua"),
+                 f"http://127.0.0.1:{port}{PATH}", "--", str(HARNESS / ".work/payload.json"),
+                 str(HARNESS / ".work/payload.sig"), os.urandom(4).hex()],
+                capture_output=True, check=True,
+            )  # fmt: skip
+            print(f"{database} round {rnd}: RSS after 60 s more load at c64: {rss_mb(server.pid):.0f} MB")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def summarise(database: str, rnd: int, table: list[str], conns: str) -> None:
+    """Ratios within each round: revbot against Probot (req/s) and against the floor (p99)."""
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in table]
+    for c in conns.split(","):
+        by_target = {row[1]: row for row in cells if row[3] == c}
+        ours, probot, floor = (by_target.get(n) for n in (f"revbot-{database}", "probot", "floor"))
+        if not (ours and probot and floor):
+            continue
+        rps = float(ours[4]) / float(probot[4])
+        p99 = float(ours[7]) / float(floor[7])
+        print(
+            f"{database} round {rnd} c{c}: {float(ours[4]):.0f} req/s = {rps:.2f}x Probot "
+            f"({float(probot[4]):.0f}), p99 {ours[7]} ms = {p99:.2f}x the floor's ({floor[7]} ms), "
+            f"non-2xx {ours[8]}"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--databases", nargs="+", default=["sqlite", "postgresql"])
+    parser.add_argument("--conns", default="16,64")
+    parser.add_argument("--rounds", type=int, default=1, help="each with a fresh revbot and database")
+    parser.add_argument("--rss", action="store_true", help="then load 60 s more and report RSS")
+    args = parser.parse_args()
+    if not (HARNESS / "run_webhook_bench.py").exists() or not (HARNESS / ".work" / "payload.json").exists():
+        print(f"needs the shared harness set up in {HARNESS} (see this script's docstring)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="revbot-compare-") as tmp:
+        for database in args.databases:
+            for rnd in range(1, args.rounds + 1):
+                run(database, rnd, args, HARNESS / ".work" / "probot-key.pem", Path(tmp))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
