@@ -123,7 +123,8 @@ class Worker:
         self._context_for = context_for
         self._clock = clock
         self._wakeup = asyncio.Event()
-        self._recorded = False
+        self._recorded = False  # a new delivery was recorded since the last claim
+        self._job_ended = asyncio.Event()  # since the last claim: its subject's next may be due
         self._stopping = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
         self._main: asyncio.Task[None] | None = None
@@ -219,6 +220,7 @@ class Worker:
 
     def _finished(self, job_id: int, _task: asyncio.Task[None]) -> None:
         self._running.pop(job_id, None)
+        self._job_ended.set()
         self._wakeup.set()
 
     async def _idle(self) -> None:
@@ -226,10 +228,13 @@ class Worker:
             await asyncio.wait_for(self._wakeup.wait(), timeout=self.options.poll_seconds)
         if self._recorded:
             # Coalesce a burst of new deliveries into one claim: during a flood a claim per
-            # delivery would compete with the webhook endpoint for the database. A finished job
-            # frees its subject's next job at once.
-            self._recorded = False
-            await asyncio.sleep(self.options.claim_interval)
+            # delivery would compete with the webhook endpoint for the database. But a job that
+            # ends frees its subject's next job: claim at once then, or a flood of one pull
+            # request's deliveries would be worked one job per interval.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._job_ended.wait(), timeout=self.options.claim_interval)
+        self._recorded = False
+        self._job_ended.clear()
         self._wakeup.clear()
 
     async def _heartbeat(self) -> None:

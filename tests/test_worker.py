@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -280,6 +281,48 @@ async def test_one_job_per_subject_in_order_while_subjects_run_concurrently(tmp_
     for subject, bodies in sent.items():
         assert [body for kind, s, body in log if kind == "start" and s == subject] == bodies
     assert peak == 3
+
+
+def flood_router(worker: dict[str, Worker], rest_recorded: asyncio.Event, done: list[str]) -> routing.Router:
+    """The first job makes the worker's coalescing interval an hour and waits until the deliveries
+    behind it are recorded; every job then wakes the worker as a delivery arriving meanwhile would."""
+    router = routing.Router()
+
+    @router.register("issue_comment", action="created")
+    async def flooded(event: IssueCommentEvent, ctx: Context) -> None:
+        if not done:
+            worker["it"].options = dataclasses.replace(worker["it"].options, claim_interval=3600.0)
+            await asyncio.wait_for(rest_recorded.wait(), 30)
+        worker["it"].wake()
+        done.append(event.body)
+
+    return router
+
+
+async def test_a_flood_of_one_pull_requests_deliveries_never_waits_out_the_coalescing_interval(
+    tmp_path: Path,
+) -> None:
+    """New deliveries keep arriving (each wakes the worker) while one PR's jobs run one at a time:
+    a job that ends frees the next of its subject, which is claimed at once. Waiting out the
+    coalescing interval here (an hour) would work such a flood one job per interval."""
+    worker: dict[str, Worker] = {}
+    rest_recorded = asyncio.Event()
+    done: list[str] = []
+    bot = BotHarness(tmp_path, router=flood_router(worker, rest_recorded, done))
+    number = bot.open_pull({"a.py": "x = 1\n"})
+    await bot.start()
+    assert bot.runtime is not None and bot.runtime.worker is not None
+    worker["it"] = bot.runtime.worker
+    try:
+        bodies = [f"comment {n}" for n in range(4)]
+        await bot.fake.comment(REPO, number, bodies[0], by=HUMAN)
+        for body in bodies[1:]:
+            await bot.fake.comment(REPO, number, body, by=HUMAN)
+        rest_recorded.set()
+        await bot.drain(within=60)
+    finally:
+        await bot.stop()
+    assert done == bodies
 
 
 async def test_deliveries_are_recorded_while_github_is_unreachable_and_worked_once_it_answers(
