@@ -131,16 +131,25 @@ _EARLIER_UNFINISHED = (
 )
 
 
-def claim(conn: Connection, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
-    """Up to ``limit`` runnable jobs, oldest first, never one with an earlier active row of its
-    subject; ``SKIP LOCKED`` on PostgreSQL (ignored by SQLite, whose writer is alone)."""
+def claim(
+    conn: Connection,
+    worker_id: str,
+    limit: int,
+    lease_seconds: float,
+    now: float,
+    subject: str | None = None,
+) -> list[Job]:
+    """Up to ``limit`` runnable jobs (of ``subject`` only, if given), oldest first, never one with
+    an earlier active row of its subject; ``SKIP LOCKED`` on PostgreSQL (ignored by SQLite, whose
+    writer is alone)."""
     runnable = or_(
         and_(_j.c.status == "queued", _j.c.run_after <= now),
         and_(_j.c.status == "running", _j.c.lease_until < now),
     )
+    of_subject = [] if subject is None else [_j.c.subject == subject]
     candidates = (
         select(_j.c.id)
-        .where(runnable, ~_EARLIER_UNFINISHED)
+        .where(runnable, ~_EARLIER_UNFINISHED, *of_subject)
         .order_by(_j.c.id)
         .limit(limit)
         .with_for_update(skip_locked=True, of=_j)
@@ -188,12 +197,17 @@ def claim(conn: Connection, worker_id: str, limit: int, lease_seconds: float, no
 
 # The same claim and finish in SQLite's SQL on the writer's raw connection: while one subject's
 # backlog drains, each job costs a claim and a finish, and Core's statement building was most of it.
-_SQLITE_CANDIDATES = (
-    "SELECT j.id FROM deliveries j"
-    " WHERE (j.status = 'queued' AND j.run_after <= :now OR j.status = 'running' AND j.lease_until < :now)"
+_SQLITE_RUNNABLE = (
+    "(j.status = 'queued' AND j.run_after <= :now OR j.status = 'running' AND j.lease_until < :now)"
     " AND NOT EXISTS (SELECT 1 FROM deliveries k"
     "  WHERE k.subject = j.subject AND k.id < j.id AND k.status IN ('queued', 'running'))"
-    " ORDER BY j.id LIMIT :limit"
+)
+_SQLITE_CANDIDATES = f"SELECT j.id FROM deliveries j WHERE {_SQLITE_RUNNABLE} ORDER BY j.id LIMIT :limit"
+# One subject's: its active rows only (the subject index), at most one of which is runnable.
+_SQLITE_SUBJECT_CANDIDATE = (
+    "SELECT j.id FROM deliveries j"
+    f" WHERE j.subject = :subject AND j.status IN ('queued', 'running') AND {_SQLITE_RUNNABLE}"
+    " ORDER BY j.id LIMIT 1"
 )
 _SQLITE_CLAIM = (
     "UPDATE deliveries SET status = 'running', attempts = attempts + 1, lease_until = :lease_until,"
@@ -217,9 +231,19 @@ def _raw(conn: Connection) -> sqlite3.Connection:
     return raw
 
 
-def claim_sqlite(conn: Connection, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
+def claim_sqlite(
+    conn: Connection,
+    worker_id: str,
+    limit: int,
+    lease_seconds: float,
+    now: float,
+    subject: str | None = None,
+) -> list[Job]:
     raw = _raw(conn)
-    ids = [r[0] for r in raw.execute(_SQLITE_CANDIDATES, {"now": now, "limit": limit})]
+    if subject is None:
+        ids = [r[0] for r in raw.execute(_SQLITE_CANDIDATES, {"now": now, "limit": limit})]
+    else:
+        ids = [r[0] for r in raw.execute(_SQLITE_SUBJECT_CANDIDATE, {"now": now, "subject": subject})][:limit]
     if not ids:
         return []
     rows = raw.execute(
@@ -252,6 +276,25 @@ def finish_sqlite(
         return False
     raw.execute(_SQLITE_PROMOTE, {"now": now, "subject": job.subject})
     return True
+
+
+def finish_and_claim_next(
+    conn: Connection,
+    job: Job,
+    worker_id: str,
+    status: str,
+    error: str | None,
+    lease_seconds: float,
+    now: float,
+) -> tuple[bool, Job | None]:
+    """``finish``, then claim the next runnable job of the same subject, in one transaction: while
+    one subject's backlog drains, a job costs one round trip to the database instead of two."""
+    sqlite = conn.dialect.name == "sqlite"
+    ours = (finish_sqlite if sqlite else finish)(conn, job, worker_id, status, error, now)
+    if not ours:
+        return False, None
+    claimed = (claim_sqlite if sqlite else claim)(conn, worker_id, 1, lease_seconds, now, job.subject)
+    return True, claimed[0] if claimed else None
 
 
 def _running(job_ids: Sequence[int], worker_id: str) -> Any:

@@ -209,6 +209,27 @@ class Store:
             )
         )
 
+    async def finish_and_claim_next(
+        self, job: Job, *, worker_id: str, status: str, error: str | None = None, lease_seconds: float
+    ) -> tuple[bool, Job | None]:
+        """``finish``, and in the same transaction claim the next runnable job of the job's subject
+        (the one its finish promoted) for ``worker_id``: one write instead of a finish and a claim.
+
+        Returns (whether the job was still ours, the claimed successor or None). A job no longer
+        ours claims nothing.
+        """
+        return await self._write(
+            partial(
+                ops.finish_and_claim_next,
+                job=job,
+                worker_id=worker_id,
+                status=status,
+                error=error,
+                lease_seconds=lease_seconds,
+                now=self._clock(),
+            )
+        )
+
     async def retry_later(self, job: Job, *, worker_id: str, delay: float, error: str) -> bool:
         """Put a job back in the queue to run after ``delay`` seconds; later jobs of its subject wait."""
         now = self._clock()
