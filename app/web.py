@@ -25,6 +25,7 @@ import asyncio
 import dataclasses
 import hashlib
 import hmac
+import json
 import logging
 import math
 import re
@@ -290,6 +291,14 @@ def _answer(http_status: int, **fields: Any) -> web.Response:
     return web.json_response(fields, status=http_status)
 
 
+# The answer to nearly every delivery, encoded once (a Response itself is per request).
+_QUEUED_BODY = json.dumps({"status": "queued"}).encode()
+
+
+def _queued() -> web.Response:
+    return web.Response(body=_QUEUED_BODY, status=202, content_type="application/json", charset="utf-8")
+
+
 def _refusal(refused: Refused) -> web.Response:
     response = _answer(refused.status, error=refused.error)
     if refused.retry_after is not None:
@@ -367,7 +376,7 @@ class WebhookView:
             return _answer(200, status="duplicate")
         DELIVERIES.labels(event=event, outcome="accepted").inc()
         self.on_recorded()
-        return _answer(202, status="queued")
+        return _queued()
 
 
 BODY_BUDGET = web.AppKey("body_budget", BodyBudget)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import random
 import socket
@@ -191,9 +190,9 @@ class Worker:
                     self._database.recovered()
                 self._last_claim_loop = self._clock()
                 for job in claimed:
-                    task = asyncio.create_task(self._run_job(job, identity), name=f"job {job.id}")
+                    task = asyncio.create_task(self._run_jobs(job, identity), name=f"job {job.id}")
                     self._running[job.id] = task
-                    task.add_done_callback(functools.partial(self._finished, job.id))
+                    task.add_done_callback(self._finished)
                 # Either the queue had nothing more or every slot is busy: wait for a new job,
                 # a finished one, or the next poll (other processes may enqueue too).
                 await self._idle()
@@ -218,8 +217,9 @@ class Worker:
         self._known = identity_task.result()
         return self._known
 
-    def _finished(self, job_id: int, _task: asyncio.Task[None]) -> None:
-        self._running.pop(job_id, None)
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        for job_id in [job_id for job_id, running in self._running.items() if running is task]:
+            del self._running[job_id]
         self._job_ended.set()
         self._wakeup.set()
 
@@ -299,9 +299,11 @@ class Worker:
         if running:
             log.info("waiting up to %.0fs for %d running job(s)", self.options.shutdown_grace, len(running))
             _, pending = await asyncio.wait(running.values(), timeout=self.options.shutdown_grace)
+            # A slot may have moved on to its subject's next job meanwhile: hand back what each
+            # unfinished slot is running now.
+            unfinished = [job_id for job_id, task in self._running.items() if task in pending]
             for task in pending:
                 task.cancel()
-            unfinished = [job_id for job_id, task in running.items() if task in pending]
             if pending:
                 await asyncio.wait(pending)
             if unfinished:
@@ -317,9 +319,24 @@ class Worker:
                     log.info("handed %d unfinished job(s) back to the queue", len(unfinished))
 
     # ------------------------------------------------------------------ one job
-    async def _run_job(self, job: Job, identity: BotIdentity) -> None:
+    async def _run_jobs(self, job: Job, identity: BotIdentity) -> None:
+        """Run ``job``, then each successor of its subject that its end claimed, in this slot."""
+        task = asyncio.current_task()
+        assert task is not None
+        current: Job | None = job
+        while current is not None:
+            following = await self._run_job(current, identity)
+            self._running.pop(current.id, None)
+            if following is not None:
+                self._running[following.id] = task
+            current = following
+
+    async def _run_job(self, job: Job, identity: BotIdentity) -> Job | None:
+        """Run one job and record its outcome; returns its subject's next job if the outcome's
+        write claimed it (see ``_finish``)."""
         started = time.monotonic()
         report = JobReport()
+        following: Job | None = None
         with log_context(job_id=job.id, delivery_id=job.delivery_id, event=job.event):
             try:
                 status, error = await self._process(job, identity, report)
@@ -327,9 +344,10 @@ class Worker:
                 raise
             except Exception as exc:  # noqa: BLE001 - the job boundary: any failure is recorded, never lost
                 with log_context(repo=report.repo, pr_number=report.pr_number):
-                    status, error = await self._after_failure(job, exc), None
+                    status, following = await self._after_failure(job, exc)
+                error = None
             else:
-                await self._finish(job, status=status, error=error)
+                following = await self._finish(job, status=status, error=error)
             duration = time.monotonic() - started
             JOB_DURATION.labels(outcome=status).observe(duration)
             if status != "retried":
@@ -342,14 +360,33 @@ class Worker:
                     ", ".join(report.handlers) or "none",
                     f": {error}" if error else "",
                 )
+        return following
 
-    async def _finish(self, job: Job, *, status: str, error: str | None) -> None:
-        ours = await self._persist(
-            "the job's outcome",
-            lambda: self.store.finish(job, worker_id=self.worker_id, status=status, error=error),
-        )
+    async def _finish(self, job: Job, *, status: str, error: str | None) -> Job | None:
+        """Record a job's end and, in the same write, claim the next job of its subject (which the
+        end has just freed) for this slot: while one pull request's backlog drains, each job costs
+        one write rather than a finish and a claim. Nothing is claimed once stopping."""
+        if self._stopping.is_set():
+            ours = await self._persist(
+                "the job's outcome",
+                lambda: self.store.finish(job, worker_id=self.worker_id, status=status, error=error),
+            )
+            following = None
+        else:
+            outcome = await self._persist(
+                "the job's outcome",
+                lambda: self.store.finish_and_claim_next(
+                    job,
+                    worker_id=self.worker_id,
+                    status=status,
+                    error=error,
+                    lease_seconds=self.options.lease_seconds,
+                ),
+            )
+            ours, following = outcome if outcome is not None else (None, None)
         if ours is False:
             log.warning("job %s: its lease expired and another worker took it over", job.id)
+        return following
 
     async def _process(self, job: Job, identity: BotIdentity, report: JobReport) -> tuple[str, str | None]:
         try:
@@ -386,14 +423,14 @@ class Worker:
     async def _handler_done(self, job: Job, name: str) -> None:
         await self._persist(f"handler {name} as done", lambda: self.store.mark_handler_done(job, name))
 
-    async def _after_failure(self, job: Job, exc: Exception) -> str:
-        """Fail the job or put it back in the queue; returns which ("failed" or "retried")."""
+    async def _after_failure(self, job: Job, exc: Exception) -> tuple[str, Job | None]:
+        """Fail the job or put it back in the queue; returns which ("failed" or "retried"), and
+        the successor that failing it claimed (see ``_finish``)."""
         hint = transient_delay(exc)
         error = _error_text(exc)
         if hint is None or job.attempts >= self.options.max_attempts:
             log.error("job failed after %d attempt(s): %s", job.attempts, error, exc_info=hint is None)
-            await self._finish(job, status="failed", error=error)
-            return "failed"
+            return "failed", await self._finish(job, status="failed", error=error)
         delay = max(
             hint, backoff_delay(job.attempts, base=self.options.backoff_base, cap=self.options.backoff_cap)
         )
@@ -402,4 +439,4 @@ class Worker:
             "the job's retry",
             lambda: self.store.retry_later(job, worker_id=self.worker_id, delay=delay, error=error),
         )
-        return "retried"
+        return "retried", None

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.store import (
     SCHEMA_VERSION,
     IncomingDelivery,
+    Job,
     Ledger,
     QueueStats,
     Store,
@@ -149,6 +150,83 @@ async def test_done_handlers_survive_a_retry(store: Store) -> None:
     await store.retry_later(job, worker_id="w", delay=0, error="timeout")
     [again] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
     assert again.done_handlers == ["app.handlers.review.on_request"]
+
+
+@pytest.mark.parametrize(
+    ("backlog", "taken_over", "status", "successor"),
+    [
+        # the subject's next delivery is claimed in the transaction that ends the job
+        (["o/r#1", "o/r#2", "o/r#1"], False, "done", 3),
+        (["o/r#1", "o/r#1"], False, "failed", 2),
+        (["o/r#1", "o/r#1"], False, "skipped", 2),
+        # nothing more of the subject: nothing claimed, another subject's job stays for a claim
+        (["o/r#1", "o/r#2"], False, "done", None),
+        # the job is no longer ours: nothing ends, nothing is claimed
+        (["o/r#1", "o/r#1"], True, "done", None),
+    ],
+)
+async def test_finish_and_claim_next_hands_the_subjects_next_job_to_the_same_worker(
+    store: Store, clock: FakeClock, backlog: list[str], taken_over: bool, status: str, successor: int | None
+) -> None:
+    await store.record_deliveries([delivery(subject) for subject in backlog])
+    [job] = await store.claim(worker_id="w", limit=1, lease_seconds=20)
+    if taken_over:
+        clock.advance(21)
+        [stolen] = await store.claim(worker_id="other", limit=1, lease_seconds=20)
+        assert stolen.id == job.id
+    before = {r["id"]: r["status"] for r in await store.all_jobs()}
+    ours, claimed = await store.finish_and_claim_next(job, worker_id="w", status=status, lease_seconds=60)
+    assert ours is not taken_over
+    assert (claimed.id if claimed else None) == successor
+    rows = {r["id"]: r for r in await store.all_jobs()}
+    if taken_over:
+        assert {i: r["status"] for i, r in rows.items()} == before
+        return
+    assert rows[job.id]["status"] == status
+    if claimed is not None:
+        assert (claimed.subject, claimed.attempts, claimed.payload) == (job.subject, 1, b"{}")
+        row = rows[claimed.id]
+        assert (row["status"], row["worker_id"], row["lease_until"]) == ("running", "w", clock() + 60)
+    # every other row is where a plain finish leaves it: claimable by the next claim, in order
+    others = [i for i, r in rows.items() if i not in (job.id, successor) and r["status"] != "waiting"]
+    assert [j.id for j in await store.claim(worker_id="x", limit=10, lease_seconds=60)] == others
+
+
+async def test_a_chain_of_finish_and_claim_next_works_one_subject_in_arrival_order(db_url: str) -> None:
+    """Two stores (as two processes) drain one subject's backlog, each by chaining its jobs: never
+    two of the subject at once, every job exactly once, in id order."""
+    stores = [Store(db_url) for _ in range(2)]
+    await stores[0].create_schema()
+    await stores[0].record_deliveries([delivery("o/r#7") for _ in range(40)] + [delivery("o/r#8")])
+    worked: list[int] = []
+    running: set[int] = set()
+    overlaps: list[int] = []
+
+    async def chain(s: Store, name: str) -> None:
+        while len(worked) < 41:  # the other store keeps claiming while this one chains
+            for job in await s.claim(worker_id=name, limit=1, lease_seconds=60):
+                current: Job | None = job
+                while current is not None:
+                    if current.subject == "o/r#7":
+                        if running:
+                            overlaps.append(current.id)
+                        running.add(current.id)
+                    await asyncio.sleep(0)
+                    running.discard(current.id)
+                    worked.append(current.id)
+                    ours, current = await s.finish_and_claim_next(
+                        current, worker_id=name, status="done", lease_seconds=60
+                    )
+                    assert ours
+            await asyncio.sleep(0)
+
+    await asyncio.gather(*(chain(s, f"w{i}") for i, s in enumerate(stores)))
+    for s in stores:
+        await s.close()
+    subject_7 = [i for i in worked if i != 41]
+    assert sorted(worked) == list(range(1, 42))
+    assert subject_7 == list(range(1, 41))
+    assert overlaps == []
 
 
 async def test_concurrent_workers_never_double_claim(db_url: str) -> None:

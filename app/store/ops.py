@@ -3,8 +3,8 @@
 Each runs inside a transaction its caller opened: on SQLite in the writer thread
 (``sqlite_writer.py``), on PostgreSQL through ``AsyncConnection.run_sync``. One set of semantics
 for both databases, checked by one test suite on both; the hot statements have a fast path per
-database: the ledger insert (``record_sqlite`` here on raw ``sqlite3``, ``postgres.py`` on
-asyncpg), and on SQLite the claim and the finish.
+database: the ledger insert, the claim and the finish (here on SQLite's raw ``sqlite3``, in
+``postgres.py`` on asyncpg).
 
 Heads and the PostgreSQL race (issue 9): a subject's new row is its head (``queued``) only when the
 subject has no active (queued or running) row, and ``finish`` promotes the next ``waiting`` row in
@@ -24,11 +24,11 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, literal, or_, select, update
+from sqlalchemy import Connection, and_, func, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from .model import IncomingDelivery, Job, QueueStats, decompress_payload, ledger_rows
-from .schema import ACTIVE, PENDING, deliveries
+from .schema import PENDING, deliveries
 
 Outcome = bool | Exception  # per delivery: new, duplicate, or why it could not be recorded
 
@@ -109,91 +109,20 @@ def record_sqlite(conn: Connection, items: Sequence[IncomingDelivery], now: floa
     return outcomes | {d.delivery_id: True for d in new}
 
 
-def promote_next(conn: Connection, subject: str, now: float) -> None:
-    next_in_line = (
-        select(func.min(deliveries.c.id))
-        .where(deliveries.c.subject == subject, deliveries.c.status == "waiting")
-        .scalar_subquery()
-    )
-    conn.execute(
-        update(deliveries)
-        # ``status`` again: a concurrent promotion of the same row must not undo a claim of it.
-        .where(deliveries.c.id == next_in_line, deliveries.c.status == "waiting")
-        .values(status="queued", run_after=now, updated_at=now)
-    )
-
-
-_j, _k = deliveries.alias("j"), deliveries.alias("k")
-_EARLIER_UNFINISHED = (
-    select(literal(1))
-    .where(_k.c.subject == _j.c.subject, _k.c.id < _j.c.id, _k.c.status.in_(ACTIVE))
-    .exists()
-)
-
-
-def claim(conn: Connection, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
-    """Up to ``limit`` runnable jobs, oldest first, never one with an earlier active row of its
-    subject; ``SKIP LOCKED`` on PostgreSQL (ignored by SQLite, whose writer is alone)."""
-    runnable = or_(
-        and_(_j.c.status == "queued", _j.c.run_after <= now),
-        and_(_j.c.status == "running", _j.c.lease_until < now),
-    )
-    candidates = (
-        select(_j.c.id)
-        .where(runnable, ~_EARLIER_UNFINISHED)
-        .order_by(_j.c.id)
-        .limit(limit)
-        .with_for_update(skip_locked=True, of=_j)
-    )
-    ids = list(conn.execute(candidates).scalars())
-    if not ids:
-        return []
-    rows = conn.execute(
-        update(deliveries)
-        .where(deliveries.c.id.in_(ids))
-        .values(
-            status="running",
-            attempts=deliveries.c.attempts + 1,
-            lease_until=now + lease_seconds,
-            worker_id=worker_id,
-            updated_at=now,
-        )
-        .returning(
-            deliveries.c.id,
-            deliveries.c.delivery_id,
-            deliveries.c.subject,
-            deliveries.c.event,
-            deliveries.c.payload,
-            deliveries.c.attempts,
-            deliveries.c.received_at,
-            deliveries.c.done_handlers,
-        )
-    )
-    claimed = [
-        Job(
-            id=r.id,
-            delivery_id=r.delivery_id,
-            subject=r.subject,
-            event=r.event,
-            payload=decompress_payload(r.payload),
-            attempts=r.attempts,
-            received_at=r.received_at,
-            done_handlers=list(json.loads(r.done_handlers)),
-        )
-        for r in rows
-    ]
-    claimed.sort(key=lambda job: job.id)
-    return claimed
-
-
-# The same claim and finish in SQLite's SQL on the writer's raw connection: while one subject's
-# backlog drains, each job costs a claim and a finish, and Core's statement building was most of it.
-_SQLITE_CANDIDATES = (
-    "SELECT j.id FROM deliveries j"
-    " WHERE (j.status = 'queued' AND j.run_after <= :now OR j.status = 'running' AND j.lease_until < :now)"
+# The claim and the finish in SQLite's SQL on the writer's raw connection (``postgres.py`` has them
+# in PostgreSQL's): while one subject's backlog drains, each job costs a claim and a finish, and
+# Core's statement building was most of it.
+_SQLITE_RUNNABLE = (
+    "(j.status = 'queued' AND j.run_after <= :now OR j.status = 'running' AND j.lease_until < :now)"
     " AND NOT EXISTS (SELECT 1 FROM deliveries k"
     "  WHERE k.subject = j.subject AND k.id < j.id AND k.status IN ('queued', 'running'))"
-    " ORDER BY j.id LIMIT :limit"
+)
+_SQLITE_CANDIDATES = f"SELECT j.id FROM deliveries j WHERE {_SQLITE_RUNNABLE} ORDER BY j.id LIMIT :limit"
+# One subject's: its active rows only (the subject index), at most one of which is runnable.
+_SQLITE_SUBJECT_CANDIDATE = (
+    "SELECT j.id FROM deliveries j"
+    f" WHERE j.subject = :subject AND j.status IN ('queued', 'running') AND {_SQLITE_RUNNABLE}"
+    " ORDER BY j.id LIMIT 1"
 )
 _SQLITE_CLAIM = (
     "UPDATE deliveries SET status = 'running', attempts = attempts + 1, lease_until = :lease_until,"
@@ -217,15 +146,31 @@ def _raw(conn: Connection) -> sqlite3.Connection:
     return raw
 
 
-def claim_sqlite(conn: Connection, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
+def claim_sqlite(
+    conn: Connection,
+    worker_id: str,
+    limit: int,
+    lease_seconds: float,
+    now: float,
+    subject: str | None = None,
+) -> list[Job]:
     raw = _raw(conn)
-    ids = [r[0] for r in raw.execute(_SQLITE_CANDIDATES, {"now": now, "limit": limit})]
+    if subject is None:
+        ids = [r[0] for r in raw.execute(_SQLITE_CANDIDATES, {"now": now, "limit": limit})]
+    else:
+        ids = [r[0] for r in raw.execute(_SQLITE_SUBJECT_CANDIDATE, {"now": now, "subject": subject})][:limit]
     if not ids:
         return []
     rows = raw.execute(
         _SQLITE_CLAIM.format(ids=",".join(str(int(i)) for i in ids)),
         {"lease_until": now + lease_seconds, "worker_id": worker_id, "now": now},
     ).fetchall()
+    return claimed_jobs(rows)
+
+
+def claimed_jobs(rows: Sequence[Sequence[Any]]) -> list[Job]:
+    """Jobs from claimed rows (id, delivery_id, subject, event, payload, attempts, received_at,
+    done_handlers), oldest first."""
     claimed = [
         Job(
             id=r[0],
@@ -254,6 +199,23 @@ def finish_sqlite(
     return True
 
 
+def finish_and_claim_next_sqlite(
+    conn: Connection,
+    job: Job,
+    worker_id: str,
+    status: str,
+    error: str | None,
+    lease_seconds: float,
+    now: float,
+) -> tuple[bool, Job | None]:
+    """``finish_sqlite``, then claim the next runnable job of the same subject, in one transaction:
+    while one subject's backlog drains, a job costs one hand-off to the writer instead of two."""
+    if not finish_sqlite(conn, job, worker_id, status, error, now):
+        return False, None
+    claimed = claim_sqlite(conn, worker_id, 1, lease_seconds, now, job.subject)
+    return True, claimed[0] if claimed else None
+
+
 def _running(job_ids: Sequence[int], worker_id: str) -> Any:
     return and_(
         deliveries.c.id.in_(list(job_ids)),
@@ -278,19 +240,6 @@ def mark_handler_done(conn: Connection, job_id: int, done_handlers: list[str], n
         .where(deliveries.c.id == job_id)
         .values(done_handlers=json.dumps(done_handlers), updated_at=now)
     )
-
-
-def finish(conn: Connection, job: Job, worker_id: str, status: str, error: str | None, now: float) -> bool:
-    result = conn.execute(
-        update(deliveries)
-        .where(_running([job.id], worker_id))
-        # A success keeps the last transient error: it explains the extra attempts.
-        .values(status=status, lease_until=None, updated_at=now, **({"error": error} if error else {}))
-    )
-    if result.rowcount != 1:
-        return False
-    promote_next(conn, job.subject, now)
-    return True
 
 
 def retry_later(

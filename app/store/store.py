@@ -2,8 +2,9 @@
 webhook endpoint.
 
 Writes: on SQLite every write goes to the one writer thread (``sqlite_writer.py``); on PostgreSQL
-the ledger insert goes to asyncpg directly (``postgres.py``) and each queue write is one
-transaction on the async engine's pool (``ops.py`` holds the transactions). Reads
+the ledger insert, the claim and the finish go to asyncpg directly (``postgres.py``) and each
+other queue write is one transaction on the async engine's pool (``ops.py`` holds the
+transactions). Reads
 (``delivery``, ``job``, ``jobs_by_status``, ``all_jobs``, ``queue_stats``) use the async engine on
 both, which on SQLite means their own connections, never blocked by the writer (WAL).
 
@@ -32,7 +33,7 @@ from ..config import DEFAULT_POOL_SIZE
 from . import ops, schema
 from .connect import create_engine_for
 from .model import IncomingDelivery, Job, QueueStats
-from .postgres import PostgresLedger
+from .postgres import PostgresFastPath
 from .schema import deliveries, schema_version
 from .sqlite_writer import SqliteWriter
 
@@ -59,7 +60,7 @@ class Store:
         self.is_sqlite = make_url(url).get_backend_name() == "sqlite"
         self._clock = clock
         self._writer: SqliteWriter | None = None
-        self._pg_ledger = None if self.is_sqlite else PostgresLedger(url, pool_size=pool_size)
+        self._pg = None if self.is_sqlite else PostgresFastPath(url, pool_size=pool_size)
         if self.is_sqlite:
             database = make_url(url).database or ":memory:"
             if database == ":memory:":
@@ -102,8 +103,8 @@ class Store:
     async def close(self) -> None:
         if self._writer is not None:
             await self._writer.close()
-        if self._pg_ledger is not None:
-            await self._pg_ledger.close()
+        if self._pg is not None:
+            await self._pg.close()
         await self.engine.dispose()
 
     async def ping(self) -> bool:
@@ -140,8 +141,8 @@ class Store:
             # The writer retries a refused batch row by row inside its transaction (savepoints).
             outcomes = await self._write(partial(ops.record_sqlite, items=items, now=now), durable=True)
         else:
-            assert self._pg_ledger is not None
-            outcomes = await self._pg_ledger.record(items, now)
+            assert self._pg is not None
+            outcomes = await self._pg.record(items, now)
         # The first occurrence of an id inside the batch is the new one; later copies are duplicates.
         seen: set[str] = set()
         answers: list[bool | Exception] = []
@@ -161,9 +162,13 @@ class Store:
         """Claim up to ``limit`` runnable jobs, at most one per subject, oldest first."""
         if limit <= 0:
             return []
+        if self._pg is not None:
+            return await self._pg.claim(
+                worker_id=worker_id, limit=limit, lease_seconds=lease_seconds, now=self._clock()
+            )
         return await self._write(
             partial(
-                ops.claim_sqlite if self.is_sqlite else ops.claim,
+                ops.claim_sqlite,
                 worker_id=worker_id,
                 limit=limit,
                 lease_seconds=lease_seconds,
@@ -198,13 +203,48 @@ class Store:
 
         Returns False when the job is no longer ours (its lease expired and another worker took it).
         """
+        if self._pg is not None:
+            ours, _ = await self._pg.finish(
+                job, worker_id=worker_id, status=status, error=error, now=self._clock()
+            )
+            return ours
         return await self._write(
             partial(
-                ops.finish_sqlite if self.is_sqlite else ops.finish,
+                ops.finish_sqlite,
                 job=job,
                 worker_id=worker_id,
                 status=status,
                 error=error,
+                now=self._clock(),
+            )
+        )
+
+    async def finish_and_claim_next(
+        self, job: Job, *, worker_id: str, status: str, error: str | None = None, lease_seconds: float
+    ) -> tuple[bool, Job | None]:
+        """``finish``, and in the same transaction claim the next runnable job of the job's subject
+        (the one its finish promoted) for ``worker_id``: one write instead of a finish and a claim.
+
+        Returns (whether the job was still ours, the claimed successor or None). A job no longer
+        ours claims nothing.
+        """
+        if self._pg is not None:
+            return await self._pg.finish(
+                job,
+                worker_id=worker_id,
+                status=status,
+                error=error,
+                now=self._clock(),
+                claim_next_for=lease_seconds,
+            )
+        return await self._write(
+            partial(
+                ops.finish_and_claim_next_sqlite,
+                job=job,
+                worker_id=worker_id,
+                status=status,
+                error=error,
+                lease_seconds=lease_seconds,
                 now=self._clock(),
             )
         )
