@@ -9,7 +9,8 @@ handling and greenlet hops were most of it. The record statement locks the subje
 batch with each subject's first new row ``queued`` unless the subject is busy, as
 ``model.ledger_rows`` decides on SQLite. The queue statements are ``ops.py``'s SQLite ones in
 PostgreSQL's SQL, plus ``FOR UPDATE SKIP LOCKED`` so that concurrent claims never take one row
-twice; their transactions commit without waiting for the WAL flush (``BOOKKEEPING``).
+twice. Every commit waits for its WAL flush (``synchronous_commit`` stays on: a server crash loses
+no job's outcome, so a finished job never runs again).
 """
 
 from __future__ import annotations
@@ -72,13 +73,6 @@ UPDATE deliveries d SET status = 'running', attempts = d.attempts + 1, lease_unt
 FROM candidates WHERE d.id = candidates.id
 RETURNING d.id, d.delivery_id, d.subject, d.event, d.payload, d.attempts, d.received_at, d.done_handlers
 """
-# Queue bookkeeping commits without waiting for its WAL flush, as on SQLite (``synchronous=NORMAL``
-# there): one subject's jobs run one at a time, so a flush per job bounded its drain to a few hundred
-# jobs a second. It survives a crash of the process or of the server; after a crash of the OS a job
-# may go back to an earlier state (the last fraction of a second) and run again, which its
-# idempotent side effects allow. The ledger insert keeps the flush: a 2xx follows a durable row.
-# WAL order is kept: any later synchronous commit flushes these too.
-BOOKKEEPING = "SET LOCAL synchronous_commit = off"
 # $1 now, $2 lease_until, $3 worker_id, $4 limit
 CLAIM = _CLAIM.format(candidates=f"SELECT j.id FROM deliveries j WHERE {_RUNNABLE} ORDER BY j.id LIMIT $4")
 
@@ -182,7 +176,6 @@ class PostgresFastPath:
         """``ops.claim``: one statement, its own transaction."""
         pool = await self._connections()
         async with pool.acquire() as conn, conn.transaction():
-            await conn.execute(BOOKKEEPING)
             rows = await conn.fetch(CLAIM, now, now + lease_seconds, worker_id, limit)
         return claimed_jobs(rows)
 
@@ -200,7 +193,6 @@ class PostgresFastPath:
         in one transaction."""
         pool = await self._connections()
         async with pool.acquire() as conn, conn.transaction():
-            await conn.execute(BOOKKEEPING)
             if await conn.execute(FINISH, status, now, error, job.id, worker_id) != "UPDATE 1":
                 return False, None
             await conn.execute(PROMOTE, job.subject, now)
