@@ -136,6 +136,9 @@ class WebhookProxy:
                 except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
                     connected = False
                     log.warning("webhook proxy: %s: %s", type(exc).__name__, exc)
+                except Exception:  # anything else: logged (log.exception), and the proxy reconnects
+                    connected = False
+                    log.exception("webhook proxy: unexpected error; reconnecting")
                 failures = 0 if connected else failures + 1
                 delay = backoff_delay(max(1, failures), base=self.backoff_base, cap=self.backoff_cap)
                 log.info("webhook proxy: reconnecting to %s in %.1fs", self.source, delay)

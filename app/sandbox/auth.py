@@ -12,6 +12,7 @@ import functools
 import secrets
 import string
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import jwt
@@ -104,12 +105,13 @@ class Issued:
 class TokenStore:
     """Installation tokens issued so far, by value."""
 
-    def __init__(self, lifetime: float) -> None:
+    def __init__(self, lifetime: float, *, clock: Callable[[], float] = time.time) -> None:
         self.lifetime = lifetime
+        self.clock = clock  # tests move it to expire tokens without waiting
         self._tokens: dict[str, Token] = {}
 
     def issue(self, installation_id: int, *, now: float | None = None) -> Issued:
-        moment = time.time() if now is None else now
+        moment = self.clock() if now is None else now
         value = "ghs_" + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(36))
         token = Token(value, installation_id, moment + self.lifetime)
         self._tokens[value] = token
@@ -121,7 +123,7 @@ class TokenStore:
     def check(self, value: str, *, now: float | None = None) -> Token:
         """The live token with this value, or ``AuthError("Bad credentials")``."""
         token = self._tokens.get(value)
-        moment = time.time() if now is None else now
+        moment = self.clock() if now is None else now
         if token is None or token.revoked or token.expires_at <= moment:
             raise AuthError("Bad credentials")
         return token
