@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import logging
 import signal
 import socket
@@ -45,9 +46,11 @@ from .store import Ledger, Store
 from .usecases.bot import Bot
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import HealthConfig, WebhookConfig, create_app
-from .worker import Worker, WorkerOptions, WorkerStatus, backoff_delay
+from .worker import AckFirst, Worker, WorkerOptions, WorkerStatus, backoff_delay
 
 log = logging.getLogger(__name__)
+
+GC_YOUNG_THRESHOLD = 20_000  # allocations between two scans of the youngest generation (default 700)
 
 API_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=10)
 
@@ -178,6 +181,8 @@ class Runtime:
         self.identity: IdentityResolver | None = None
         self.tokens: InstallationTokens | None = None
         self.worker: Worker | None = None
+        # Shared by the webhook endpoint and the worker of this process: requests go first.
+        self.ack_first = AckFirst()
         self._identity_task: asyncio.Task[BotIdentity] | None = None
         self._housekeeping_interval = housekeeping_interval
         self.housekeeping: Housekeeping | None = None
@@ -245,6 +250,7 @@ class Runtime:
                 context_for=self.context_for,
                 options=self._worker_options
                 or WorkerOptions(shutdown_grace=shutdown_budget(self.settings.shutdown_timeout)[1]),
+                ack_first=self.ack_first,
             )
             self.worker.start()
         # Missed-delivery recovery and payload retention, now and every few minutes.
@@ -300,6 +306,7 @@ class Runtime:
                 worker_stall_seconds=s.health_worker_stall_seconds,
                 queue_delay_seconds=s.health_queue_delay_seconds,
             ),
+            ack_first=self.ack_first,
         )
         token = self.settings.metrics_token.get_secret_value() if self.settings.metrics_token else None
         app.router.add_get("/metrics", metrics_view(self.store, token=token))
@@ -385,6 +392,22 @@ async def listen(
     return site
 
 
+def settle_garbage_collector() -> None:
+    """Once started: move what startup built (modules, settings, the router, pools) out of the
+    collector's reach, and scan the youngest generation less often.
+
+    Every request and job allocates and frees thousands of objects (a job parses a whole
+    payload); with the default threshold CPython scans its youngest objects every 700 net
+    allocations, and now and then every object it tracks, most of which live for good. Measured
+    with ``bench/compare.py``'s load (SQLite, one core, c64): p99 of the answers 45-54 ms without
+    this, 16-21 ms with it, and 5-15% more deliveries a second. Short-lived objects are freed by
+    reference counting; cycles are still collected, only later.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+
+
 async def serve(runtime: Runtime, *, host: str, port: int) -> None:
     """Run the web server (and the in-process worker) until SIGTERM/SIGINT.
 
@@ -407,6 +430,7 @@ async def serve(runtime: Runtime, *, host: str, port: int) -> None:
             await runner.setup()
             await listen(runner, host=host, port=port, limits=limits, sock=sock)
             log.info("listening on http://%s:%d%s", host, port, runtime.settings.webhook_path)
+            settle_garbage_collector()
             proxy = start_proxy(runtime.settings, host=host, port=port)
             await stop.wait()
         log.info("shutting down")
@@ -424,6 +448,7 @@ async def work(runtime: Runtime) -> None:
     stop = _stop_on_signals()
     try:
         if await _unless_stopped(stop, runtime.start()):
+            settle_garbage_collector()
             await stop.wait()
         log.info("shutting down")
     finally:

@@ -26,6 +26,7 @@ import random
 import socket
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -40,7 +41,7 @@ from .handlers.context import Context
 from .logs import Outage, log_context, redact
 from .metrics import JOB_DURATION, JOB_LATENCY
 from .routing import handler_name, run_handlers, select_handlers
-from .store import Job, Store
+from .store import Job, JobEnd, Store
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,15 @@ class WorkerOptions:
     # cap bounds how long work waits after the database is back).
     db_retry_base: float = 0.2
     db_retry_cap: float = 5.0
+    # A subject's backlog is claimed in runs of up to this many jobs, worked in order by one slot.
+    run_length: int = 64
+    # The ends of quick jobs in a run are written together, at most this late (a crash before the
+    # write runs them again, in order: every side effect is idempotent). A job that took longer
+    # than this has its end, and those before it, written before the next job starts.
+    end_delay: float = 0.05
+    # While webhook requests are being received, a job waits up to this long before it starts:
+    # acknowledging deliveries within GitHub's 10 s is the deadline; the queue is durable.
+    ack_first_wait: float = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +95,51 @@ class JobReport:
     repo: str | None = None
     pr_number: int | None = None
     handlers: list[str] = field(default_factory=list)
+
+
+class AckFirst:
+    """Webhook requests go before jobs (one event loop serves both).
+
+    The endpoint marks a request from its start until it hands the delivery to the ledger (where
+    it waits on the database, using no CPU). A job starts once no request is in that stretch and
+    none has started for ``quiet`` seconds, or after the worker's ``ack_first_wait`` at most; so a
+    flood of deliveries is acknowledged at the endpoint's own speed while the worker still makes
+    progress, and the backlog is worked off (in runs) once the flood ends. Acknowledging within
+    GitHub's 10 s is the deadline; the queue is durable.
+    """
+
+    def __init__(self, *, quiet: float = 0.005) -> None:
+        self.quiet = quiet
+        self.receiving = 0
+        self._last_started = float("-inf")
+
+    @staticmethod
+    def _now() -> float:
+        return time.monotonic()  # the event loop's clock
+
+    def request_started(self) -> Callable[[], None]:
+        """Count a request as being received; returns the call (idempotent) that ends that."""
+        self.receiving += 1
+        self._last_started = self._now()
+        ended = False
+
+        def handed_over() -> None:
+            nonlocal ended
+            if ended:
+                return
+            ended = True
+            self.receiving -= 1
+
+        return handed_over
+
+    async def wait(self, at_most: float) -> None:
+        """Until the endpoint is quiet, or ``at_most`` seconds (checked every ``quiet`` seconds:
+        cheaper under a flood than waking at each hand-over)."""
+        now = self._now()
+        deadline = now + at_most
+        while now < deadline and (self.receiving or now < self._last_started + self.quiet):
+            await asyncio.sleep(min(self.quiet, deadline - now))
+            now = self._now()
 
 
 def backoff_delay(
@@ -113,8 +168,10 @@ class Worker:
         options: WorkerOptions | None = None,
         worker_id: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        ack_first: AckFirst | None = None,
     ) -> None:
         self.store = store
+        self.ack_first = ack_first or AckFirst()
         self.router = router
         self.options = options or WorkerOptions()
         self.worker_id = worker_id or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
@@ -190,7 +247,7 @@ class Worker:
                     self._database.recovered()
                 self._last_claim_loop = self._clock()
                 for job in claimed:
-                    task = asyncio.create_task(self._run_jobs(job, identity), name=f"job {job.id}")
+                    task = asyncio.create_task(self._run_jobs([job], identity), name=f"job {job.id}")
                     self._running[job.id] = task
                     task.add_done_callback(self._finished)
                 # Either the queue had nothing more or every slot is busy: wait for a new job,
@@ -319,24 +376,100 @@ class Worker:
                     log.info("handed %d unfinished job(s) back to the queue", len(unfinished))
 
     # ------------------------------------------------------------------ one job
-    async def _run_jobs(self, job: Job, identity: BotIdentity) -> None:
-        """Run ``job``, then each successor of its subject that its end claimed, in this slot."""
+    async def _run_jobs(self, run: list[Job], identity: BotIdentity) -> None:
+        """Work ``run`` (jobs of one subject, oldest first) in this slot, then each run of the
+        subject that the last write claimed, until the subject has nothing free to start.
+
+        Ends are written in groups (``WorkerOptions.end_delay``); the write that ends a run also
+        claims the next one. On shutdown the ends so far are written and the rest of the run is
+        handed back."""
         task = asyncio.current_task()
         assert task is not None
-        current: Job | None = job
-        while current is not None:
-            following = await self._run_job(current, identity)
-            self._running.pop(current.id, None)
-            if following is not None:
-                self._running[following.id] = task
-            current = following
+        queue = deque(run)
+        ends: list[JobEnd] = []
+        oldest_end = 0.0
+        while queue:
+            if self._stopping.is_set():
+                await self._write_ends(ends, last=False)
+                await self._hand_back(list(queue))
+                return
+            await self.ack_first.wait(self.options.ack_first_wait)
+            job = queue.popleft()
+            started = self._clock()
+            end = await self._run_job(job, identity, ends)
+            if end is None:  # put back for a retry: the rest of the run waits behind it again
+                ends = []
+                for waiting in queue:
+                    self._running.pop(waiting.id, None)
+                queue.clear()
+            else:
+                if not ends:
+                    oldest_end = self._clock()
+                ends.append(end)
+            now = self._clock()
+            if ends and (
+                not queue
+                or now - started >= self.options.end_delay
+                or now - oldest_end >= self.options.end_delay
+            ):
+                following = await self._write_ends(ends, last=not queue)
+                ends = []
+                if following is None:  # no longer ours: another worker has the subject
+                    for waiting in queue:
+                        self._running.pop(waiting.id, None)
+                    return
+                for job_next in following:
+                    self._running[job_next.id] = task
+                queue.extend(following)
 
-    async def _run_job(self, job: Job, identity: BotIdentity) -> Job | None:
-        """Run one job and record its outcome; returns its subject's next job if the outcome's
-        write claimed it (see ``_finish``)."""
+    async def _write_ends(self, ends: list[JobEnd], *, last: bool) -> list[Job] | None:
+        """Record the ends of jobs of one run. ``last``: the run is over, so the same write claims
+        the subject's next run (nothing once stopping). Returns that run, or None when a job was
+        no longer ours (its lease expired and another worker took the subject over)."""
+        if not ends:
+            return []
+        claim = last and not self._stopping.is_set()
+        outcome = await self._persist(
+            "the jobs' outcomes",
+            lambda: self.store.finish_jobs(
+                ends,
+                worker_id=self.worker_id,
+                claim_next_for=self.options.lease_seconds if claim else None,
+                run_limit=self.options.run_length,
+                run_continues=not last,
+            ),
+        )
+        for end in ends:
+            self._running.pop(end.job.id, None)
+        if outcome is None:  # given up on shutdown: the leases expire and the jobs run again
+            return []
+        ours, following = outcome
+        if not ours:
+            log.warning(
+                "jobs %s: a lease expired and another worker took them over", [e.job.id for e in ends]
+            )
+            return None
+        return following
+
+    async def _hand_back(self, jobs: list[Job]) -> None:
+        """Shutdown: the unstarted rest of a run goes back to the queue."""
+        if not jobs:
+            return
+        ids = [job.id for job in jobs]
+        for job_id in ids:
+            self._running.pop(job_id, None)
+        try:
+            await self.store.release(ids, worker_id=self.worker_id)
+        except Exception as exc:  # noqa: BLE001 - shutdown goes on; the leases expire instead
+            log.warning(
+                "could not hand %d job(s) back (%s); they run after their leases", len(ids), _error_text(exc)
+            )
+
+    async def _run_job(self, job: Job, identity: BotIdentity, ends: list[JobEnd]) -> JobEnd | None:
+        """Run one job; returns its end to be written, or None when it was put back for a retry
+        (written at once, after ``ends``: the ends of the run's jobs before it)."""
         started = time.monotonic()
         report = JobReport()
-        following: Job | None = None
         with log_context(job_id=job.id, delivery_id=job.delivery_id, event=job.event):
             try:
                 status, error = await self._process(job, identity, report)
@@ -344,10 +477,7 @@ class Worker:
                 raise
             except Exception as exc:  # noqa: BLE001 - the job boundary: any failure is recorded, never lost
                 with log_context(repo=report.repo, pr_number=report.pr_number):
-                    status, following = await self._after_failure(job, exc)
-                error = None
-            else:
-                following = await self._finish(job, status=status, error=error)
+                    status, error = await self._after_failure(job, exc, ends)
             duration = time.monotonic() - started
             JOB_DURATION.labels(outcome=status).observe(duration)
             if status != "retried":
@@ -358,35 +488,9 @@ class Worker:
                     status,
                     duration,
                     ", ".join(report.handlers) or "none",
-                    f": {error}" if error else "",
+                    f": {error}" if error and status != "retried" else "",
                 )
-        return following
-
-    async def _finish(self, job: Job, *, status: str, error: str | None) -> Job | None:
-        """Record a job's end and, in the same write, claim the next job of its subject (which the
-        end has just freed) for this slot: while one pull request's backlog drains, each job costs
-        one write rather than a finish and a claim. Nothing is claimed once stopping."""
-        if self._stopping.is_set():
-            ours = await self._persist(
-                "the job's outcome",
-                lambda: self.store.finish(job, worker_id=self.worker_id, status=status, error=error),
-            )
-            following = None
-        else:
-            outcome = await self._persist(
-                "the job's outcome",
-                lambda: self.store.finish_and_claim_next(
-                    job,
-                    worker_id=self.worker_id,
-                    status=status,
-                    error=error,
-                    lease_seconds=self.options.lease_seconds,
-                ),
-            )
-            ours, following = outcome if outcome is not None else (None, None)
-        if ours is False:
-            log.warning("job %s: its lease expired and another worker took it over", job.id)
-        return following
+        return None if status == "retried" else JobEnd(job, status, error, ended_at=self.store.now())
 
     async def _process(self, job: Job, identity: BotIdentity, report: JobReport) -> tuple[str, str | None]:
         try:
@@ -409,34 +513,43 @@ class Worker:
                 return "skipped", "delivery has no installation (not sent to an App)"
             try:
                 ctx = await self._context_for(event, identity, job.received_at)
+                last = handler_name(handlers[-1])
                 await run_handlers(
                     handlers,
                     event,
                     ctx,
                     already_done=job.done_handlers,
-                    on_done=lambda name: self._handler_done(job, name),
+                    on_done=lambda name: self._handler_done(job, name, last=name == last),
                 )
             except NoAccess as exc:
                 return "skipped", _error_text(exc)
         return "done", None
 
-    async def _handler_done(self, job: Job, name: str) -> None:
+    async def _handler_done(self, job: Job, name: str, *, last: bool) -> None:
+        """Remember a handler that succeeded, so that a retry of its job skips it. The last one's
+        is written with the job's end (``done_handlers``), one write fewer per job."""
+        if last:
+            job.done_handlers.append(name)
+            return
         await self._persist(f"handler {name} as done", lambda: self.store.mark_handler_done(job, name))
 
-    async def _after_failure(self, job: Job, exc: Exception) -> tuple[str, Job | None]:
-        """Fail the job or put it back in the queue; returns which ("failed" or "retried"), and
-        the successor that failing it claimed (see ``_finish``)."""
+    async def _after_failure(self, job: Job, exc: Exception, ends: list[JobEnd]) -> tuple[str, str]:
+        """Fail the job, or put it back in the queue (after writing ``ends``, the ends of its run's
+        jobs before it); returns the status ("failed" or "retried") and the error."""
         hint = transient_delay(exc)
         error = _error_text(exc)
         if hint is None or job.attempts >= self.options.max_attempts:
             log.error("job failed after %d attempt(s): %s", job.attempts, error, exc_info=hint is None)
-            return "failed", await self._finish(job, status="failed", error=error)
+            return "failed", error
         delay = max(
             hint, backoff_delay(job.attempts, base=self.options.backoff_base, cap=self.options.backoff_cap)
         )
         log.warning("attempt %d failed (%s); retrying in %.2fs", job.attempts, error, delay)
+        await self._write_ends(ends, last=False)
+        ends.clear()
         await self._persist(
             "the job's retry",
             lambda: self.store.retry_later(job, worker_id=self.worker_id, delay=delay, error=error),
         )
-        return "retried", None
+        self._running.pop(job.id, None)
+        return "retried", error

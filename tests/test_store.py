@@ -22,6 +22,7 @@ from app.store import (
     SCHEMA_VERSION,
     IncomingDelivery,
     Job,
+    JobEnd,
     Ledger,
     QueueStats,
     Store,
@@ -29,6 +30,7 @@ from app.store import (
     ledger_rows,
     schema_version,
 )
+from app.store.model import run_of
 from tests.conftest import FakeClock
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,21 +154,34 @@ async def test_done_handlers_survive_a_retry(store: Store) -> None:
     assert again.done_handlers == ["app.handlers.review.on_request"]
 
 
+def end(job: Job, status: str = "done", error: str | None = None, ended_at: float | None = None) -> JobEnd:
+    return JobEnd(job, status, error, ended_at)
+
+
 @pytest.mark.parametrize(
-    ("backlog", "taken_over", "status", "successor"),
+    ("backlog", "taken_over", "status", "run_limit", "run"),
     [
-        # the subject's next delivery is claimed in the transaction that ends the job
-        (["o/r#1", "o/r#2", "o/r#1"], False, "done", 3),
-        (["o/r#1", "o/r#1"], False, "failed", 2),
-        (["o/r#1", "o/r#1"], False, "skipped", 2),
+        # the subject's next deliveries are claimed in the transaction that ends the job
+        (["o/r#1", "o/r#2", "o/r#1"], False, "done", 8, [3]),
+        (["o/r#1", "o/r#1"], False, "failed", 8, [2]),
+        (["o/r#1", "o/r#1"], False, "skipped", 8, [2]),
+        # a backlog: as much of it as the limit allows, oldest first, another subject's row untouched
+        (["o/r#1", "o/r#1", "o/r#2", "o/r#1", "o/r#1"], False, "done", 8, [2, 4, 5]),
+        (["o/r#1", "o/r#1", "o/r#2", "o/r#1", "o/r#1"], False, "done", 2, [2, 4]),
         # nothing more of the subject: nothing claimed, another subject's job stays for a claim
-        (["o/r#1", "o/r#2"], False, "done", None),
+        (["o/r#1", "o/r#2"], False, "done", 8, []),
         # the job is no longer ours: nothing ends, nothing is claimed
-        (["o/r#1", "o/r#1"], True, "done", None),
+        (["o/r#1", "o/r#1"], True, "done", 8, []),
     ],
 )
-async def test_finish_and_claim_next_hands_the_subjects_next_job_to_the_same_worker(
-    store: Store, clock: FakeClock, backlog: list[str], taken_over: bool, status: str, successor: int | None
+async def test_finishing_a_job_claims_its_subjects_next_run_for_the_same_worker(
+    store: Store,
+    clock: FakeClock,
+    backlog: list[str],
+    taken_over: bool,
+    status: str,
+    run_limit: int,
+    run: list[int],
 ) -> None:
     await store.record_deliveries([delivery(subject) for subject in backlog])
     [job] = await store.claim(worker_id="w", limit=1, lease_seconds=20)
@@ -175,25 +190,130 @@ async def test_finish_and_claim_next_hands_the_subjects_next_job_to_the_same_wor
         [stolen] = await store.claim(worker_id="other", limit=1, lease_seconds=20)
         assert stolen.id == job.id
     before = {r["id"]: r["status"] for r in await store.all_jobs()}
-    ours, claimed = await store.finish_and_claim_next(job, worker_id="w", status=status, lease_seconds=60)
+    ours, claimed = await store.finish_jobs(
+        [end(job, status)], worker_id="w", claim_next_for=60, run_limit=run_limit
+    )
     assert ours is not taken_over
-    assert (claimed.id if claimed else None) == successor
+    assert [c.id for c in claimed] == run
     rows = {r["id"]: r for r in await store.all_jobs()}
     if taken_over:
         assert {i: r["status"] for i, r in rows.items()} == before
         return
     assert rows[job.id]["status"] == status
-    if claimed is not None:
-        assert (claimed.subject, claimed.attempts, claimed.payload) == (job.subject, 1, b"{}")
-        row = rows[claimed.id]
+    for c in claimed:
+        assert (c.subject, c.attempts, c.payload) == (job.subject, 1, b"{}")
+        row = rows[c.id]
         assert (row["status"], row["worker_id"], row["lease_until"]) == ("running", "w", clock() + 60)
     # every other row is where a plain finish leaves it: claimable by the next claim, in order
-    others = [i for i, r in rows.items() if i not in (job.id, successor) and r["status"] != "waiting"]
+    others = [i for i, r in rows.items() if i != job.id and i not in run and r["status"] != "waiting"]
     assert [j.id for j in await store.claim(worker_id="x", limit=10, lease_seconds=60)] == others
 
 
-async def test_a_chain_of_finish_and_claim_next_works_one_subject_in_arrival_order(db_url: str) -> None:
-    """Two stores (as two processes) drain one subject's backlog, each by chaining its jobs: never
+async def test_the_ends_of_a_run_are_written_together_with_their_own_times(
+    store: Store, clock: FakeClock
+) -> None:
+    await store.record_deliveries([delivery("o/r#1") for _ in range(4)])
+    [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    _, run = await store.finish_jobs([end(head)], worker_id="w", claim_next_for=60, run_limit=8)
+    assert [j.id for j in run] == [2, 3, 4]
+    run[0].done_handlers.append("app.handlers.review.on_review_requested")
+    clock.advance(5)
+    # the first two of the run end; the run goes on, so nothing is promoted or claimed
+    ours, more = await store.finish_jobs(
+        [end(run[0], ended_at=clock() - 3), end(run[1], "failed", "boom", ended_at=clock() - 1)],
+        worker_id="w",
+        run_continues=True,
+    )
+    assert (ours, more) == (True, [])
+    rows = {r["id"]: r for r in await store.all_jobs()}
+    assert [(rows[i]["status"], rows[i]["updated_at"]) for i in (2, 3)] == [
+        ("done", clock() - 3),
+        ("failed", clock() - 1),
+    ]
+    assert json.loads(rows[2]["done_handlers"]) == ["app.handlers.review.on_review_requested"]
+    assert rows[3]["error"] == "boom" and rows[4]["status"] == "running"
+    assert await store.claim(worker_id="x", limit=10, lease_seconds=60) == []
+    with pytest.raises(ValueError, match="one subject"):
+        await store.record_deliveries([delivery("o/r#2")])
+        [other] = await store.claim(worker_id="x", limit=1, lease_seconds=60)
+        await store.finish_jobs([end(run[2]), end(other)], worker_id="w")
+
+
+async def test_a_retry_in_the_middle_of_a_run_puts_the_rest_back_behind_it(
+    store: Store, clock: FakeClock
+) -> None:
+    await store.record_deliveries([delivery("o/r#1") for _ in range(4)])
+    [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    _, run = await store.finish_jobs([end(head)], worker_id="w", claim_next_for=60, run_limit=8)
+    assert await store.retry_later(run[0], worker_id="w", delay=30, error="503")
+    rows = {r["id"]: r for r in await store.all_jobs()}
+    assert [(rows[i]["status"], rows[i]["attempts"], rows[i]["worker_id"]) for i in (2, 3, 4)] == [
+        ("queued", 1, None),
+        ("waiting", 0, None),
+        ("waiting", 0, None),
+    ]
+    assert await store.claim(worker_id="x", limit=10, lease_seconds=60) == []  # not due yet
+    clock.advance(30)
+    [again] = await store.claim(worker_id="x", limit=10, lease_seconds=60)
+    assert (again.id, again.attempts) == (2, 2)
+    _, rest = await store.finish_jobs([end(again)], worker_id="x", claim_next_for=60, run_limit=8)
+    assert [(j.id, j.attempts) for j in rest] == [(3, 1), (4, 1)]
+
+
+async def test_a_released_run_keeps_its_order(store: Store) -> None:
+    await store.record_deliveries([delivery("o/r#1") for _ in range(3)] + [delivery("o/r#2")])
+    heads = await store.claim(worker_id="w", limit=2, lease_seconds=60)
+    _, run = await store.finish_jobs([end(heads[0])], worker_id="w", claim_next_for=60, run_limit=8)
+    await store.release([j.id for j in run] + [heads[1].id], worker_id="w")
+    rows = {r["id"]: r for r in await store.all_jobs()}
+    assert [(rows[i]["status"], rows[i]["attempts"]) for i in (2, 3, 4)] == [
+        ("queued", 0),
+        ("waiting", 0),
+        ("queued", 0),
+    ]
+    assert [j.id for j in await store.claim(worker_id="x", limit=10, lease_seconds=60)] == [2, 4]
+
+
+async def test_a_dead_workers_run_is_taken_over_in_order(store: Store, clock: FakeClock) -> None:
+    await store.record_deliveries([delivery("o/r#1") for _ in range(4)])
+    [head] = await store.claim(worker_id="dead", limit=1, lease_seconds=60)
+    _, run = await store.finish_jobs([end(head)], worker_id="dead", claim_next_for=60, run_limit=8)
+    await store.record_deliveries([delivery("o/r#1")])  # arrives while the run is held
+    clock.advance(61)
+    [first] = await store.claim(worker_id="alive", limit=10, lease_seconds=60)
+    assert first.id == run[0].id
+    ours, rest = await store.finish_jobs([end(first)], worker_id="alive", claim_next_for=60, run_limit=8)
+    assert ours and [j.id for j in rest] == [3, 4, 5]
+    # the dead worker's late write changes nothing
+    assert await store.finish_jobs([end(run[1])], worker_id="dead") == (False, [])
+    assert {r["id"]: r["worker_id"] for r in await store.all_jobs() if r["status"] == "running"} == {
+        3: "alive",
+        4: "alive",
+        5: "alive",
+    }
+
+
+@pytest.mark.parametrize(
+    ("pending", "run"),
+    [
+        ([], []),
+        ([(1, "waiting", 0.0, None)], [1]),
+        ([(1, "queued", 10.0, None), (2, "waiting", 10.0, None)], [1, 2]),
+        ([(1, "queued", 11.0, None), (2, "waiting", 10.0, None)], []),  # a retry's backoff
+        ([(1, "running", 0.0, 9.0), (2, "running", 0.0, 9.0), (3, "waiting", 0.0, None)], [1, 2, 3]),
+        ([(1, "running", 0.0, 10.0), (2, "waiting", 0.0, None)], []),  # a live lease (until 10)
+        ([(1, "waiting", 0.0, None), (2, "queued", 12.0, None), (3, "waiting", 0.0, None)], [1]),
+        ([(1, "waiting", 0.0, None), (2, "running", 0.0, 11.0)], [1]),
+    ],
+)
+def test_a_run_is_the_prefix_of_rows_free_to_start(
+    pending: list[tuple[int, str, float, float | None]], run: list[int]
+) -> None:
+    assert run_of(pending, now=10.0) == run
+
+
+async def test_chained_runs_work_one_subject_in_arrival_order(db_url: str) -> None:
+    """Two stores (as two processes) drain one subject's backlog, each by chaining runs: never
     two of the subject at once, every job exactly once, in id order."""
     stores = [Store(db_url) for _ in range(2)]
     await stores[0].create_schema()
@@ -205,17 +325,18 @@ async def test_a_chain_of_finish_and_claim_next_works_one_subject_in_arrival_ord
     async def chain(s: Store, name: str) -> None:
         while len(worked) < 41:  # the other store keeps claiming while this one chains
             for job in await s.claim(worker_id=name, limit=1, lease_seconds=60):
-                current: Job | None = job
-                while current is not None:
-                    if current.subject == "o/r#7":
-                        if running:
-                            overlaps.append(current.id)
-                        running.add(current.id)
-                    await asyncio.sleep(0)
-                    running.discard(current.id)
-                    worked.append(current.id)
-                    ours, current = await s.finish_and_claim_next(
-                        current, worker_id=name, status="done", lease_seconds=60
+                run = [job]
+                while run:
+                    for current in run:
+                        if current.subject == "o/r#7":
+                            if running:
+                                overlaps.append(current.id)
+                            running.add(current.id)
+                        await asyncio.sleep(0)
+                        running.discard(current.id)
+                        worked.append(current.id)
+                    ours, run = await s.finish_jobs(
+                        [end(j) for j in run], worker_id=name, claim_next_for=60, run_limit=3
                     )
                     assert ours
             await asyncio.sleep(0)

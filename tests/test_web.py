@@ -25,11 +25,12 @@ from app.web import (
     WebhookConfig,
     create_app,
     delivery_headers,
+    envelope,
     health_problems,
     incoming_delivery,
     signature_matches,
 )
-from app.worker import WorkerStatus
+from app.worker import AckFirst, WorkerStatus
 from tests.conftest import FakeClock
 
 SECRET = b"It's a Secret to Everybody"
@@ -602,3 +603,92 @@ async def test_healthz_reports_queue_depth_and_goes_503_when_a_due_job_waits_too
         answer = await response.json()
         assert response.status == 503
         assert answer["reasons"][0].startswith("oldest due job has waited")
+
+
+# ------------------------------------------------------------------------------- envelope
+def _odd(**fields: Any) -> bytes:
+    return json.dumps({"action": "opened", **fields}).encode()
+
+
+ODD_SHAPES = [
+    _odd(repository="octo/app", installation=[77], pull_request=7),
+    _odd(repository={"full_name": 7}, installation={"id": "77"}, number=True),
+    _odd(repository={"full_name": "Octo/App"}, pull_request={"number": None}, number=12),
+    _odd(repository={"full_name": "Octo/App"}, pull_request=None, issue={"number": 3}),
+    _odd(repository=None, installation={"id": 2**70}),
+    _odd(repository={"full_name": "o/r"}, check_run={"pull_requests": [{"number": 4}]}),
+    _odd(repository={"full_name": "o/r"}, check_suite={"pull_requests": [{"number": 4}, {"number": 5}]}),
+    _odd(repository={"full_name": "o/r"}, check_run={"pull_requests": "none"}, hook_id=1),
+    _odd(action=None, repository={"full_name": "o/r", "name": "r"}, pull_request={"number": 1.5}),
+    b'{"action": "opened", "repository": {"full_name": "o/r"}, "repository": {"full_name": "x/y"}}',
+]
+
+
+def _ledger_view(event: str, payload: dict[str, Any], body: bytes) -> Any:
+    try:
+        return incoming_delivery(event, "d", payload, body)
+    except Refused as refused:
+        return (refused.status, refused.error)
+
+
+@pytest.mark.parametrize(
+    ("event", "body"),
+    [(path.parent.name, path.read_bytes()) for path in sorted(EXAMPLES.glob("*/*.json"))]
+    + [
+        (event, body)
+        for body in ODD_SHAPES
+        for event in ("pull_request", "issue_comment", "check_run", "check_suite")
+    ],
+)
+def test_the_envelope_gives_the_ledger_what_a_full_parse_would(event: str, body: bytes) -> None:
+    """The endpoint decodes only the fields the ledger reads: every GitHub example, and shapes no
+    GitHub payload has, get the same row (or the same 400) as from a full parse."""
+    assert _ledger_view(event, envelope(body), body) == _ledger_view(event, json.loads(body), body)
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b'{"action": "opened", "pad": [1, 2,]}', "body is not JSON"),  # malformed where nothing is read
+        (b'{"action": "opened"} trailing', "body is not JSON"),
+        (b'"a string"', "body is not a JSON object"),
+        (b"null", "body is not a JSON object"),
+    ],
+)
+def test_the_envelope_still_checks_the_whole_document(body: bytes, error: str) -> None:
+    with pytest.raises(Refused) as refused:
+        envelope(body)
+    assert (refused.value.status, refused.value.error) == (400, error)
+
+
+async def test_jobs_wait_while_the_endpoint_receives_a_delivery(
+    sqlite_store: Store, aiohttp_client: ClientFactory
+) -> None:
+    """From its start until its delivery is handed to the ledger, a request holds jobs back."""
+    first = AckFirst(quiet=0.0)
+    config = WebhookConfig(secret=SECRET, path=PATH, max_body_bytes=64 * 1024)
+    client = await aiohttp_client(
+        create_app(config=config, store=sqlite_store, ledger=Ledger(sqlite_store), ack_first=first)
+    )
+    body = json.dumps(opened()).encode()
+    assert client.server.host is not None and client.server.port is not None
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    request = raw_post(body)
+    writer.write(request[: -len(body) + 10])
+    await writer.drain()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while first.receiving == 0:  # the handler has started reading the body
+        assert loop.time() < deadline
+        await asyncio.sleep(0.01)
+    job = asyncio.create_task(first.wait(at_most=60))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not job.done()
+    writer.write(body[10:])
+    await writer.drain()
+    await asyncio.wait_for(job, 30)
+    assert (await asyncio.wait_for(reader.readline(), 30)).startswith(b"HTTP/1.1 202")
+    writer.close()
+    assert len(await sqlite_store.all_jobs()) == 1
+    assert first.receiving == 0

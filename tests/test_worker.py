@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import signal
@@ -22,11 +23,12 @@ from typing import Any
 import pytest
 from gidgethub import routing
 
+from app.demo.harness import FAST_WORKER
 from app.events import IssueCommentEvent
 from app.guards import BotIdentity
 from app.handlers.context import Context, accepts_own_events
-from app.store import Store
-from app.worker import Worker, WorkerOptions
+from app.store import Store, decompress_payload
+from app.worker import AckFirst, Worker, WorkerOptions
 from tests.harness import BOT, INSTALLATION, REPO, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -505,3 +507,79 @@ async def test_an_unexpected_error_restarts_the_worker_loop_instead_of_ending_it
     assert not worker.status().running
     [failure] = [r for r in caplog.records if r.name == "app.worker" and r.levelno >= logging.WARNING]
     assert failure.getMessage() == "worker loop failed; restarting it" and failure.exc_info is not None
+
+
+def backlog_router(first_may_end: asyncio.Event, done: list[str], flaky: set[str]) -> routing.Router:
+    """The first job waits until the backlog behind it is recorded; a body in ``flaky`` fails
+    once with a 5xx-like error (transient), then succeeds."""
+    router = routing.Router()
+
+    @router.register("issue_comment", action="created")
+    async def work(event: IssueCommentEvent, ctx: Context) -> None:
+        if not done:
+            await asyncio.wait_for(first_may_end.wait(), 30)
+        if event.body in flaky:
+            flaky.discard(event.body)
+            raise TimeoutError("GitHub did not answer")
+        done.append(event.body)
+
+    return router
+
+
+@pytest.mark.parametrize(
+    ("flaky", "writes"),
+    [
+        # the head alone (claimed by the claim loop), then runs of up to 4: one write per run
+        (set(), [1, 4, 4, 2]),
+        # a retry in the middle of a run (5, 6, 7, 8): the end before it is written, the rest goes
+        # back behind it; once due, the claim loop takes it alone, and its end claims 7 to 10
+        ({"comment 6"}, [1, 4, 1, 1, 4]),
+    ],
+)
+async def test_a_pull_requests_backlog_is_worked_in_runs_with_a_write_per_run(
+    tmp_path: Path, flaky: set[str], writes: list[int]
+) -> None:
+    first_may_end = asyncio.Event()
+    done: list[str] = []
+    options = dataclasses.replace(FAST_WORKER, run_length=4, end_delay=3600.0, backoff_cap=0.05)
+    bot = BotHarness(tmp_path, router=backlog_router(first_may_end, done, set(flaky)), worker_options=options)
+    number = bot.open_pull({"a.py": "x = 1\n"})
+    await bot.start()
+    ends: list[int] = []
+    finish_jobs = bot.store.finish_jobs
+
+    async def counted(ends_: Any, **kwargs: Any) -> Any:
+        ends.append(len(ends_))
+        return await finish_jobs(ends_, **kwargs)
+
+    bot.store.finish_jobs = counted
+    try:
+        bodies = [f"comment {n}" for n in range(11)]
+        for body in bodies:
+            await bot.fake.comment(REPO, number, body, by=HUMAN)
+        first_may_end.set()
+        await bot.drain(within=60)
+    finally:
+        await bot.stop()
+    assert done == bodies
+    assert ends == writes
+    rows = await Store(f"sqlite+aiosqlite:///{tmp_path / 'bot.sqlite3'}").all_jobs()
+    attempts = {json.loads(decompress_payload(r["payload"]))["comment"]["body"]: r["attempts"] for r in rows}
+    assert attempts == {body: 2 if body in flaky else 1 for body in bodies}
+    assert {r["status"] for r in rows} == {"done"}
+
+
+async def test_a_job_waits_while_a_delivery_is_being_received() -> None:
+    first = AckFirst(quiet=0.0)
+    handed_over = first.request_started()
+    waiting = asyncio.create_task(first.wait(at_most=60))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    handed_over()
+    handed_over()  # once is counted once
+    await asyncio.wait_for(waiting, 30)
+    assert first.receiving == 0
+    # a request that never hands over holds a job back for ``at_most`` only
+    first.request_started()
+    await asyncio.wait_for(first.wait(at_most=0.01), 30)

@@ -7,10 +7,12 @@ webhook follows the commit of its row.
 
 Queue rules, so that any number of workers can share it:
 - deliveries of one subject (``owner/repo#N``) are worked one at a time, in arrival (id) order.
-  Only the head of a subject is ``queued``; later ones are ``waiting`` and the next is promoted
-  in the transaction that ends the head. Claims therefore scan only subject heads, however long
-  one subject's backlog grows, and the claim query still refuses a row with an earlier
-  active row of its subject (two web processes racing on one subject cannot break order);
+  Only the head of a subject is ``queued``; later ones are ``waiting``. Claims scan only subject
+  heads, however long one subject's backlog grows, and refuse a row with an earlier active row
+  of its subject (two web processes racing on one subject cannot break order). The worker that
+  ends a subject's jobs claims, in the same transaction, its next *run*: the following rows
+  that are free to start, worked by that worker in order (a backlog costs a write per run, not
+  two per job); with no claim, the next row is promoted to head instead;
 - a claim is a lease; a row whose lease ran out (its process died) is claimable again;
 - on PostgreSQL the claim uses ``FOR UPDATE SKIP LOCKED`` so workers never double-claim.
 
@@ -25,6 +27,7 @@ from .model import (
     PAYLOAD_COMPRESSION,
     IncomingDelivery,
     Job,
+    JobEnd,
     QueueStats,
     compress_payload,
     decompress_payload,
@@ -40,6 +43,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "IncomingDelivery",
     "Job",
+    "JobEnd",
     "Ledger",
     "QueueStats",
     "Store",

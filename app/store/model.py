@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +85,37 @@ class Job:
     attempts: int
     received_at: float = 0.0
     done_handlers: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class JobEnd:
+    """A job's outcome, to be written: ``done``, ``failed`` or ``skipped``, with the error kept on
+    the row, the handlers that completed (``job.done_handlers``) and when it ended (the store's
+    clock; the row's ``updated_at``: the ends of a run are written together, later)."""
+
+    job: Job
+    status: str
+    error: str | None = None
+    ended_at: float | None = None  # None: when written
+
+
+def run_of(pending: Sequence[tuple[int, str, float, float | None]], now: float) -> list[int]:
+    """The ids a worker may claim as one run of a subject: the longest prefix of the subject's
+    unfinished rows (``(id, status, run_after, lease_until)``, oldest first) in which every row is
+    free to start now: ``waiting`` (everything before it is finished or in this run), ``queued``
+    and due, or ``running`` on an expired lease (a dead worker's run). A row held by a live lease
+    or queued for later (a retry's backoff) ends the run, so the subject's order holds."""
+    run: list[int] = []
+    for row_id, status, run_after, lease_until in pending:
+        free = (
+            status == "waiting"
+            or (status == "queued" and run_after <= now)
+            or (status == "running" and lease_until is not None and lease_until < now)
+        )
+        if not free:
+            break
+        run.append(row_id)
+    return run
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,14 +7,18 @@ database: the ledger insert, the claim and the finish (here on SQLite's raw ``sq
 ``postgres.py`` on asyncpg).
 
 Heads and the PostgreSQL race (issue 9): a subject's new row is its head (``queued``) only when the
-subject has no active (queued or running) row, and ``finish`` promotes the next ``waiting`` row in
-the transaction that ends the head. Under READ COMMITTED a record could decide "busy" from a head
-that a concurrent ``finish`` was ending, while that finish could not see the new row yet: the row
-was committed ``waiting`` with no head, and its subject stalled for good. The record therefore
-reads the active rows ``FOR UPDATE`` (in id order, so two records never deadlock): it waits for a
-finish in flight and then sees the head ended, or the finish waits for it and then sees (and
-promotes) the new row (``postgres.RECORD``). SQLite's write transactions are serial, so there is
-nothing to race.
+subject has no active (queued or running) row, and the write that ends a subject's active rows
+promotes (or claims) the next ``waiting`` row. Under READ COMMITTED a record could decide "busy"
+from a head that a concurrent finish was ending, while that finish could not see the new row yet:
+the row was committed ``waiting`` with no head, and its subject stalled for good. The record
+therefore locks each subject's oldest active row ``FOR SHARE``: every write that ends a subject's
+active rows updates that row too, so it waits for the record and then sees (and promotes) the new
+row, or the record waits for it and then sees the row ended. Records do not wait for each other
+(shared locks), and only one row per subject is locked however long a worker's run
+(``postgres.RECORD``). A record that saw a head end while the finish promoted another row leaves
+two heads; the claim never takes a row with an earlier active one, and the promotion, which does
+not look for active rows, keeps every waiting row in front of the later head. SQLite's write
+transactions are serial, so there is nothing to race.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from .model import IncomingDelivery, Job, QueueStats, decompress_payload, ledger_rows
+from .model import IncomingDelivery, Job, JobEnd, QueueStats, decompress_payload, ledger_rows, run_of
 from .schema import PENDING, deliveries
 
 Outcome = bool | Exception  # per delivery: new, duplicate, or why it could not be recorded
@@ -110,29 +114,35 @@ def record_sqlite(conn: Connection, items: Sequence[IncomingDelivery], now: floa
 
 
 # The claim and the finish in SQLite's SQL on the writer's raw connection (``postgres.py`` has them
-# in PostgreSQL's): while one subject's backlog drains, each job costs a claim and a finish, and
-# Core's statement building was most of it.
+# in PostgreSQL's): while one subject's backlog drains these run for every job, and Core's
+# statement building was most of their cost.
 _SQLITE_RUNNABLE = (
     "(j.status = 'queued' AND j.run_after <= :now OR j.status = 'running' AND j.lease_until < :now)"
     " AND NOT EXISTS (SELECT 1 FROM deliveries k"
     "  WHERE k.subject = j.subject AND k.id < j.id AND k.status IN ('queued', 'running'))"
 )
 _SQLITE_CANDIDATES = f"SELECT j.id FROM deliveries j WHERE {_SQLITE_RUNNABLE} ORDER BY j.id LIMIT :limit"
-# One subject's: its active rows only (the subject index), at most one of which is runnable.
-_SQLITE_SUBJECT_CANDIDATE = (
-    "SELECT j.id FROM deliveries j"
-    f" WHERE j.subject = :subject AND j.status IN ('queued', 'running') AND {_SQLITE_RUNNABLE}"
-    " ORDER BY j.id LIMIT 1"
-)
 _SQLITE_CLAIM = (
     "UPDATE deliveries SET status = 'running', attempts = attempts + 1, lease_until = :lease_until,"
     " worker_id = :worker_id, updated_at = :now WHERE id IN ({ids})"
     " RETURNING id, delivery_id, subject, event, payload, attempts, received_at, done_handlers"
 )
+# A subject's oldest unfinished rows, each status through its own range of the (subject, status,
+# id) index, so that no finished row is read however long the subject's history.
+_SQLITE_PENDING = (
+    " UNION ALL ".join(
+        f"SELECT * FROM (SELECT id, status, run_after, lease_until FROM deliveries"
+        f" WHERE subject = :subject AND status = '{status}' ORDER BY status, id LIMIT :limit)"
+        for status in PENDING
+    )
+    + " ORDER BY id LIMIT :limit"
+)
 _SQLITE_FINISH = (
     "UPDATE deliveries SET status = :status, lease_until = NULL, updated_at = :now,"
-    " error = coalesce(:error, error) WHERE id = :id AND worker_id = :worker_id AND status = 'running'"
+    " error = coalesce(:error, error), done_handlers = :done_handlers"
+    " WHERE id = :id AND worker_id = :worker_id AND status = 'running'"
 )
+# The subject's next row becomes its head (``postgres.PROMOTE`` says why unconditionally).
 _SQLITE_PROMOTE = (
     "UPDATE deliveries SET status = 'queued', run_after = :now, updated_at = :now"
     " WHERE id = (SELECT min(id) FROM deliveries WHERE subject = :subject AND status = 'waiting')"
@@ -146,19 +156,9 @@ def _raw(conn: Connection) -> sqlite3.Connection:
     return raw
 
 
-def claim_sqlite(
-    conn: Connection,
-    worker_id: str,
-    limit: int,
-    lease_seconds: float,
-    now: float,
-    subject: str | None = None,
+def _claim_ids(
+    raw: sqlite3.Connection, ids: Sequence[int], worker_id: str, lease_seconds: float, now: float
 ) -> list[Job]:
-    raw = _raw(conn)
-    if subject is None:
-        ids = [r[0] for r in raw.execute(_SQLITE_CANDIDATES, {"now": now, "limit": limit})]
-    else:
-        ids = [r[0] for r in raw.execute(_SQLITE_SUBJECT_CANDIDATE, {"now": now, "subject": subject})][:limit]
     if not ids:
         return []
     rows = raw.execute(
@@ -166,6 +166,22 @@ def claim_sqlite(
         {"lease_until": now + lease_seconds, "worker_id": worker_id, "now": now},
     ).fetchall()
     return claimed_jobs(rows)
+
+
+def claim_sqlite(conn: Connection, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
+    """Up to ``limit`` subject heads that are due (or whose lease expired), oldest first."""
+    raw = _raw(conn)
+    ids = [r[0] for r in raw.execute(_SQLITE_CANDIDATES, {"now": now, "limit": limit})]
+    return _claim_ids(raw, ids, worker_id, lease_seconds, now)
+
+
+def claim_run_sqlite(
+    conn: Connection, subject: str, worker_id: str, limit: int, lease_seconds: float, now: float
+) -> list[Job]:
+    """Claim the subject's next run (``model.run_of``), at most ``limit`` rows."""
+    raw = _raw(conn)
+    pending = raw.execute(_SQLITE_PENDING, {"subject": subject, "limit": limit}).fetchall()
+    return _claim_ids(raw, run_of(pending, now), worker_id, lease_seconds, now)
 
 
 def claimed_jobs(rows: Sequence[Sequence[Any]]) -> list[Job]:
@@ -188,32 +204,42 @@ def claimed_jobs(rows: Sequence[Sequence[Any]]) -> list[Job]:
     return claimed
 
 
+def finish_params(ends: Sequence[JobEnd], worker_id: str, now: float) -> list[dict[str, Any]]:
+    return [
+        {
+            "status": end.status,
+            "now": now if end.ended_at is None else end.ended_at,
+            "error": end.error,
+            "done_handlers": json.dumps(end.job.done_handlers),
+            "id": end.job.id,
+            "worker_id": worker_id,
+        }
+        for end in ends
+    ]
+
+
 def finish_sqlite(
-    conn: Connection, job: Job, worker_id: str, status: str, error: str | None, now: float
-) -> bool:
-    raw = _raw(conn)
-    params = {"status": status, "now": now, "error": error, "id": job.id, "worker_id": worker_id}
-    if raw.execute(_SQLITE_FINISH, params).rowcount != 1:
-        return False
-    raw.execute(_SQLITE_PROMOTE, {"now": now, "subject": job.subject})
-    return True
-
-
-def finish_and_claim_next_sqlite(
     conn: Connection,
-    job: Job,
+    ends: Sequence[JobEnd],
     worker_id: str,
-    status: str,
-    error: str | None,
-    lease_seconds: float,
     now: float,
-) -> tuple[bool, Job | None]:
-    """``finish_sqlite``, then claim the next runnable job of the same subject, in one transaction:
-    while one subject's backlog drains, a job costs one hand-off to the writer instead of two."""
-    if not finish_sqlite(conn, job, worker_id, status, error, now):
-        return False, None
-    claimed = claim_sqlite(conn, worker_id, 1, lease_seconds, now, job.subject)
-    return True, claimed[0] if claimed else None
+    claim_next_for: float | None,
+    run_limit: int,
+    run_continues: bool = False,
+) -> tuple[bool, list[Job]]:
+    """Write the ends of jobs of one subject (one run, oldest first). Then either claim the
+    subject's next run for ``worker_id`` (``claim_next_for``: its lease), or give the subject its
+    next head. Returns whether every job was still ours (if not, nothing is claimed: another
+    worker took the subject over) and the claimed run."""
+    raw = _raw(conn)
+    subject = ends[0].job.subject
+    if raw.executemany(_SQLITE_FINISH, finish_params(ends, worker_id, now)).rowcount != len(ends):
+        return False, []
+    if claim_next_for is None:
+        if not run_continues:
+            raw.execute(_SQLITE_PROMOTE, {"now": now, "subject": subject})
+        return True, []
+    return True, claim_run_sqlite(conn, subject, worker_id, run_limit, claim_next_for, now)
 
 
 def _running(job_ids: Sequence[int], worker_id: str) -> Any:
@@ -242,12 +268,12 @@ def mark_handler_done(conn: Connection, job_id: int, done_handlers: list[str], n
     )
 
 
-def retry_later(
-    conn: Connection, job_id: int, worker_id: str, run_after: float, error: str, now: float
-) -> bool:
+def retry_later(conn: Connection, job: Job, worker_id: str, run_after: float, error: str, now: float) -> bool:
+    """The job goes back to the queue as its subject's head, due at ``run_after``; the rest of
+    its run goes back to ``waiting`` behind it, as if never claimed."""
     result = conn.execute(
         update(deliveries)
-        .where(_running([job_id], worker_id))
+        .where(_running([job.id], worker_id))
         .values(
             status="queued",
             error=error,
@@ -257,22 +283,43 @@ def retry_later(
             updated_at=now,
         )
     )
-    return bool(result.rowcount == 1)
-
-
-def release(conn: Connection, job_ids: Sequence[int], worker_id: str, now: float) -> None:
+    if result.rowcount != 1:
+        return False
     conn.execute(
         update(deliveries)
-        .where(_running(job_ids, worker_id))
+        .where(
+            deliveries.c.subject == job.subject,
+            deliveries.c.id > job.id,
+            deliveries.c.worker_id == worker_id,
+            deliveries.c.status == "running",
+        )
         .values(
-            status="queued",
+            status="waiting",
             attempts=deliveries.c.attempts - 1,
             lease_until=None,
             worker_id=None,
-            run_after=now,
             updated_at=now,
         )
     )
+    return True
+
+
+def release(conn: Connection, job_ids: Sequence[int], worker_id: str, now: float) -> None:
+    """Hand running jobs back without counting the attempt: of each subject's, the oldest is its
+    head again (``queued``) and the rest of its run ``waiting`` behind it."""
+    released = select(deliveries.c.id, deliveries.c.subject).where(_running(job_ids, worker_id))
+    heads = {row.subject: row.id for row in conn.execute(released.order_by(deliveries.c.id.desc()))}
+    if not heads:
+        return
+    back = dict(
+        attempts=deliveries.c.attempts - 1, lease_until=None, worker_id=None, run_after=now, updated_at=now
+    )
+    conn.execute(
+        update(deliveries)
+        .where(_running(job_ids, worker_id), deliveries.c.id.in_(list(heads.values())))
+        .values(status="queued", **back)
+    )
+    conn.execute(update(deliveries).where(_running(job_ids, worker_id)).values(status="waiting", **back))
 
 
 def queue_stats(conn: Connection, now: float) -> QueueStats:

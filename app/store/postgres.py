@@ -21,20 +21,37 @@ from collections.abc import Sequence
 import asyncpg
 
 from .connect import create_asyncpg_pool
-from .model import IncomingDelivery, Job, compress_payload
-from .ops import Outcome, claimed_jobs
+from .model import IncomingDelivery, Job, JobEnd, compress_payload, run_of
+from .ops import Outcome, claimed_jobs, finish_params
+from .schema import PENDING
+
+
+def first_of(status: str, *, subject: str, limit: str) -> str:
+    """Ids of the first ``limit`` rows of ``subject`` (an SQL expression) in ``status``, oldest
+    first, read as a range of the (subject, status, id) index. Written as a row comparison because
+    for ``subject = $1 AND status = ... ORDER BY id`` the planner may walk the primary key from the
+    oldest row instead, through every finished one: it estimates from statistics taken while the
+    rows were still pending (30 ms a call after a backlog of 50,000 drained, growing)."""
+    return (
+        f"SELECT id FROM (SELECT id, subject, status FROM deliveries"
+        f" WHERE (subject, status, id) >= ({subject}, '{status}', 0)"
+        f" ORDER BY subject, status, id LIMIT {limit}) AS first_{status}"
+        f" WHERE subject = {subject} AND status = '{status}'"
+    )
+
 
 RECORD = """
 WITH incoming AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
                          $7::bytea[])
         WITH ORDINALITY AS t(delivery_id, event, action, installation_id, repo, subject, payload, ord)
+), heads AS (
+    SELECT first.id FROM (SELECT DISTINCT subject FROM incoming) AS s,
+    LATERAL (SELECT id FROM ({queued} UNION ALL {running}) AS active ORDER BY id LIMIT 1) AS first
 ), busy AS (
-    SELECT DISTINCT subject FROM (
-        SELECT subject FROM deliveries
-        WHERE subject IN (SELECT subject FROM incoming) AND status IN ('queued', 'running')
-        ORDER BY id FOR UPDATE
-    ) AS locked
+    SELECT subject FROM deliveries
+    WHERE id IN (SELECT id FROM heads) AND status IN ('queued', 'running')
+    ORDER BY id FOR SHARE
 )
 INSERT INTO deliveries (delivery_id, event, action, installation_id, repo, subject, payload,
                         received_at, status, attempts, run_after, done_handlers, updated_at)
@@ -48,7 +65,10 @@ WHERE NOT EXISTS (SELECT 1 FROM deliveries seen WHERE seen.delivery_id = incomin
 ORDER BY ord
 ON CONFLICT (delivery_id) DO NOTHING
 RETURNING delivery_id
-"""
+""".format(
+    queued=first_of("queued", subject="s.subject", limit="1"),
+    running=first_of("running", subject="s.subject", limit="1"),
+)
 
 # Ids recorded before are left out before heads are chosen; an id that another process inserts
 # at the same moment is only skipped by ON CONFLICT, and if it was to be its subject's head, the
@@ -77,37 +97,34 @@ RETURNING d.id, d.delivery_id, d.subject, d.event, d.payload, d.attempts, d.rece
 CLAIM = _CLAIM.format(candidates=f"SELECT j.id FROM deliveries j WHERE {_RUNNABLE} ORDER BY j.id LIMIT $4")
 
 
-def _first(status: str, subject: str = "$4") -> str:
-    """The subject's (parameter ``subject``) first row in ``status``: the first entry at or after
-    (subject, status) of the (subject, status, id) index. Written so because for ``subject = $4 AND
-    status = ...`` the generic plan of a prepared statement walks every row of the subject, finished
-    ones too (2.3 ms a job at 5,000 done, growing)."""
-    return (
-        "SELECT id FROM (SELECT id, subject, status FROM deliveries"
-        f" WHERE (subject, status, id) >= ({subject}, '{status}', 0) ORDER BY subject, status, id LIMIT 1)"
-        f" AS first_{status} WHERE subject = {subject} AND status = '{status}'"
-    )
-
-
-# $1 now, $2 lease_until, $3 worker_id, $4 subject: its oldest active row, if runnable (no earlier
-# active row can exist; the row's own columns are checked again once it is locked)
-CLAIM_OF_SUBJECT = _CLAIM.format(
-    candidates="SELECT j.id FROM deliveries j"
-    f" WHERE j.id = (SELECT min(id) FROM ({_first('queued')} UNION ALL {_first('running')}) AS heads)"
-    " AND (j.status = 'queued' AND j.run_after <= $1 OR j.status = 'running' AND j.lease_until < $1)"
+# $1 subject, $2 limit: the subject's oldest unfinished rows, locked.
+PENDING_OF_SUBJECT = (
+    "SELECT id, status, run_after, lease_until FROM deliveries WHERE id IN ("
+    "SELECT id FROM ("
+    + " UNION ALL ".join(f"({first_of(status, subject='$1', limit='$2')})" for status in PENDING)
+    + ") AS pending ORDER BY id LIMIT $2) ORDER BY id FOR UPDATE"
 )
-# $1 status, $2 now, $3 error, $4 id, $5 worker_id
-FINISH = """
-UPDATE deliveries SET status = $1, lease_until = NULL, updated_at = $2, error = coalesce($3, error)
-WHERE id = $4 AND worker_id = $5 AND status = 'running'
-"""
-# The subject's first waiting row (see ``_first``): for ``min(id) ... WHERE subject = $1 AND status =
-# 'waiting'`` the planner walks the primary key from the oldest row, through every finished one (5 ms
-# a job at 7,000 done, growing). ``status`` again: a concurrent promotion must not undo a claim.
-# $1 subject, $2 now
+# $1 subject, $2 now: the subject's first waiting row becomes a head. Not only when the subject
+# has no active row: a record racing a finish can leave a later row queued (see ``ops.py``);
+# promoting the earlier one puts it back in front.
 PROMOTE = f"""
 UPDATE deliveries SET status = 'queued', run_after = $2, updated_at = $2
-WHERE id = ({_first("waiting", "$1")}) AND status = 'waiting'
+WHERE id = ({first_of("waiting", subject="$1", limit="1")}) AND status = 'waiting'
+"""
+# $1 now, $2 lease_until, $3 worker_id, $4 ids
+CLAIM_IDS = """
+UPDATE deliveries SET status = 'running', attempts = attempts + 1, lease_until = $2, worker_id = $3,
+                      updated_at = $1
+WHERE id = ANY($4::bigint[])
+RETURNING id, delivery_id, subject, event, payload, attempts, received_at, done_handlers
+"""
+# $1 ids, $2 statuses, $3 errors, $4 done_handlers, $5 ended_at, $6 worker_id
+FINISH = """
+UPDATE deliveries d SET status = e.status, lease_until = NULL, updated_at = e.ended_at,
+                        error = coalesce(e.error, d.error), done_handlers = e.done_handlers
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::float8[])
+    AS e(id, status, error, done_handlers, ended_at)
+WHERE d.id = e.id AND d.worker_id = $6 AND d.status = 'running'
 """
 
 
@@ -181,26 +198,41 @@ class PostgresFastPath:
 
     async def finish(
         self,
-        job: Job,
+        ends: Sequence[JobEnd],
         *,
         worker_id: str,
-        status: str,
-        error: str | None,
         now: float,
-        claim_next_for: float | None = None,
-    ) -> tuple[bool, Job | None]:
-        """``ops.finish``, and with ``claim_next_for`` (a lease in seconds) ``ops.finish_and_claim_next``,
-        in one transaction."""
+        claim_next_for: float | None,
+        run_limit: int,
+        run_continues: bool = False,
+    ) -> tuple[bool, list[Job]]:
+        """``ops.finish_sqlite`` in one transaction: the ends, then the subject's next run claimed
+        (``claim_next_for``: its lease) or its next head promoted."""
+        subject = ends[0].job.subject
+        params = finish_params(ends, worker_id, now)
         pool = await self._connections()
         async with pool.acquire() as conn, conn.transaction():
-            if await conn.execute(FINISH, status, now, error, job.id, worker_id) != "UPDATE 1":
-                return False, None
-            await conn.execute(PROMOTE, job.subject, now)
+            done = await conn.execute(
+                FINISH,
+                [p["id"] for p in params],
+                [p["status"] for p in params],
+                [p["error"] for p in params],
+                [p["done_handlers"] for p in params],
+                [p["now"] for p in params],
+                worker_id,
+            )
+            if done != f"UPDATE {len(ends)}":
+                return False, []
             if claim_next_for is None:
-                return True, None
-            rows = await conn.fetch(CLAIM_OF_SUBJECT, now, now + claim_next_for, worker_id, job.subject)
-        claimed = claimed_jobs(rows)
-        return True, claimed[0] if claimed else None
+                if not run_continues:
+                    await conn.execute(PROMOTE, subject, now)
+                return True, []
+            pending = await conn.fetch(PENDING_OF_SUBJECT, subject, run_limit)
+            run = run_of([tuple(r) for r in pending], now)
+            if not run:
+                return True, []
+            rows = await conn.fetch(CLAIM_IDS, now, now + claim_next_for, worker_id, run)
+        return True, claimed_jobs(rows)
 
     async def close(self) -> None:
         if self._pool is not None:

@@ -38,7 +38,7 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_GROUP = 256  # functions per transaction: bounds how long one commit holds the lock
-CHECKPOINT_PAUSE = 0.25  # seconds between two checkpoints while writes keep coming
+CHECKPOINT_PAUSE = 0.01  # seconds between two checkpoints while writes keep coming
 BACKSTOP_CHECKPOINT_PAGES = 20_000  # about 80 MB of WAL: the writer checkpoints itself past this
 
 
@@ -253,8 +253,10 @@ class _Checkpointer:
                     db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error as exc:
                     log.warning("sqlite checkpoint failed: %s", exc)
-                # At most one checkpoint per pause while writes keep coming, so that a busy
-                # writer is not chased page by page; stopping ends the pause at once.
+                # Small and often: a checkpoint copies what the last 10 ms wrote, pages still in
+                # the cache, in a few milliseconds. Every 250 ms each took 30-50 ms, in which this
+                # thread shared the core with the event loop (measured under 5,000 deliveries/s:
+                # p99 of the answers 29-53 ms, against 15-25 ms now). Stopping ends the pause.
                 if self._stopping.wait(CHECKPOINT_PAUSE):
                     break
         finally:

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from ..config import DEFAULT_POOL_SIZE
 from . import ops, schema
 from .connect import create_engine_for
-from .model import IncomingDelivery, Job, QueueStats
+from .model import IncomingDelivery, Job, JobEnd, QueueStats
 from .postgres import PostgresFastPath
 from .schema import deliveries, schema_version
 from .sqlite_writer import SqliteWriter
@@ -72,6 +72,10 @@ class Store:
             url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size
         )
         self.ledger_in_flight = 1 if self.is_sqlite else LEDGER_IN_FLIGHT_PG  # see ``Ledger``
+
+    def now(self) -> float:
+        """The store's clock (epoch seconds): what leases, due times and ``updated_at`` use."""
+        return self._clock()
 
     async def _write(self, fn: Callable[[Connection], T], *, durable: bool = False) -> T:
         """Run one transaction function: in the SQLite writer's next group, or on its own
@@ -199,63 +203,67 @@ class Store:
         )
 
     async def finish(self, job: Job, *, worker_id: str, status: str, error: str | None = None) -> bool:
-        """End a job as done, failed or skipped, and promote the next waiting one of its subject.
+        """End a job as done, failed or skipped, and make the next waiting one of its subject its
+        head. Returns False when the job is no longer ours (its lease expired and another worker
+        took it)."""
+        ours, _ = await self.finish_jobs([JobEnd(job, status, error)], worker_id=worker_id)
+        return ours
 
-        Returns False when the job is no longer ours (its lease expired and another worker took it).
+    async def finish_jobs(
+        self,
+        ends: Sequence[JobEnd],
+        *,
+        worker_id: str,
+        claim_next_for: float | None = None,
+        run_limit: int = 1,
+        run_continues: bool = False,
+    ) -> tuple[bool, list[Job]]:
+        """Write the ends of jobs of one subject in one transaction (a worker's run, oldest first).
+
+        With ``claim_next_for`` (a lease in seconds), the same transaction claims the subject's
+        next run for ``worker_id``: up to ``run_limit`` rows that are free to start, oldest first
+        (``model.run_of``), which the worker then works in order. While one pull request's backlog
+        drains, that makes a write per run instead of a finish and a claim per job. Without it,
+        the subject's next waiting row becomes its head for any worker, unless ``run_continues``
+        (the worker still holds the rest of the run: nothing to promote).
+
+        Returns (whether every job was still ours, the claimed run). When a job was not, nothing
+        is claimed: its lease expired and another worker has the subject now.
         """
+        if not ends:
+            return True, []
+        if len({end.job.subject for end in ends}) != 1:
+            raise ValueError("finish_jobs takes the jobs of one subject")
+        now = self._clock()
         if self._pg is not None:
-            ours, _ = await self._pg.finish(
-                job, worker_id=worker_id, status=status, error=error, now=self._clock()
+            return await self._pg.finish(
+                ends,
+                worker_id=worker_id,
+                now=now,
+                claim_next_for=claim_next_for,
+                run_limit=run_limit,
+                run_continues=run_continues,
             )
-            return ours
         return await self._write(
             partial(
                 ops.finish_sqlite,
-                job=job,
+                ends=list(ends),
                 worker_id=worker_id,
-                status=status,
-                error=error,
-                now=self._clock(),
-            )
-        )
-
-    async def finish_and_claim_next(
-        self, job: Job, *, worker_id: str, status: str, error: str | None = None, lease_seconds: float
-    ) -> tuple[bool, Job | None]:
-        """``finish``, and in the same transaction claim the next runnable job of the job's subject
-        (the one its finish promoted) for ``worker_id``: one write instead of a finish and a claim.
-
-        Returns (whether the job was still ours, the claimed successor or None). A job no longer
-        ours claims nothing.
-        """
-        if self._pg is not None:
-            return await self._pg.finish(
-                job,
-                worker_id=worker_id,
-                status=status,
-                error=error,
-                now=self._clock(),
-                claim_next_for=lease_seconds,
-            )
-        return await self._write(
-            partial(
-                ops.finish_and_claim_next_sqlite,
-                job=job,
-                worker_id=worker_id,
-                status=status,
-                error=error,
-                lease_seconds=lease_seconds,
-                now=self._clock(),
+                now=now,
+                claim_next_for=claim_next_for,
+                run_limit=run_limit,
+                run_continues=run_continues,
             )
         )
 
     async def retry_later(self, job: Job, *, worker_id: str, delay: float, error: str) -> bool:
-        """Put a job back in the queue to run after ``delay`` seconds; later jobs of its subject wait."""
+        """Put a job back in the queue to run after ``delay`` seconds; later jobs of its subject
+        (the rest of its run too) wait behind it."""
         now = self._clock()
         return await self._write(
             partial(
                 ops.retry_later,
-                job_id=job.id,
+                job=job,
                 worker_id=worker_id,
                 run_after=now + delay,
                 error=error,
@@ -264,7 +272,8 @@ class Store:
         )
 
     async def release(self, job_ids: Sequence[int], *, worker_id: str) -> None:
-        """Give running jobs back without counting the attempt (graceful shutdown)."""
+        """Give running jobs back without counting the attempt (graceful shutdown); each subject's
+        oldest is its head again."""
         if job_ids:
             await self._write(
                 partial(ops.release, job_ids=list(job_ids), worker_id=worker_id, now=self._clock())
