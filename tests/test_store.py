@@ -562,6 +562,50 @@ async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Stor
     assert sorted(j.delivery_id for j in jobs) == ["gate", "new"]
 
 
+async def test_ending_a_run_racing_a_record_never_strands_the_new_row(pg_store: Store, pg_url: str) -> None:
+    """The same race with a worker's run: the record locks only the subject's oldest active row,
+    and the write that ends the run (and claims the next one) ends that row too."""
+    store = pg_store
+    await store.record_deliveries([delivery("o/r#52", f"backlog-{n}") for n in range(4)])
+    [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    _, run = await store.finish_jobs([end(head)], worker_id="w", claim_next_for=60, run_limit=8)
+    assert len(run) == 3
+    engine = create_async_engine(pg_url)
+    recorder = Store(pg_url)
+    try:
+        async with engine.connect() as holder:
+            await holder.execute(
+                insert(deliveries).values(ledger_rows([delivery("o/r#53", "gate")], set(), 0.0)[0])
+            )
+
+            async def waiting_on_locks() -> int:
+                async with engine.connect() as probe:
+                    found = await probe.scalar(
+                        select(func.count())
+                        .select_from(text("pg_stat_activity"))
+                        .where(text("wait_event_type = 'Lock' AND datname = current_database()"))
+                    )
+                return int(found or 0)
+
+            record = asyncio.ensure_future(
+                recorder.record_deliveries([delivery("o/r#52", "new"), delivery("o/r#53", "gate")])
+            )
+            await _until(lambda: _const(waiting_on_locks, 1), "the record waits before its insert")
+            ending = asyncio.ensure_future(
+                store.finish_jobs([end(j) for j in run], worker_id="w", claim_next_for=60, run_limit=8)
+            )
+            await _until(lambda: _done_or(ending, waiting_on_locks, 2), "the end ran or waits")
+            await holder.rollback()  # lets the record go on
+            assert await record == [True, True]
+            ours, claimed = await ending
+            assert ours
+    finally:
+        await recorder.close()
+        await engine.dispose()
+    jobs = await store.claim(worker_id="w", limit=5, lease_seconds=60)
+    assert sorted(j.delivery_id for j in [*claimed, *jobs]) == ["gate", "new"]
+
+
 async def _const(count: Callable[[], Awaitable[int]], at_least: int) -> bool:
     return await count() >= at_least
 

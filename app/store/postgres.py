@@ -1,12 +1,12 @@
 """PostgreSQL's hot writes on asyncpg directly: the ledger insert (one prepared statement per
-batch), and the queue's claim and finish (prepared statements, no pre-ping on checkout).
+batch), and the queue's claim and the end of a run (prepared statements, no pre-ping on checkout).
 
 Chosen because they measured faster than the same transactions in SQLAlchemy Core (which every
 other PostgreSQL write uses): ``bench/pg_ledger_paths.py`` runs both ledger paths; while one pull
-request's backlog drains, a job costs one claim-and-finish, and SQLAlchemy's pre-ping, statement
-handling and greenlet hops were most of it. The record statement locks the subjects' active rows
-``FOR UPDATE`` in id order, so it can never race a ``finish`` (see ``ops.py``), then inserts the
-batch with each subject's first new row ``queued`` unless the subject is busy, as
+request's backlog drains, each run costs one end-and-claim, and SQLAlchemy's pre-ping, statement
+handling and greenlet hops were most of it. The record statement locks each subject's oldest
+active row ``FOR SHARE``, so it can never race the write that ends it (see ``ops.py``), then
+inserts the batch with each subject's first new row ``queued`` unless the subject is busy, as
 ``model.ledger_rows`` decides on SQLite. The queue statements are ``ops.py``'s SQLite ones in
 PostgreSQL's SQL, plus ``FOR UPDATE SKIP LOCKED`` so that concurrent claims never take one row
 twice. Every commit waits for its WAL flush (``synchronous_commit`` stays on: a server crash loses
