@@ -8,10 +8,12 @@ verified (before that, anyone could invent one), installations are few.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import (
@@ -37,6 +39,14 @@ platform_collector.PlatformCollector(registry=REGISTRY)
 gc_collector.GCCollector(registry=REGISTRY)
 
 UNVERIFIED_EVENT = "unverified"  # the event label of a delivery refused before its signature checked
+
+
+@functools.lru_cache(maxsize=4096)
+def child(metric: Any, *values: str) -> Any:
+    """``metric.labels(*values)``, remembered: the webhook endpoint and the worker count every
+    delivery and job, and ``labels`` checks its arguments and takes a lock each time."""
+    return metric.labels(*values)
+
 
 DELIVERIES = Counter(
     "revbot_webhook_deliveries",

@@ -39,7 +39,7 @@ from .github import NoAccess, transient_delay
 from .guards import BotIdentity, sent_by_bot_or_decoy
 from .handlers.context import Context
 from .logs import Outage, log_context, redact
-from .metrics import JOB_DURATION, JOB_LATENCY
+from .metrics import JOB_DURATION, JOB_LATENCY, child
 from .routing import handler_name, run_handlers, select_handlers
 from .store import Job, JobEnd, Store
 
@@ -108,10 +108,12 @@ class AckFirst:
     GitHub's 10 s is the deadline; the queue is durable.
     """
 
-    def __init__(self, *, quiet: float = 0.005) -> None:
+    def __init__(self, *, quiet: float = 0.005, yield_every: float = 0.0005) -> None:
         self.quiet = quiet
+        self.yield_every = yield_every
         self.receiving = 0
         self._last_started = float("-inf")
+        self._yielded_at = float("-inf")
 
     @staticmethod
     def _now() -> float:
@@ -134,12 +136,19 @@ class AckFirst:
 
     async def wait(self, at_most: float) -> None:
         """Until the endpoint is quiet, or ``at_most`` seconds (checked every ``quiet`` seconds:
-        cheaper under a flood than waking at each hand-over)."""
+        cheaper under a flood than waking at each hand-over).
+
+        Jobs that do no I/O never suspend, so a run of them would hold the event loop until its
+        write: after ``yield_every`` seconds of that, the loop gets a turn first (answers whose
+        rows have committed go out, new requests are read), then the endpoint is checked."""
         now = self._now()
+        if now - self._yielded_at >= self.yield_every:
+            await asyncio.sleep(0)
+            now = self._yielded_at = self._now()
         deadline = now + at_most
         while now < deadline and (self.receiving or now < self._last_started + self.quiet):
             await asyncio.sleep(min(self.quiet, deadline - now))
-            now = self._now()
+            now = self._yielded_at = self._now()
 
 
 def backoff_delay(
@@ -479,9 +488,9 @@ class Worker:
                 with log_context(repo=report.repo, pr_number=report.pr_number):
                     status, error = await self._after_failure(job, exc, ends)
             duration = time.monotonic() - started
-            JOB_DURATION.labels(outcome=status).observe(duration)
+            child(JOB_DURATION, status).observe(duration)
             if status != "retried":
-                JOB_LATENCY.labels(outcome=status).observe(max(0.0, time.time() - job.received_at))
+                child(JOB_LATENCY, status).observe(max(0.0, time.time() - job.received_at))
             with log_context(repo=report.repo, pr_number=report.pr_number):
                 log.info(
                     "job %s in %.2fs (handlers: %s)%s",

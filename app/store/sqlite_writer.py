@@ -25,6 +25,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -40,6 +41,9 @@ BUSY_TIMEOUT_MS = 10_000
 MAX_GROUP = 256  # functions per transaction: bounds how long one commit holds the lock
 CHECKPOINT_PAUSE = 0.01  # seconds between two checkpoints while writes keep coming
 BACKSTOP_CHECKPOINT_PAGES = 20_000  # about 80 MB of WAL: the writer checkpoints itself past this
+RESTART_PAGES = 4_000  # about 16 MB of WAL: the checkpointer makes the WAL start over (_Checkpointer)
+RESTART_WAIT_MS = 20
+RESTART_BACKOFF = 1.0  # seconds without a RESTART after one that a reader kept from finishing
 
 
 def configure_connection(dbapi: sqlite3.Connection, synchronous: str) -> None:
@@ -222,7 +226,13 @@ class _Checkpointer:
     SQLite runs an automatic checkpoint inside the commit that crosses 1000 WAL pages, with an
     fsync of the database file, and every write queued behind that commit waits for it. A
     ``PASSIVE`` checkpoint from another connection does the same work without blocking the
-    writer; the WAL starts over at the first write after a checkpoint has caught up.
+    writer. But the WAL starts over only at a write that finds it wholly copied back, which a
+    writer that never pauses never does: it grew to the writer's backstop (80 MB), whose
+    checkpoint inside a commit stalled every answer for 80-150 ms. So once the WAL passes
+    ``RESTART_PAGES``, a ``RESTART`` checkpoint copies the few pages the last ``PASSIVE`` one left
+    and makes the next write start the WAL over; it holds the write lock for that copy only, and
+    gives up after ``RESTART_WAIT_MS`` if a reader is still on the WAL (then not again before
+    ``RESTART_BACKOFF``: a long read must not turn into a writer stalled by every other attempt).
     """
 
     def __init__(self, database: str) -> None:
@@ -244,13 +254,20 @@ class _Checkpointer:
         db = sqlite3.connect(self._database, isolation_level=None, check_same_thread=False)
         try:
             configure_connection(db, "FULL")
+            db.execute(f"PRAGMA busy_timeout={RESTART_WAIT_MS}")  # only RESTART ever waits
+            restart_after = 0.0
             while True:
                 self._due.wait()
                 self._due.clear()
                 if self._stopping.is_set():
                     break
                 try:
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    _busy, wal_pages, _copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    if wal_pages >= RESTART_PAGES and time.monotonic() >= restart_after:
+                        busy, _, _ = db.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+                        # A reader kept it from finishing: it held the write lock for the wait,
+                        # so not again before a pause.
+                        restart_after = time.monotonic() + (RESTART_BACKOFF if busy else 0.0)
                 except sqlite3.Error as exc:
                     log.warning("sqlite checkpoint failed: %s", exc)
                 # Small and often: a checkpoint copies what the last 10 ms wrote, pages still in
