@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -520,21 +521,21 @@ async def _until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Store, pg_url: str) -> None:
-    """Issue 9, item 0, run deterministically on two connections. The record reads whether the
-    subject is busy, then is held just before its INSERT (a third connection holds an uncommitted
-    row with the same delivery id as one in its batch); meanwhile the worker finishes the subject's
-    head. Whatever the order the database then allows, the new row must end up runnable."""
-    store = pg_store
-    await store.record_deliveries([delivery("o/r#50", "head")])
-    [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+Held = tuple["asyncio.Future[list[bool]]", Callable[[], Awaitable[int]], Callable[[], Awaitable[None]]]
+
+
+@contextlib.asynccontextmanager
+async def record_held_before_its_insert(pg_url: str, subject: str) -> AsyncIterator[Held]:
+    """A record of a new delivery of ``subject`` by another store (another process), which has
+    read whether the subject is busy and is held just before its INSERT: a third connection holds
+    an uncommitted row with the same delivery id as the other one in its batch. Yields the record,
+    how many connections wait on locks, and the call that lets the record go on."""
     engine = create_async_engine(pg_url)
     recorder = Store(pg_url)
     try:
         async with engine.connect() as holder:
-            await holder.execute(
-                insert(deliveries).values(ledger_rows([delivery("o/r#51", "gate")], set(), 0.0)[0])
-            )
+            gate = delivery("o/r#gate", "gate")
+            await holder.execute(insert(deliveries).values(ledger_rows([gate], set(), 0.0)[0]))
 
             async def waiting_on_locks() -> int:
                 async with engine.connect() as probe:
@@ -545,19 +546,28 @@ async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Stor
                     )
                 return int(found or 0)
 
-            record = asyncio.ensure_future(
-                recorder.record_deliveries([delivery("o/r#50", "new"), delivery("o/r#51", "gate")])
-            )
+            record = asyncio.ensure_future(recorder.record_deliveries([delivery(subject, "new"), gate]))
             await _until(lambda: _const(waiting_on_locks, 1), "the record waits before its insert")
-            finish = asyncio.ensure_future(store.finish(head, worker_id="w", status="done"))
-            # The finish either completes (it does not conflict) or waits for the record's lock.
-            await _until(lambda: _done_or(finish, waiting_on_locks, 2), "the finish ran or waits")
-            await holder.rollback()  # lets the record go on
-            assert await record == [True, True]
-            assert await finish is True
+            yield record, waiting_on_locks, holder.rollback
     finally:
         await recorder.close()
         await engine.dispose()
+
+
+async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Store, pg_url: str) -> None:
+    """Issue 9, item 0, run deterministically on two connections: the record has read whether
+    the subject is busy; meanwhile the worker finishes the subject's head. Whatever the order the
+    database then allows, the new row must end up runnable."""
+    store = pg_store
+    await store.record_deliveries([delivery("o/r#50", "head")])
+    [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    async with record_held_before_its_insert(pg_url, "o/r#50") as (record, waiting_on_locks, release):
+        finish = asyncio.ensure_future(store.finish(head, worker_id="w", status="done"))
+        # The finish either completes (it does not conflict) or waits for the record's lock.
+        await _until(lambda: _done_or(finish, waiting_on_locks, 2), "the finish ran or waits")
+        await release()
+        assert await record == [True, True]
+        assert await finish is True
     jobs = await store.claim(worker_id="w", limit=5, lease_seconds=60)
     assert sorted(j.delivery_id for j in jobs) == ["gate", "new"]
 
@@ -570,38 +580,15 @@ async def test_ending_a_run_racing_a_record_never_strands_the_new_row(pg_store: 
     [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
     _, run = await store.finish_jobs([end(head)], worker_id="w", claim_next_for=60, run_limit=8)
     assert len(run) == 3
-    engine = create_async_engine(pg_url)
-    recorder = Store(pg_url)
-    try:
-        async with engine.connect() as holder:
-            await holder.execute(
-                insert(deliveries).values(ledger_rows([delivery("o/r#53", "gate")], set(), 0.0)[0])
-            )
-
-            async def waiting_on_locks() -> int:
-                async with engine.connect() as probe:
-                    found = await probe.scalar(
-                        select(func.count())
-                        .select_from(text("pg_stat_activity"))
-                        .where(text("wait_event_type = 'Lock' AND datname = current_database()"))
-                    )
-                return int(found or 0)
-
-            record = asyncio.ensure_future(
-                recorder.record_deliveries([delivery("o/r#52", "new"), delivery("o/r#53", "gate")])
-            )
-            await _until(lambda: _const(waiting_on_locks, 1), "the record waits before its insert")
-            ending = asyncio.ensure_future(
-                store.finish_jobs([end(j) for j in run], worker_id="w", claim_next_for=60, run_limit=8)
-            )
-            await _until(lambda: _done_or(ending, waiting_on_locks, 2), "the end ran or waits")
-            await holder.rollback()  # lets the record go on
-            assert await record == [True, True]
-            ours, claimed = await ending
-            assert ours
-    finally:
-        await recorder.close()
-        await engine.dispose()
+    async with record_held_before_its_insert(pg_url, "o/r#52") as (record, waiting_on_locks, release):
+        ending = asyncio.ensure_future(
+            store.finish_jobs([end(j) for j in run], worker_id="w", claim_next_for=60, run_limit=8)
+        )
+        await _until(lambda: _done_or(ending, waiting_on_locks, 2), "the end ran or waits")
+        await release()
+        assert await record == [True, True]
+        ours, claimed = await ending
+        assert ours
     jobs = await store.claim(worker_id="w", limit=5, lease_seconds=60)
     assert sorted(j.delivery_id for j in [*claimed, *jobs]) == ["gate", "new"]
 

@@ -301,6 +301,20 @@ def flood_router(worker: dict[str, Worker], rest_recorded: asyncio.Event, done: 
     return router
 
 
+async def flood(bot: BotHarness, number: int, count: int, *, then: asyncio.Event) -> list[str]:
+    """``count`` comments on one pull request, all recorded before ``then`` is set (the first
+    job waits for it); then until the bot is quiet, and stopped. Returns the bodies, in order."""
+    bodies = [f"comment {n}" for n in range(count)]
+    try:
+        for body in bodies:
+            await bot.fake.comment(REPO, number, body, by=HUMAN)
+        then.set()
+        await bot.drain(within=60)
+    finally:
+        await bot.stop()
+    return bodies
+
+
 async def test_a_flood_of_one_pull_requests_deliveries_never_waits_out_the_coalescing_interval(
     tmp_path: Path,
 ) -> None:
@@ -315,15 +329,7 @@ async def test_a_flood_of_one_pull_requests_deliveries_never_waits_out_the_coale
     await bot.start()
     assert bot.runtime is not None and bot.runtime.worker is not None
     worker["it"] = bot.runtime.worker
-    try:
-        bodies = [f"comment {n}" for n in range(4)]
-        await bot.fake.comment(REPO, number, bodies[0], by=HUMAN)
-        for body in bodies[1:]:
-            await bot.fake.comment(REPO, number, body, by=HUMAN)
-        rest_recorded.set()
-        await bot.drain(within=60)
-    finally:
-        await bot.stop()
+    bodies = await flood(bot, number, 4, then=rest_recorded)
     assert done == bodies
 
 
@@ -553,14 +559,7 @@ async def test_a_pull_requests_backlog_is_worked_in_runs_with_a_write_per_run(
         return await finish_jobs(ends_, **kwargs)
 
     bot.store.finish_jobs = counted
-    try:
-        bodies = [f"comment {n}" for n in range(11)]
-        for body in bodies:
-            await bot.fake.comment(REPO, number, body, by=HUMAN)
-        first_may_end.set()
-        await bot.drain(within=60)
-    finally:
-        await bot.stop()
+    bodies = await flood(bot, number, 11, then=first_may_end)
     assert done == bodies
     assert ends == writes
     rows = await Store(f"sqlite+aiosqlite:///{tmp_path / 'bot.sqlite3'}").all_jobs()
