@@ -29,6 +29,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeVar
 
 import orjson
@@ -284,6 +285,10 @@ class Worker:
         return self._known
 
     def _finished(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            # Not a job's failure (that is recorded on the job): the slot's own bookkeeping broke.
+            # Its jobs' leases are no longer renewed, so they run again once those expire.
+            log.error("a worker slot stopped unexpectedly", exc_info=exc)
         for job_id in [job_id for job_id, running in self._running.items() if running is task]:
             del self._running[job_id]
         self._job_ended.set()
@@ -390,13 +395,20 @@ class Worker:
         subject that the last write claimed, until the subject has nothing free to start.
 
         Ends are written in groups (``WorkerOptions.end_delay``); the write that ends a run also
-        claims the next one. On shutdown the ends so far are written and the rest of the run is
-        handed back."""
+        claims the next one. A retry writes the ends before it, then puts the job back and the
+        rest of the run behind it. On shutdown the ends so far are written and the rest of the
+        run is handed back."""
         task = asyncio.current_task()
         assert task is not None
         queue = deque(run)
         ends: list[JobEnd] = []
         oldest_end = 0.0
+
+        def drop_rest() -> None:
+            for waiting in queue:
+                self._running.pop(waiting.id, None)
+            queue.clear()
+
         while queue:
             if self._stopping.is_set():
                 await self._write_ends(ends, last=False)
@@ -405,18 +417,21 @@ class Worker:
             await self.ack_first.wait(self.options.ack_first_wait)
             job = queue.popleft()
             started = self._clock()
-            end = await self._run_job(job, identity, ends)
-            if end is None:  # put back for a retry: the rest of the run waits behind it again
-                ends = []
-                for waiting in queue:
-                    self._running.pop(waiting.id, None)
-                queue.clear()
-            else:
-                if not ends:
-                    oldest_end = self._clock()
-                ends.append(end)
+            status, error, retry_in = await self._run_job(job, identity)
+            if retry_in is not None:
+                await self._write_ends(ends, last=False)
+                retry = partial(
+                    self.store.retry_later, job, worker_id=self.worker_id, delay=retry_in, error=str(error)
+                )
+                await self._persist("the job's retry", retry)
+                self._running.pop(job.id, None)
+                drop_rest()  # the retry put them back to waiting behind it
+                return
+            if not ends:
+                oldest_end = self._clock()
+            ends.append(JobEnd(job, status, error, ended_at=self.store.now()))
             now = self._clock()
-            if ends and (
+            if (
                 not queue
                 or now - started >= self.options.end_delay
                 or now - oldest_end >= self.options.end_delay
@@ -424,8 +439,7 @@ class Worker:
                 following = await self._write_ends(ends, last=not queue)
                 ends = []
                 if following is None:  # no longer ours: another worker has the subject
-                    for waiting in queue:
-                        self._running.pop(waiting.id, None)
+                    drop_rest()
                     return
                 for job_next in following:
                     self._running[job_next.id] = task
@@ -474,11 +488,12 @@ class Worker:
                 "could not hand %d job(s) back (%s); they run after their leases", len(ids), _error_text(exc)
             )
 
-    async def _run_job(self, job: Job, identity: BotIdentity, ends: list[JobEnd]) -> JobEnd | None:
-        """Run one job; returns its end to be written, or None when it was put back for a retry
-        (written at once, after ``ends``: the ends of the run's jobs before it)."""
+    async def _run_job(self, job: Job, identity: BotIdentity) -> tuple[str, str | None, float | None]:
+        """Run one job; returns its status and error and, when it is to be retried, after how
+        long (the caller writes the outcome)."""
         started = time.monotonic()
         report = JobReport()
+        retry_in: float | None = None
         with log_context(job_id=job.id, delivery_id=job.delivery_id, event=job.event):
             try:
                 status, error = await self._process(job, identity, report)
@@ -486,7 +501,8 @@ class Worker:
                 raise
             except Exception as exc:  # noqa: BLE001 - the job boundary: any failure is recorded, never lost
                 with log_context(repo=report.repo, pr_number=report.pr_number):
-                    status, error = await self._after_failure(job, exc, ends)
+                    retry_in, error = self._after_failure(job, exc)
+                status = "failed" if retry_in is None else "retried"
             duration = time.monotonic() - started
             child(JOB_DURATION, status).observe(duration)
             if status != "retried":
@@ -499,7 +515,7 @@ class Worker:
                     ", ".join(report.handlers) or "none",
                     f": {error}" if error and status != "retried" else "",
                 )
-        return None if status == "retried" else JobEnd(job, status, error, ended_at=self.store.now())
+        return status, error, retry_in
 
     async def _process(self, job: Job, identity: BotIdentity, report: JobReport) -> tuple[str, str | None]:
         try:
@@ -542,23 +558,16 @@ class Worker:
             return
         await self._persist(f"handler {name} as done", lambda: self.store.mark_handler_done(job, name))
 
-    async def _after_failure(self, job: Job, exc: Exception, ends: list[JobEnd]) -> tuple[str, str]:
-        """Fail the job, or put it back in the queue (after writing ``ends``, the ends of its run's
-        jobs before it); returns the status ("failed" or "retried") and the error."""
+    def _after_failure(self, job: Job, exc: Exception) -> tuple[float | None, str]:
+        """Whether a failed job is retried: after how long (None: it fails for good), and the
+        error kept on it."""
         hint = transient_delay(exc)
         error = _error_text(exc)
         if hint is None or job.attempts >= self.options.max_attempts:
             log.error("job failed after %d attempt(s): %s", job.attempts, error, exc_info=hint is None)
-            return "failed", error
+            return None, error
         delay = max(
             hint, backoff_delay(job.attempts, base=self.options.backoff_base, cap=self.options.backoff_cap)
         )
         log.warning("attempt %d failed (%s); retrying in %.2fs", job.attempts, error, delay)
-        await self._write_ends(ends, last=False)
-        ends.clear()
-        await self._persist(
-            "the job's retry",
-            lambda: self.store.retry_later(job, worker_id=self.worker_id, delay=delay, error=error),
-        )
-        self._running.pop(job.id, None)
-        return "retried", error
+        return delay, error

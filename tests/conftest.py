@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -106,3 +108,20 @@ async def store(db_url: str, clock: FakeClock) -> AsyncIterator[Store]:
     await s.create_schema()
     yield s
     await s.close()
+
+
+async def until(
+    condition: Callable[[], bool | Awaitable[bool]], what: str, *, within: float = 90.0, every: float = 0.01
+) -> None:
+    """Wait for a state the test arranged, not for time to pass: ``within`` only bounds a hang
+    (generous, so a loaded machine never trips it) and names what never happened."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        held = condition()
+        if inspect.isawaitable(held):
+            held = await held
+        if held:
+            return
+        assert loop.time() < deadline, f"never happened: {what}"
+        await asyncio.sleep(every)

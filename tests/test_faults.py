@@ -28,6 +28,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from gidgethub import routing
 
 from app.events import IssueCommentEvent
 from app.handlers.context import Context
+from tests.conftest import until as wait_until
 from tests.harness import FAST_WORKER, REPO, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,14 +58,8 @@ def _postgres_binaries() -> Path:
 PG_BIN = _postgres_binaries()
 HUMAN = "alice"
 DEADLINE = 90.0
-
-
-async def until(condition: Callable[[], Awaitable[bool]], what: str, within: float = DEADLINE) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not await condition():
-        assert loop.time() < deadline, f"never happened: {what}"
-        await asyncio.sleep(0.1)
+# Conditions here ask the server over HTTP or the database: ten times a second is enough.
+until = partial(wait_until, within=DEADLINE, every=0.1)
 
 
 # ------------------------------------------------------------------------------- a private PostgreSQL

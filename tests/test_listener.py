@@ -22,6 +22,7 @@ from app.listener import ConnectionGuard, GuardedSite, HttpLimits
 from app.runtime import StartupError, listen
 from app.store import Ledger, Store
 from app.web import WebhookConfig, create_app
+from tests.conftest import until
 
 SECRET = b"listener secret"
 PATH = "/api/github/webhooks"
@@ -75,13 +76,6 @@ async def serve(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[Server]
     for runner, store in holder:
         await runner.cleanup()
         await store.close()
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    deadline = asyncio.get_running_loop().time() + DEADLINE
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "condition never held"
-        await asyncio.sleep(0.01)
 
 
 async def closed_by_server(reader: asyncio.StreamReader) -> bytes:
@@ -138,7 +132,7 @@ async def test_slow_clients_at_the_connection_bound_do_not_lock_out_a_delivery(
         if n % 2:
             writer.write(b"POST / HTTP/1.1\r\nHost: x\r\n")  # headers never finished
             await writer.drain()
-    await until(lambda: server.site.guard.open_connections == 6)
+    await until(lambda: server.site.guard.open_connections == 6, "six connections open")
     answer = await server.deliver("through-the-crowd")
     assert answer.startswith(b"HTTP/1.1 202")
     assert (await server.store.delivery("through-the-crowd")) is not None
@@ -161,7 +155,7 @@ async def test_when_every_connection_is_busy_a_new_one_gets_503_and_retry_after(
             f"X-GitHub-Event: push\r\nX-GitHub-Delivery: busy-{n}\r\nContent-Length: 100\r\n\r\n".encode()
         )
         busy.append((reader, writer))
-    await until(lambda: server.site.guard.busy_connections == 2)
+    await until(lambda: server.site.guard.busy_connections == 2, "two connections busy")
     answer = await server.deliver("refused")
     assert answer.startswith(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n")
     assert server.site.guard.counts["refused"] == 1
@@ -198,10 +192,10 @@ async def test_a_client_hanging_up_mid_body_is_one_warning_without_traceback(
         'Content-Length: 100\r\n\r\n{"action":'.encode()
     )
     await writer.drain()
-    await until(lambda: server.site.guard.busy_connections == 1)
+    await until(lambda: server.site.guard.busy_connections == 1, "one connection busy")
     writer.close()
-    await until(lambda: server.site.guard.open_connections == 0)
-    await until(lambda: any(r.name == "app.web" for r in caplog.records))
+    await until(lambda: server.site.guard.open_connections == 0, "every connection closed")
+    await until(lambda: any(r.name == "app.web" for r in caplog.records), "a log line from app.web")
     noted = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [(r.levelno, r.getMessage(), r.exc_info) for r in noted] == [
         (logging.WARNING, "delivery refused: connection closed before the body was complete (400)", None)

@@ -32,7 +32,7 @@ from app.store import (
     schema_version,
 )
 from app.store.model import run_of
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, until
 
 ROOT = Path(__file__).resolve().parents[1]
 _ids = itertools.count(1)
@@ -210,12 +210,20 @@ async def test_finishing_a_job_claims_its_subjects_next_run_for_the_same_worker(
     assert [j.id for j in await store.claim(worker_id="x", limit=10, lease_seconds=60)] == others
 
 
+async def held_run(store: Store, subject: str, *, worker_id: str = "w") -> list[Job]:
+    """Four deliveries of ``subject``: the first claimed and ended, and the three behind it held
+    by ``worker_id`` as the run that end claimed."""
+    await store.record_deliveries([delivery(subject) for _ in range(4)])
+    [head] = await store.claim(worker_id=worker_id, limit=1, lease_seconds=60)
+    _, run = await store.finish_jobs([end(head)], worker_id=worker_id, claim_next_for=60, run_limit=8)
+    assert len(run) == 3
+    return run
+
+
 async def test_the_ends_of_a_run_are_written_together_with_their_own_times(
     store: Store, clock: FakeClock
 ) -> None:
-    await store.record_deliveries([delivery("o/r#1") for _ in range(4)])
-    [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
-    _, run = await store.finish_jobs([end(head)], worker_id="w", claim_next_for=60, run_limit=8)
+    run = await held_run(store, "o/r#1")
     assert [j.id for j in run] == [2, 3, 4]
     run[0].done_handlers.append("app.handlers.review.on_review_requested")
     clock.advance(5)
@@ -234,18 +242,16 @@ async def test_the_ends_of_a_run_are_written_together_with_their_own_times(
     assert json.loads(rows[2]["done_handlers"]) == ["app.handlers.review.on_review_requested"]
     assert rows[3]["error"] == "boom" and rows[4]["status"] == "running"
     assert await store.claim(worker_id="x", limit=10, lease_seconds=60) == []
+    await store.record_deliveries([delivery("o/r#2")])
+    [other] = await store.claim(worker_id="x", limit=1, lease_seconds=60)
     with pytest.raises(ValueError, match="one subject"):
-        await store.record_deliveries([delivery("o/r#2")])
-        [other] = await store.claim(worker_id="x", limit=1, lease_seconds=60)
         await store.finish_jobs([end(run[2]), end(other)], worker_id="w")
 
 
 async def test_a_retry_in_the_middle_of_a_run_puts_the_rest_back_behind_it(
     store: Store, clock: FakeClock
 ) -> None:
-    await store.record_deliveries([delivery("o/r#1") for _ in range(4)])
-    [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
-    _, run = await store.finish_jobs([end(head)], worker_id="w", claim_next_for=60, run_limit=8)
+    run = await held_run(store, "o/r#1")
     assert await store.retry_later(run[0], worker_id="w", delay=30, error="503")
     rows = {r["id"]: r for r in await store.all_jobs()}
     assert [(rows[i]["status"], rows[i]["attempts"], rows[i]["worker_id"]) for i in (2, 3, 4)] == [
@@ -276,9 +282,7 @@ async def test_a_released_run_keeps_its_order(store: Store) -> None:
 
 
 async def test_a_dead_workers_run_is_taken_over_in_order(store: Store, clock: FakeClock) -> None:
-    await store.record_deliveries([delivery("o/r#1") for _ in range(4)])
-    [head] = await store.claim(worker_id="dead", limit=1, lease_seconds=60)
-    _, run = await store.finish_jobs([end(head)], worker_id="dead", claim_next_for=60, run_limit=8)
+    run = await held_run(store, "o/r#1", worker_id="dead")
     await store.record_deliveries([delivery("o/r#1")])  # arrives while the run is held
     clock.advance(61)
     [first] = await store.claim(worker_id="alive", limit=10, lease_seconds=60)
@@ -513,14 +517,6 @@ async def pg_store(pg_url: str) -> AsyncIterator[Store]:
     await s.close()
 
 
-async def _until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Wait for a state the test arranged (not for time to pass); the bound only reports a hang."""
-    deadline = asyncio.get_running_loop().time() + 30
-    while not await condition():
-        assert asyncio.get_running_loop().time() < deadline, f"never reached: {what}"
-        await asyncio.sleep(0.01)
-
-
 Held = tuple["asyncio.Future[list[bool]]", Callable[[], Awaitable[int]], Callable[[], Awaitable[None]]]
 
 
@@ -547,7 +543,7 @@ async def record_held_before_its_insert(pg_url: str, subject: str) -> AsyncItera
                 return int(found or 0)
 
             record = asyncio.ensure_future(recorder.record_deliveries([delivery(subject, "new"), gate]))
-            await _until(lambda: _const(waiting_on_locks, 1), "the record waits before its insert")
+            await until(lambda: _const(waiting_on_locks, 1), "the record waits before its insert")
             yield record, waiting_on_locks, holder.rollback
     finally:
         await recorder.close()
@@ -564,7 +560,7 @@ async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Stor
     async with record_held_before_its_insert(pg_url, "o/r#50") as (record, waiting_on_locks, release):
         finish = asyncio.ensure_future(store.finish(head, worker_id="w", status="done"))
         # The finish either completes (it does not conflict) or waits for the record's lock.
-        await _until(lambda: _done_or(finish, waiting_on_locks, 2), "the finish ran or waits")
+        await until(lambda: _done_or(finish, waiting_on_locks, 2), "the finish ran or waits")
         await release()
         assert await record == [True, True]
         assert await finish is True
@@ -576,15 +572,12 @@ async def test_ending_a_run_racing_a_record_never_strands_the_new_row(pg_store: 
     """The same race with a worker's run: the record locks only the subject's oldest active row,
     and the write that ends the run (and claims the next one) ends that row too."""
     store = pg_store
-    await store.record_deliveries([delivery("o/r#52", f"backlog-{n}") for n in range(4)])
-    [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
-    _, run = await store.finish_jobs([end(head)], worker_id="w", claim_next_for=60, run_limit=8)
-    assert len(run) == 3
+    run = await held_run(store, "o/r#52")
     async with record_held_before_its_insert(pg_url, "o/r#52") as (record, waiting_on_locks, release):
         ending = asyncio.ensure_future(
             store.finish_jobs([end(j) for j in run], worker_id="w", claim_next_for=60, run_limit=8)
         )
-        await _until(lambda: _done_or(ending, waiting_on_locks, 2), "the end ran or waits")
+        await until(lambda: _done_or(ending, waiting_on_locks, 2), "the end ran or waits")
         await release()
         assert await record == [True, True]
         ours, claimed = await ending
@@ -652,5 +645,5 @@ async def test_the_sqlite_wal_is_checkpointed_beside_the_writer(tmp_path: Path) 
     async def copied() -> bool:
         return database.stat().st_size > empty + 40 * 4096
 
-    await _until(copied, "the checkpointer copied the WAL into the database file")
+    await until(copied, "the checkpointer copied the WAL into the database file")
     await store.close()

@@ -31,7 +31,7 @@ from app.web import (
     signature_matches,
 )
 from app.worker import AckFirst, WorkerStatus
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, until
 
 SECRET = b"It's a Secret to Everybody"
 PATH = "/api/github/webhooks"
@@ -676,11 +676,7 @@ async def test_jobs_wait_while_the_endpoint_receives_a_delivery(
     request = raw_post(body)
     writer.write(request[: -len(body) + 10])
     await writer.drain()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
-    while first.receiving == 0:  # the handler has started reading the body
-        assert loop.time() < deadline
-        await asyncio.sleep(0.01)
+    await until(lambda: first.receiving == 1, "the handler reading the body")
     job = asyncio.create_task(first.wait(at_most=60))
     for _ in range(20):
         await asyncio.sleep(0)

@@ -582,3 +582,37 @@ async def test_a_job_waits_while_a_delivery_is_being_received() -> None:
     # a request that never hands over holds a job back for ``at_most`` only
     first.request_started()
     await asyncio.wait_for(first.wait(at_most=0.01), 30)
+
+
+async def test_a_slot_that_breaks_is_logged_and_its_job_runs_again_after_its_lease(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not a job's failure but the slot's own bookkeeping (here, reading the store's clock for
+    the job's end): the slot is logged as stopped, the worker goes on, and the job is redone
+    once its lease runs out."""
+    first_may_end = asyncio.Event()
+    first_may_end.set()
+    done: list[str] = []
+    options = dataclasses.replace(FAST_WORKER, lease_seconds=1.0)
+    bot = BotHarness(tmp_path, router=backlog_router(first_may_end, done, set()), worker_options=options)
+    number = bot.open_pull({"a.py": "x = 1\n"})
+    await bot.start()
+    now = bot.store.now
+    broken = [True]
+
+    def breaks_once() -> float:
+        if broken:
+            broken.clear()
+            raise RuntimeError("the clock broke")
+        return float(now())
+
+    bot.store.now = breaks_once
+    try:
+        await bot.fake.comment(REPO, number, "once", by=HUMAN)
+        await bot.drain(within=60)
+    finally:
+        await bot.stop()
+    assert done == ["once", "once"]
+    assert any(r.getMessage() == "a worker slot stopped unexpectedly" and r.exc_info for r in caplog.records)
+    rows = await Store(f"sqlite+aiosqlite:///{tmp_path / 'bot.sqlite3'}").all_jobs()
+    assert [(r["status"], r["attempts"]) for r in rows] == [("done", 2)]

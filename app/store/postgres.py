@@ -73,11 +73,11 @@ RETURNING delivery_id
 # Ids recorded before are left out before heads are chosen; an id that another process inserts
 # at the same moment is only skipped by ON CONFLICT, and if it was to be its subject's head, the
 # next row of that subject is promoted right after.
-REPAIR_HEAD = """
+REPAIR_HEAD = f"""
 UPDATE deliveries SET status = 'queued', run_after = $2, updated_at = $2
-WHERE id = (SELECT min(id) FROM deliveries WHERE subject = $1 AND status = 'waiting')
-  AND status = 'waiting'
-  AND NOT EXISTS (SELECT 1 FROM deliveries WHERE subject = $1 AND status IN ('queued', 'running'))
+WHERE id = ({first_of("waiting", subject="$1", limit="1")}) AND status = 'waiting'
+  AND NOT EXISTS ({first_of("queued", subject="$1", limit="1")})
+  AND NOT EXISTS ({first_of("running", subject="$1", limit="1")})
 """
 
 
