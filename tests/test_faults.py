@@ -34,9 +34,9 @@ from typing import Any
 
 import aiohttp
 import pytest
-from gidgethub import routing
 
 from app.events import IssueCommentEvent
+from app.handlers.concern import OrderedRouter
 from app.handlers.context import Context
 from tests.conftest import until as wait_until
 from tests.harness import FAST_WORKER, REPO, BotHarness, free_port
@@ -202,8 +202,8 @@ class SqliteLock:
 
 
 # ------------------------------------------------------------------------------- the scenario
-def recording_router(handled: list[str]) -> routing.Router:
-    router = routing.Router()
+def recording_router(handled: list[str]) -> OrderedRouter:
+    router = OrderedRouter()
 
     @router.register("issue_comment", action="created")
     async def record(event: IssueCommentEvent, ctx: Context) -> None:

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gidgethub import routing
 
 from app.demo.harness import FAST_WORKER
 from app.events import IssueCommentEvent
 from app.guards import BotIdentity
+from app.handlers.concern import OrderedRouter
 from app.handlers.context import Context, accepts_own_events
 from app.store import Store, decompress_payload
 from app.worker import AckFirst, Worker, WorkerOptions
@@ -40,10 +40,10 @@ class Recorder:
         self.seen: list[tuple[str, str, str | None]] = []
 
 
-def echo_router(recorder: Recorder) -> routing.Router:
+def echo_router(recorder: Recorder) -> OrderedRouter:
     """Answers every new PR comment with a comment of its own: without the self-loop guard,
     the echo of that answer would be answered again, forever."""
-    router = routing.Router()
+    router = OrderedRouter()
 
     @router.register("issue_comment", action="created")
     async def answer(event: IssueCommentEvent, ctx: Context) -> None:
@@ -230,12 +230,12 @@ async def test_a_payload_that_does_not_flatten_fails_with_its_reason(
     assert row["error"].startswith("FlattenError:") and "pull_request" in row["error"]
 
 
-def ordering_router(log: list[tuple[str, str, str]], subjects: int) -> routing.Router:
+def ordering_router(log: list[tuple[str, str, str]], subjects: int) -> OrderedRouter:
     """Each job logs its start and end. The first job of every subject waits, at a gate, until
     the first jobs of all subjects have started: a worker that runs subjects concurrently opens
     the gate at once; one that ran them one at a time would never open it (the wait gives up
     after a generous deadline and the test fails on the peak). No timing is involved."""
-    router = routing.Router()
+    router = OrderedRouter()
     all_started = asyncio.Event()
     first_seen: set[str] = set()
 
@@ -285,10 +285,10 @@ async def test_one_job_per_subject_in_order_while_subjects_run_concurrently(tmp_
     assert peak == 3
 
 
-def flood_router(worker: dict[str, Worker], rest_recorded: asyncio.Event, done: list[str]) -> routing.Router:
+def flood_router(worker: dict[str, Worker], rest_recorded: asyncio.Event, done: list[str]) -> OrderedRouter:
     """The first job makes the worker's coalescing interval an hour and waits until the deliveries
     behind it are recorded; every job then wakes the worker as a delivery arriving meanwhile would."""
-    router = routing.Router()
+    router = OrderedRouter()
 
     @router.register("issue_comment", action="created")
     async def flooded(event: IssueCommentEvent, ctx: Context) -> None:
@@ -420,8 +420,8 @@ async def test_a_job_of_a_killed_worker_is_redone_after_its_lease(tmp_path: Path
     assert [(c.status, c.body) for c in posts] == [(201, {"body": "answer"})]
 
 
-def gated_router(started: dict[str, asyncio.Event], release_quick: asyncio.Event) -> routing.Router:
-    router = routing.Router()
+def gated_router(started: dict[str, asyncio.Event], release_quick: asyncio.Event) -> OrderedRouter:
+    router = OrderedRouter()
 
     @router.register("issue_comment", action="created")
     async def gated(event: IssueCommentEvent, ctx: Context) -> None:
@@ -499,7 +499,7 @@ async def test_an_unexpected_error_restarts_the_worker_loop_instead_of_ending_it
         raise AssertionError("no job was queued")
 
     options = WorkerOptions(poll_seconds=0.01, db_retry_base=0.01, db_retry_cap=0.05)
-    worker = Worker(store, routing.Router(), identity=identity, context_for=no_context, options=options)
+    worker = Worker(store, OrderedRouter(), identity=identity, context_for=no_context, options=options)
     worker.start()
     try:
         deadline = time.monotonic() + 30
@@ -515,10 +515,10 @@ async def test_an_unexpected_error_restarts_the_worker_loop_instead_of_ending_it
     assert failure.getMessage() == "worker loop failed; restarting it" and failure.exc_info is not None
 
 
-def backlog_router(first_may_end: asyncio.Event, done: list[str], flaky: set[str]) -> routing.Router:
+def backlog_router(first_may_end: asyncio.Event, done: list[str], flaky: set[str]) -> OrderedRouter:
     """The first job waits until the backlog behind it is recorded; a body in ``flaky`` fails
     once with a 5xx-like error (transient), then succeeds."""
-    router = routing.Router()
+    router = OrderedRouter()
 
     @router.register("issue_comment", action="created")
     async def work(event: IssueCommentEvent, ctx: Context) -> None:
