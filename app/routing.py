@@ -2,10 +2,11 @@
 
 Handlers register on gidgethub ``Router`` objects, one per concern, by event and action, and the
 routers are composed once (``app/handlers/__init__.py``). The routers are used for *lookup*
-(``Router.fetch``); the calls are made here rather than by ``Router.dispatch`` because dispatch
-runs callbacks in no fixed order and stops at the first exception. Here they run in a stable
-order, each is recorded once it has succeeded (a retried job skips it), and the bot's own
-events reach only callbacks that opted in with :func:`accepts_own_events`.
+(``OrderedRouter.fetch_in_order``); the calls are made here rather than by ``Router.dispatch``
+because dispatch runs callbacks in no fixed order and stops at the first exception. Here they run
+in the declared order (``app/handlers/concern.py``), each is recorded once it has succeeded (a
+retried job skips it), and the bot's own events reach only callbacks that opted in with
+:func:`accepts_own_events`.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from .events import AnyEvent
 from .guards import BotIdentity, sent_by_bot_or_decoy
+from .handlers.concern import OrderedRouter
 from .handlers.context import Context, Handler, opts_into_own_events
 
 log = logging.getLogger(__name__)
@@ -32,16 +34,13 @@ class HandlerDone(Protocol):
 
 
 def select_handlers(
-    router: routing.Router, event: AnyEvent, payload: dict[str, Any], identity: BotIdentity
+    router: OrderedRouter, event: AnyEvent, payload: dict[str, Any], identity: BotIdentity
 ) -> list[Handler]:
-    """The handlers this event should run, in a stable order; of the events the bot or its decoy
-    caused, only the handlers that opted in (pure)."""
-    found: Iterable[Handler] = router.fetch(
-        sansio.Event(payload, event=event.event, delivery_id=event.delivery_id)
-    )
+    """The handlers this event should run, in the declared order; of the events the bot or its
+    decoy caused, only the handlers that opted in (pure)."""
+    found = router.fetch_in_order(sansio.Event(payload, event=event.event, delivery_id=event.delivery_id))
     by_bot = sent_by_bot_or_decoy(event.sender_login, identity)
-    chosen = [h for h in found if not by_bot or opts_into_own_events(h)]
-    return sorted(chosen, key=handler_name)
+    return [h for h in found if not by_bot or opts_into_own_events(h)]
 
 
 async def run_handlers(

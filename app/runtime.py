@@ -25,7 +25,6 @@ import aiohttp
 import asyncpg
 import gidgethub
 from aiohttp import web
-from gidgethub import routing
 from sqlalchemy.engine import make_url
 
 from .auth import AppJWT, InstallationTokens
@@ -33,6 +32,7 @@ from .config import Settings, shutdown_budget
 from .events import AnyEvent
 from .github import AppClient, InstallationClient, transient_delay
 from .guards import BotIdentity
+from .handlers.concern import OrderedRouter
 from .handlers.context import Context
 from .housekeeping import INTERVAL_SECONDS, Housekeeping
 from .listener import GuardedSite, HttpLimits, bind
@@ -145,7 +145,7 @@ class Runtime:
         settings: Settings,
         private_key_pem: str,
         *,
-        router: routing.Router | None = None,
+        router: OrderedRouter | None = None,
         worker_options: WorkerOptions | None = None,
         run_worker: bool = True,
         identity_backoff: tuple[float, float] = (1.0, 60.0),

@@ -33,11 +33,11 @@ from functools import partial
 from typing import TypeVar
 
 import orjson
-from gidgethub import routing
 
 from .events import AnyEvent, FlattenError, PullRequestScoped, flatten
 from .github import NoAccess, transient_delay
 from .guards import BotIdentity, sent_by_bot_or_decoy
+from .handlers.concern import OrderedRouter
 from .handlers.context import Context
 from .logs import Outage, log_context, redact
 from .metrics import JOB_DURATION, JOB_LATENCY, child
@@ -171,7 +171,7 @@ class Worker:
     def __init__(
         self,
         store: Store,
-        router: routing.Router,
+        router: OrderedRouter,
         *,
         identity: Callable[[], Awaitable[BotIdentity]],
         context_for: Callable[[AnyEvent, BotIdentity, float], Awaitable[Context]],

@@ -85,7 +85,7 @@ async def _fresh_pg() -> AsyncIterator[str]:
         await _reset_pg(url)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)])
 async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
     """A fresh, empty database of each kind."""
     if request.param == "sqlite":
@@ -93,6 +93,16 @@ async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         return
     async with _fresh_pg() as url:
         yield url
+
+
+PG_FIXTURES = {"pg_url", "private_pg"}  # db_url's and outage's postgresql params carry the mark
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that need PostgreSQL carry the ``pg`` mark (``-m "not pg"``), found by fixture."""
+    for item in items:
+        if isinstance(item, pytest.Function) and PG_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.pg)
 
 
 @pytest.fixture

@@ -9,16 +9,15 @@ import asyncio
 import logging
 from dataclasses import replace
 
-from gidgethub import routing
-
 from app.config import load_settings
 from app.demo.harness import FAST_WORKER
 from app.events import IssueCommentEvent
+from app.handlers.concern import OrderedRouter
 from app.handlers.context import Context
 from app.logs import setup_logging
 from app.runtime import Runtime, work
 
-router = routing.Router()
+router = OrderedRouter()
 
 
 @router.register("issue_comment", action="created")

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from gidgethub import routing
 
 from app.demo.harness import APP_ID, BOT, FAST_WORKER, INSTALLATION, REPO, SLUG, BotAndFake, free_port
+from app.handlers.concern import OrderedRouter
 from app.sandbox import FakeGitHub
 from app.sandbox.auth import generate_private_key_pem
 from app.worker import WorkerOptions
@@ -52,7 +52,7 @@ class BotHarness(BotAndFake):
         self,
         tmp_path: Path,
         *,
-        router: routing.Router | None = None,
+        router: OrderedRouter | None = None,
         env: dict[str, str] | None = None,
         worker_options: WorkerOptions = FAST_WORKER,
         fake_port: int = 0,

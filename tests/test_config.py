@@ -82,6 +82,7 @@ def test_a_bad_setting_is_named_in_the_error(
     assert says in caught.value.problem
 
 
+@pytest.mark.slow
 def test_serve_exits_2_with_one_line_naming_the_setting(private_key_pem: str) -> None:
     env = base_env(private_key_pem)
     env["WEBHOOK_SECRET"] = ""
@@ -95,6 +96,7 @@ def test_serve_exits_2_with_one_line_naming_the_setting(private_key_pem: str) ->
     assert private_key_pem.splitlines()[1] not in result.stderr
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_key_file_that_is_not_rsa(tmp_path: Path, private_key_pem: str) -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec

@@ -161,6 +161,7 @@ def own_event_rows(database: Path) -> list[tuple[str, str, str, list[str]]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(RUNS))
 def test_each_scenario_runs_to_the_end_and_tells_what_happened(name: str, demo: Callable[[str], Run]) -> None:
     run = demo(name)
@@ -303,6 +304,7 @@ def headless(binary: str, tmp: Path, *args: str) -> subprocess.CompletedProcess[
     return subprocess.run(command, capture_output=True, text=True, timeout=90, check=False)
 
 
+@pytest.mark.slow
 def test_the_html_page_renders_the_conversation_in_chromium(
     demo: Callable[[str], Run], tmp_path: Path
 ) -> None:
@@ -357,6 +359,7 @@ def test_the_html_page_escapes_what_the_pull_request_says() -> None:
     assert "revbot:note" not in rendered
 
 
+@pytest.mark.slow
 def test_the_cli_offers_every_scenario_and_the_tests_play_each() -> None:
     from app.demo import SCENARIOS
 

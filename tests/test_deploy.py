@@ -219,6 +219,7 @@ def test_two_processes_fit_a_20_connection_plan(private_key_pem: str) -> None:
     assert 2 * (options["pool_size"] + options["max_overflow"]) <= 20 - 2
 
 
+@pytest.mark.pg
 @pytest.mark.parametrize("mode", ["disable", "prefer"])
 async def test_postgres_urls_with_sslmode_connect(mode: str) -> None:
     """Heroku's ``postgres://...?sslmode=`` form, as pasted, reaches the server (the local one has
@@ -267,6 +268,7 @@ def test_sqlite_on_a_heroku_dyno_is_refused(env: dict[str, str], refused: bool, 
         assert problem.setting == "DATABASE_URL" and "ALLOW_EPHEMERAL_SQLITE=1" in problem.problem
 
 
+@pytest.mark.slow
 def test_serve_on_a_dyno_with_sqlite_exits_2_with_one_line(tmp_path: Path, private_key_pem: str) -> None:
     env = {
         **os.environ,
@@ -299,6 +301,7 @@ def test_env_file_fills_what_the_environment_lacks(tmp_path: Path) -> None:
     assert not load_env_file(tmp_path / "missing", environ)
 
 
+@pytest.mark.slow
 def test_serve_reads_dot_env_from_the_working_directory(tmp_path: Path) -> None:
     """A .env with a bad setting proves it was read: the error names the setting from the file."""
     (tmp_path / ".env").write_text("APP_ID=not-a-number\n")

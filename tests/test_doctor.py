@@ -47,6 +47,8 @@ async def doctor(bot: BotHarness, **env: str) -> list[Check]:
     return await run_checks(settings, pem, environ={}, manifest=MANIFEST)
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_healthy_deployment_passes_every_check(bot: BotHarness) -> None:
     number = bot.open_pull({"a.py": "x = 1\n"}, author="alice")
     await bot.fake.send_webhook(
@@ -75,6 +77,8 @@ async def test_a_healthy_deployment_passes_every_check(bot: BotHarness) -> None:
     assert status == 0 and "problem" not in text
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_every_problem_is_named_with_where_to_fix_it(bot: BotHarness) -> None:
     info = bot.fake.shapes.app_info
     info.permissions["pull_requests"] = "read"
@@ -155,6 +159,8 @@ async def test_doctor_never_creates_tables(db_url: str, private_key_pem: str, tm
         await engine.dispose()
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_the_command_prints_the_report_and_exits_1_on_problems(bot: BotHarness) -> None:
     env = {**os.environ, **bot.env(), "METRICS_TOKEN": TOKEN}
     for status, extra in ((0, {}), (1, {"METRICS_TOKEN": "wrong"})):
@@ -213,6 +219,8 @@ def test_admin_satisfies_write_and_missing_is_none() -> None:
     assert (check.name, check.level) == ("permission checks", "FAIL") and "the App has none" in check.detail
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_without_app_yml_the_comparison_is_skipped_and_said(bot: BotHarness) -> None:
     settings, pem = load_settings(bot.env())
     checks = await run_checks(settings, pem, environ={}, manifest=None)

@@ -34,12 +34,14 @@ from typing import Any
 
 import aiohttp
 import pytest
-from gidgethub import routing
 
 from app.events import IssueCommentEvent
+from app.handlers.concern import OrderedRouter
 from app.handlers.context import Context
 from tests.conftest import until as wait_until
 from tests.harness import FAST_WORKER, REPO, BotHarness, free_port
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -202,8 +204,8 @@ class SqliteLock:
 
 
 # ------------------------------------------------------------------------------- the scenario
-def recording_router(handled: list[str]) -> routing.Router:
-    router = routing.Router()
+def recording_router(handled: list[str]) -> OrderedRouter:
+    router = OrderedRouter()
 
     @router.register("issue_comment", action="created")
     async def record(event: IssueCommentEvent, ctx: Context) -> None:
@@ -218,7 +220,7 @@ class Outage:
     end: Callable[[], Awaitable[None]]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)])
 async def outage(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[tuple[dict[str, str], Outage]]:
@@ -249,6 +251,7 @@ async def health(bot: BotHarness) -> tuple[int, dict[str, Any]]:
         return r.status, await r.json()
 
 
+@pytest.mark.e2e
 async def test_the_database_stopped_under_load_loses_nothing_acknowledged_and_everything_resumes(
     tmp_path: Path, outage: tuple[dict[str, str], Outage], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -459,6 +462,7 @@ async def test_a_database_that_comes_up_during_the_startup_window_is_waited_for(
     assert any("reachable after" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.e2e
 async def test_a_database_that_hangs_makes_health_say_so_and_shutdown_still_ends(
     tmp_path: Path, private_pg: PrivateCluster, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -83,6 +83,7 @@ async def closed_by_server(reader: asyncio.StreamReader) -> bytes:
     return await asyncio.wait_for(reader.read(), DEADLINE)
 
 
+@pytest.mark.slow
 async def test_a_malformed_request_is_one_warning_and_a_400_that_echoes_nothing(
     serve: Callable[..., Awaitable[Server]], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -103,6 +104,7 @@ async def test_a_malformed_request_is_one_warning_and_a_400_that_echoes_nothing(
     )
 
 
+@pytest.mark.slow
 async def test_headers_sent_too_slowly_are_cut_off(serve: Callable[..., Awaitable[Server]]) -> None:
     server = await serve(header_timeout=0.3)
     reader, writer = await server.connect()

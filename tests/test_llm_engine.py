@@ -88,6 +88,7 @@ def module(n: int) -> str:
     return f"def handler_{n}(request):\n{body}    return value_0  # BUG\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_a_120_file_pr_is_split_under_the_budget_and_the_cap_names_what_was_skipped(
     model: FakeModelServer, provider: str
@@ -129,6 +130,7 @@ async def test_a_120_file_pr_is_split_under_the_budget_and_the_cap_names_what_wa
     assert flagged == set(sent)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("provider", "status", "headers", "expected"),
     [
@@ -165,6 +167,7 @@ async def test_rate_limits_and_server_errors_are_retried_honouring_retry_after(
     assert [f.rule for f in result.findings] == ["llm/logic"]
 
 
+@pytest.mark.slow
 async def test_a_request_that_keeps_failing_is_named_and_the_builtin_review_stands(
     model: FakeModelServer,
 ) -> None:
@@ -201,6 +204,7 @@ def answering(*findings: dict[str, Any]) -> Any:
 TOKEN_BODY = "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0"
 
 
+@pytest.mark.slow
 async def test_every_model_finding_is_checked_mechanically(model: FakeModelServer) -> None:
     text = "import os\n\ndef f(a):\n    return a + 1\n\n\ndef g(b):\n    return b\n"
     model.script = answering(
@@ -233,6 +237,7 @@ async def test_every_model_finding_is_checked_mechanically(model: FakeModelServe
     assert result.verdict is Verdict.COMMENT
 
 
+@pytest.mark.slow
 async def test_with_review_llm_blockers_the_models_blocker_blocks(model: FakeModelServer) -> None:
     model.script = answering(proposed("src/a.py", 1))
     reviewer = build_reviewer(settings(model, llm_price_input_per_mtok=3, llm_price_output_per_mtok=15))
@@ -351,6 +356,7 @@ def test_model_text_is_rendered_with_the_same_escaping() -> None:
     assert len(FindingMarker.read_all(body)) == 1 and "<b>" not in body
 
 
+@pytest.mark.slow
 async def test_doctor_makes_one_tiny_call_and_reports_the_answer_time(model: FakeModelServer) -> None:
     from app.doctor import check_llm
 
@@ -369,6 +375,7 @@ async def test_doctor_makes_one_tiny_call_and_reports_the_answer_time(model: Fak
     assert len(model.asked) == 2, "a refused key is not retried"
 
 
+@pytest.mark.slow
 def test_serve_with_reviewer_llm_and_no_model_exits_2_with_one_line(private_key_pem: str) -> None:
     from tests.test_config import base_env, run_serve
 
@@ -379,6 +386,7 @@ def test_serve_with_reviewer_llm_and_no_model_exits_2_with_one_line(private_key_
     ]
 
 
+@pytest.mark.slow
 async def test_requests_run_at_most_llm_concurrency_at_once(model: FakeModelServer) -> None:
     release = asyncio.Event()
 
@@ -461,6 +469,7 @@ def test_withheld_approval_turns_every_approval_into_a_comment() -> None:
     assert review_event(Verdict.REQUEST_CHANGES, policy, withhold_approval=True) == "REQUEST_CHANGES"
 
 
+@pytest.mark.slow
 async def test_the_models_memory_on_each_database(db_url: str) -> None:
     from app.review.llm.memory import DatabaseMemory
     from app.store import Store
@@ -518,6 +527,7 @@ def test_a_provider_sdk_that_is_not_installed_is_named(
     assert settings.llm_api_key is None, "a local OpenAI-compatible server needs no key"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_a_request_that_times_out_is_retried(model: FakeModelServer, provider: str) -> None:
     never = asyncio.Event()

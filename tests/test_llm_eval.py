@@ -100,6 +100,7 @@ async def run_eval(*args: str, env: dict[str, str] | None = None) -> tuple[int, 
     return process.returncode, out.decode(), err.decode()
 
 
+@pytest.mark.slow
 async def test_the_builtin_reviewer_through_eval_prints_the_readme_numbers() -> None:
     code, out, err = await run_eval("--format", "json")
     assert code == 0, err
@@ -113,6 +114,7 @@ async def test_the_builtin_reviewer_through_eval_prints_the_readme_numbers() -> 
     assert summary in (ROOT / "README.md").read_text(), "the README prints the built-in reviewer's numbers"
 
 
+@pytest.mark.slow
 async def test_the_llm_reviewer_through_eval_with_a_scripted_model(model: FakeModelServer) -> None:
     model.script = scripted_model(defect_lines(DEFAULT_CASES))  # type: ignore[assignment]
     env = {"REVIEWER": "llm", "LLM_BASE_URL": model.openai_url, "LLM_MODEL": "scripted", "LLM_API_KEY": "k"}
@@ -128,6 +130,7 @@ async def test_the_llm_reviewer_through_eval_with_a_scripted_model(model: FakeMo
     assert re.search(r"\s1/1\s+0\s+[1-9]\d*\s+\d+\.\d\d$", row)
 
 
+@pytest.mark.slow
 async def test_eval_without_a_model_configured_exits_2_naming_the_setting() -> None:
     code, out, err = await run_eval("--reviewer", "llm")
     assert code == 2 and out == ""
@@ -136,6 +139,7 @@ async def test_eval_without_a_model_configured_exits_2_naming_the_setting() -> N
     ]
 
 
+@pytest.mark.slow
 async def test_the_harness_counts_recall_false_blockers_and_tokens(
     tmp_path: Path, model: FakeModelServer
 ) -> None:

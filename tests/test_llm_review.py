@@ -19,6 +19,8 @@ from app.usecases.pull import AnalysisCache
 from tests.fake_llm import Asked, FakeModelServer, Reply, flag_marked_lines, no_findings, proposed
 from tests.harness import INSTALLATION, REPO, BotHarness
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 AUTHOR = "alice"
 DECOY = "revbot"
 

@@ -21,6 +21,8 @@ from app.metrics import REGISTRY, observe_queue
 from app.store import IncomingDelivery
 from tests.harness import INSTALLATION, REPO, BotHarness
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 TOKEN = "metrics-token-for-tests"
 DECOY = "revbot"
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -26,6 +27,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.store import SCHEMA_VERSION, Store, schema_version
 from app.store.schema import MIGRATIONS
+
+pytestmark = pytest.mark.slow
 
 # The schema exactly as version 1 shipped it (app/store.py at the first release). Frozen: never edit.
 V1 = MetaData()

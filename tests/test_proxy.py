@@ -141,6 +141,8 @@ async def bot(tmp_path: Path) -> AsyncIterator[BotHarness]:
     await harness.stop()
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_channel_deliveries_reach_the_bot_signed_and_deduplicated_across_reconnects(
     bot: BotHarness,
 ) -> None:
@@ -178,6 +180,8 @@ async def test_channel_deliveries_reach_the_bot_signed_and_deduplicated_across_r
     assert rows == {"d1", "d2"}
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_channel_that_refuses_is_retried_with_backoff(bot: BotHarness) -> None:
     replayed: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
     payload = {"action": "opened", "number": 2, "installation": {"id": 77}}
@@ -195,6 +199,7 @@ async def test_a_channel_that_refuses_is_retried_with_backoff(bot: BotHarness) -
         await proxy.stop()
 
 
+@pytest.mark.slow
 async def test_serve_forwards_the_channel_when_webhook_proxy_url_is_set(
     tmp_path: Path, private_key_pem: str
 ) -> None:

@@ -56,6 +56,8 @@ async def recovery_for(
     return DeliveryRecovery(bot.store, app, **options)  # type: ignore[arg-type]
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_review_request_sent_while_the_bot_was_down_is_recovered_at_startup(down: BotHarness) -> None:
     bot = down
     number = bot.open_pull({"src/c.py": "value = undefined_name\n"}, author=AUTHOR)
@@ -86,6 +88,8 @@ async def test_a_review_request_sent_while_the_bot_was_down_is_recovered_at_star
     assert len(review_posts(bot)) == 1
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_only_deliveries_without_a_success_and_without_a_ledger_row_are_fetched(
     down: BotHarness,
 ) -> None:
@@ -129,6 +133,8 @@ async def test_only_deliveries_without_a_success_and_without_a_ledger_row_are_fe
     assert {r["delivery_id"] for r in await bot.store.all_jobs()} == {"lost", "arrived"}
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_the_sweep_pages_through_the_log_and_stops_where_it_read_before(down: BotHarness) -> None:
     bot = down
     bot.run_worker = False
@@ -165,6 +171,8 @@ async def test_the_sweep_pages_through_the_log_and_stops_where_it_read_before(do
     assert bot.fake.problems == []
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_failing_sweep_is_visible_and_the_next_round_retries(down: BotHarness) -> None:
     bot = down
     bot.run_worker = False
@@ -269,6 +277,8 @@ async def test_retention_runs_in_the_housekeeping_round(tmp_path: Path) -> None:
         await store.close()
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_delivery_gone_from_the_log_is_skipped_and_the_rest_recovered(down: BotHarness) -> None:
     bot = down
     bot.run_worker = False

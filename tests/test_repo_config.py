@@ -12,6 +12,8 @@ import pytest
 from app.sandbox import Call
 from tests.harness import INSTALLATION, REPO, BotHarness
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 AUTHOR = "alice"
 DECOY = "revbot"
 OWNER_DEFAULTS = "octo/.github"

@@ -11,6 +11,8 @@ from app.review.markers import ReviewMarker
 from app.sandbox import Call
 from tests.harness import BOT, REPO, BotHarness
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 AUTHOR = "alice"
 DECOY = "revbot"
 OTHERS = ["bob", "carol", "dave"]

@@ -137,6 +137,7 @@ def test_ruff_codes_map_to_severities(code: str | None, severity: Severity) -> N
     assert severity_for(code) is severity
 
 
+@pytest.mark.slow
 async def test_ruff_runs_once_over_all_python_files_with_the_default_rules(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -439,6 +440,7 @@ async def test_conflict_markers_are_blockers_on_their_lines() -> None:
 # --- debugging leftovers -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("path", "line", "expected"),
     [

@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from app.auth import AppJWT
 from app.github import AppClient
 from tests.harness import INSTALLATION, REPO, BotHarness
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,6 +123,7 @@ async def review_pull_with_the_cli(bot: BotHarness, number: int) -> tuple[dict[s
     return data, before
 
 
+@pytest.mark.e2e
 async def test_review_a_pull_request_prints_and_posts_nothing(tmp_path: Path) -> None:
     bot = BotHarness(tmp_path)
     number = bot.open_pull({"src/app.py": "def run():\n    return missing\n"}, author="alice")

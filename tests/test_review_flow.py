@@ -14,6 +14,8 @@ from app.review.markers import FindingMarker, ReviewMarker
 from app.sandbox import Call
 from tests.harness import BOT, REPO, BotHarness
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 AUTHOR = "alice"
 MAINTAINER = "maria"
 STRANGER = "mallory"

@@ -85,6 +85,7 @@ repos:
 FIXTURE = "print(undefined_name)\nx = [\n"  # undefined names, even a syntax error: the point of a fixture
 
 
+@pytest.mark.slow
 async def test_fixture_directories_excluded_by_pre_commit_are_not_linted(tmp_path: Path) -> None:
     repo = repo_with(
         tmp_path,
@@ -106,6 +107,7 @@ async def test_fixture_directories_excluded_by_pre_commit_are_not_linted(tmp_pat
     assert "2 files not linted, as `.pre-commit-config.yaml` excludes them" in result.summary
 
 
+@pytest.mark.slow
 async def test_the_formatter_exclude_applies_when_there_is_no_linter_config(tmp_path: Path) -> None:
     pyproject = "[tool.black]\nextend-exclude = '''\n/(\n    tests/data/\n  | profiling/\n)\n'''\n"
     repo = repo_with(tmp_path, {"pyproject.toml": pyproject}, {"tests/data/a.py": FIXTURE, "b.py": FIXTURE})
@@ -116,6 +118,7 @@ async def test_the_formatter_exclude_applies_when_there_is_no_linter_config(tmp_
     )
 
 
+@pytest.mark.slow
 async def test_ruff_excludes_apply_per_config_file(tmp_path: Path) -> None:
     repo = repo_with(
         tmp_path,
@@ -142,6 +145,7 @@ async def test_ruff_excludes_apply_per_config_file(tmp_path: Path) -> None:
 # --- ruff sees what a checkout sees -------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_nested_ruff_config_governs_its_subproject(tmp_path: Path) -> None:
     text = "def f():\n    return 1\n"  # no docstrings: D103 where D is selected
     repo = repo_with(
@@ -160,6 +164,7 @@ async def test_a_nested_ruff_config_governs_its_subproject(tmp_path: Path) -> No
 IMPORTS = "import os\n\nimport requests\n\nfrom mypkg import util\n\nprint(os, requests, util)\n"
 
 
+@pytest.mark.slow
 async def test_first_party_imports_classify_as_in_the_repository(tmp_path: Path) -> None:
     config = '[tool.ruff]\nsrc = ["src"]\n\n[tool.ruff.lint]\nselect = ["I"]\n'
     repo = repo_with(
@@ -175,6 +180,7 @@ async def test_first_party_imports_classify_as_in_the_repository(tmp_path: Path)
     assert {r for _, r, _ in rules(blind)} == {"python/I001"}
 
 
+@pytest.mark.slow
 async def test_rules_newer_than_the_pinned_ruff_are_not_reported(tmp_path: Path) -> None:
     pre_commit = (
         "repos:\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n"
@@ -193,6 +199,7 @@ async def test_rules_newer_than_the_pinned_ruff_are_not_reported(tmp_path: Path)
     assert "left out" in result.summary
 
 
+@pytest.mark.slow
 async def test_the_pin_from_a_dev_dependency(tmp_path: Path) -> None:
     config = '[dependency-groups]\ndev = ["ruff==0.1.0", "pytest"]\n\n[tool.ruff.lint]\nselect = ["PLR"]\n'
     repo = repo_with(
@@ -208,6 +215,7 @@ async def test_the_pin_from_a_dev_dependency(tmp_path: Path) -> None:
 LIBRARY = "import sys\n\n\ndef handle(request):\n    {line}\n    return request, sys.argv\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
@@ -227,6 +235,7 @@ async def test_noqa_silences_the_bots_own_python_rules(
     assert rules(await review(repo)) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "path",
     ["src/lib/__main__.py", "src/lib/cli.py", "scripts/run.py", "tests/test_app.py", "app/demo/story.py"],
@@ -236,6 +245,7 @@ async def test_print_is_fine_where_printing_is_the_point(tmp_path: Path, path: s
     assert rules(await review(repo)) == set()
 
 
+@pytest.mark.slow
 async def test_a_symlink_and_a_minified_svg_need_no_final_newline(tmp_path: Path) -> None:
     svg = '<svg xmlns="http://www.w3.org/2000/svg">' + '<path d="M0 0h24v24H0z"/>' * 30 + "</svg>"
     repo = repo_with(
@@ -248,6 +258,7 @@ async def test_a_symlink_and_a_minified_svg_need_no_final_newline(tmp_path: Path
     assert {(p, r) for p, r, _ in rules(result)} == {("notes.txt", "hygiene/no-newline-at-eof")}
 
 
+@pytest.mark.slow
 async def test_a_test_key_is_a_concern_and_a_committed_key_a_blocker(
     tmp_path: Path, private_key_pem: str
 ) -> None:
@@ -266,6 +277,7 @@ async def test_a_test_key_is_a_concern_and_a_committed_key_a_blocker(
 # --- the measuring tool -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_review_commits_prints_a_line_per_commit_then_totals(tmp_path: Path) -> None:
     repo = repo_with(tmp_path, {"a.py": "x = 1\n"}, {"a.py": "x = 1\ny = undefined_name\n"})
     write(repo, {"b.py": "def f():\n    print(1)\n"})
@@ -299,6 +311,7 @@ def test_review_commits_prints_a_line_per_commit_then_totals(tmp_path: Path) -> 
     assert [c["verdict"] for c in data["commits"]] == ["COMMENT", "REQUEST_CHANGES"]
 
 
+@pytest.mark.slow
 async def test_history_totals_use_an_injected_clock(tmp_path: Path) -> None:
     repo = repo_with(tmp_path, {"a.py": "x = 1\n"}, {"a.py": "x = 2\n"})
     ticks = iter([0.0, 0.5, 1.0, 3.0])
@@ -310,6 +323,7 @@ async def test_history_totals_use_an_injected_clock(tmp_path: Path) -> None:
     assert (totals["reviewed"], totals["errors"]) == (1, 1)
 
 
+@pytest.mark.slow
 def test_a_bad_commits_argument_is_a_clear_error(tmp_path: Path) -> None:
     for args in (["--commits", "0"], ["--commits", "3", "--git", "a..b"]):
         done = subprocess.run(
@@ -383,6 +397,8 @@ def test_an_extend_outside_the_repository_is_not_followed() -> None:
 # --- on GitHub: the layout from one tree read -----------------------------------------------------
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_pull_request_reads_the_tree_once_however_many_files(tmp_path: Path) -> None:
     from tests.harness import BotHarness
     from tests.test_review_cli import review_pull_with_the_cli
@@ -412,6 +428,7 @@ async def test_a_pull_request_reads_the_tree_once_however_many_files(tmp_path: P
     bot.assert_conforms()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("base", "added", "expected"),
     [
@@ -479,6 +496,7 @@ def fake_installer(tmp_path: Path, real_ruff: str) -> list[str]:
     return [sys.executable, str(script)]
 
 
+@pytest.mark.slow
 async def test_the_pinned_ruff_is_installed_once_and_run(tmp_path: Path) -> None:
     from app.review.analyzers import default_analyzers
     from app.review.analyzers.python import PythonAnalyzer, find_ruff
@@ -498,6 +516,7 @@ async def test_the_pinned_ruff_is_installed_once_and_run(tmp_path: Path) -> None
     assert sorted(p.name for p in versions.iterdir()) == ["0.1.0"]  # installed once, no staging left
 
 
+@pytest.mark.slow
 async def test_a_pinned_ruff_that_cannot_be_installed_falls_back_to_the_metadata(tmp_path: Path) -> None:
     from app.review.analyzers import default_analyzers
     from app.review.analyzers.python import PythonAnalyzer
@@ -532,6 +551,8 @@ def test_a_truncated_tree_does_not_hide_config_files() -> None:
     ]
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_tree_github_cannot_list_means_no_layout_not_a_failed_review(tmp_path: Path) -> None:
     import aiohttp
 

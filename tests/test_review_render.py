@@ -1,10 +1,10 @@
-"""Pure decisions of the renderer, the markers and the mention parser, table-driven."""
+"""Pure decisions of the renderer, the markers and the repository config, table-driven (the mention
+parser has its own file, `test_commands.py`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.commands import Command, parse_command, prose
 from app.config import RepoConfig, parse_repo_config
 from app.review import render
 from app.review.markers import FindingMarker, ReviewMarker, decode_all, encode
@@ -164,35 +164,6 @@ def test_check_run_outcome_follows_the_worst_finding() -> None:
             "message": "Undefined name `x`",
         }
     ]
-
-
-@pytest.mark.parametrize(
-    ("body", "command"),
-    [
-        ("@revbot review", Command.REVIEW),
-        ("@RevBot REVIEW please", Command.REVIEW),
-        ("@revbot", Command.REVIEW),
-        ("hey @revbot can you take a look?", Command.REVIEW),
-        ("@revbot help", Command.HELP),
-        ("@revbot: help!", Command.HELP),
-        ("thanks @revbot!", None),
-        ("nothing for the bot", None),
-        ("`@revbot review`", None),
-        ("```\n@revbot review\n```", None),
-        ("~~~python\n@revbot review\n~~~\nlater text", None),
-        ("> @revbot review\nI agree with the above", None),
-        ("mail me at me@revbot.dev about the review", None),
-        ("@revbot-ci review", None),
-        ("@revbot[bot] review", None),
-        ("```\ncode\n```\n@revbot review", Command.REVIEW),
-    ],
-)
-def test_mentions(body: str, command: Command | None) -> None:
-    assert parse_command(body, "revbot") == command
-
-
-def test_prose_keeps_text_between_code_blocks() -> None:
-    assert prose("a\n```\nb\n```\nc `d` e\n> f").split() == ["a", "c", "e"]
 
 
 @pytest.mark.parametrize(

@@ -257,6 +257,7 @@ async def review(gh: gidgethub.aiohttp.GitHubAPI, event: str | None, body: str =
 
 
 # ======================================================================================== auth
+@pytest.mark.slow
 async def test_app_jwt_is_accepted(fake: FakeGitHub, session: aiohttp.ClientSession) -> None:
     gh = gidgethub.aiohttp.GitHubAPI(session, "revbot-tests", base_url=fake.base_url)
     app = await gh.getitem("/app", jwt=app_jwt(fake.private_key_pem))
@@ -268,6 +269,7 @@ async def test_app_jwt_is_accepted(fake: FakeGitHub, session: aiohttp.ClientSess
     assert fake.calls[0].auth == "jwt" and fake.calls[0].path == "/app"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     ["expired", "too_long_lived", "issued_in_future", "wrong_key", "wrong_issuer", "missing", "garbage"],
@@ -295,6 +297,7 @@ async def test_app_jwt_is_rejected(
     assert fake.tokens_issued == []
 
 
+@pytest.mark.slow
 async def test_installation_token_flow(fake: FakeGitHub, session: aiohttp.ClientSession) -> None:
     token = await mint(fake, session)
     assert token.startswith("ghs_") and len(token) == 40
@@ -324,6 +327,7 @@ async def test_installation_token_flow(fake: FakeGitHub, session: aiohttp.Client
         assert status == 401, auth
 
 
+@pytest.mark.slow
 async def test_revoked_and_expired_tokens(
     fake: FakeGitHub, session: aiohttp.ClientSession, private_key: str
 ) -> None:
@@ -351,6 +355,7 @@ async def test_revoked_and_expired_tokens(
         await short.stop()
 
 
+@pytest.mark.slow
 async def test_generated_key_when_none_given(session: aiohttp.ClientSession) -> None:
     hub = FakeGitHub(app_id=1, app_slug="x", webhook_secret=SECRET)
     assert hub.private_key_pem.startswith("-----BEGIN PRIVATE KEY-----")
@@ -393,6 +398,7 @@ async def test_fault_injection_and_recording(fake: FakeGitHub, gh: gidgethub.aio
     assert fake.webhooks_sent == []  # the faulted review never happened
 
 
+@pytest.mark.slow
 async def test_delay_and_headers(
     fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, session: aiohttp.ClientSession
 ) -> None:
@@ -410,6 +416,7 @@ async def test_delay_and_headers(
     assert int(headers["X-RateLimit-Remaining"]) < int(headers["X-RateLimit-Limit"])
 
 
+@pytest.mark.slow
 async def test_ghes_prefix_is_served_and_stripped(fake: FakeGitHub, session: aiohttp.ClientSession) -> None:
     token = await mint(fake, session)
     gh = gidgethub.aiohttp.GitHubAPI(session, "t", oauth_token=token, base_url=fake.base_url + "/api/v3")
@@ -447,6 +454,7 @@ async def test_pull_and_files(fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI)
     assert validate_response("GET", PULL, 200, {**pull, "title": None}) != []
 
 
+@pytest.mark.slow
 async def test_files_pagination_250(
     fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, session: aiohttp.ClientSession
 ) -> None:
@@ -507,6 +515,7 @@ async def test_contents(
 
 
 # ================================================================================== reviews
+@pytest.mark.slow
 async def test_review_line_outside_diff_is_422(fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI) -> None:
     comments = [
         {"path": "src/app.py", "line": 10, "side": "RIGHT", "body": "inside the hunk"},
@@ -554,6 +563,7 @@ async def test_review_rules(fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI) -
     assert fake.webhooks_sent == []  # nothing was submitted
 
 
+@pytest.mark.slow
 async def test_review_webhooks_validate_and_flatten(
     fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, receiver: Receiver
 ) -> None:
@@ -603,6 +613,7 @@ async def test_review_webhooks_validate_and_flatten(
     assert all("in_reply_to_id" not in c for c in listed)
 
 
+@pytest.mark.slow
 async def test_review_decision_and_dismissal(fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI) -> None:
     assert fake.review_decision(REPO, 1) is None
     blocking = await review(gh, "REQUEST_CHANGES", "Needs work")
@@ -638,6 +649,7 @@ async def test_review_decision_and_dismissal(fake: FakeGitHub, gh: gidgethub.aio
     assert all(p["sender"]["login"] == BOT for p in dismissals)
 
 
+@pytest.mark.slow
 async def test_reply_threads_and_graphql(
     fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, receiver: Receiver
 ) -> None:
@@ -698,6 +710,7 @@ async def test_reply_threads_and_graphql(
     )
 
 
+@pytest.mark.slow
 async def test_graphql_blobs_aliases_and_errors(
     fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, session: aiohttp.ClientSession
 ) -> None:
@@ -776,6 +789,7 @@ async def test_validator_rejects_bad_requests(fake: FakeGitHub, gh: gidgethub.ai
     assert validate_request("GET", f"/repos/{REPO}/pulls/one", None) != []
 
 
+@pytest.mark.slow
 def test_conformance_data_self_check() -> None:
     from tests.conformance import documented_examples, webhook_examples
 
@@ -789,6 +803,7 @@ def test_conformance_data_self_check() -> None:
 
 
 # ============================================================================ people and comments
+@pytest.mark.slow
 async def test_requested_reviewers(
     fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, receiver: Receiver
 ) -> None:
@@ -945,6 +960,7 @@ async def test_check_runs(fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, rec
 
 
 # ====================================================================================== pushes
+@pytest.mark.slow
 async def test_push_synchronizes_and_outdates(
     fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, receiver: Receiver
 ) -> None:
@@ -981,6 +997,7 @@ async def test_push_synchronizes_and_outdates(
     assert lines == [10, None]
 
 
+@pytest.mark.slow
 async def test_webhooks_are_ordered_and_follow_answers(
     fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, receiver: Receiver
 ) -> None:
@@ -1009,6 +1026,7 @@ async def test_webhooks_are_ordered_and_follow_answers(
     assert receiver.deliveries[-1][2]["installation"]["id"] == 7
 
 
+@pytest.mark.slow
 async def test_every_endpoint_answers_in_githubs_shape(
     fake: FakeGitHub, gh: gidgethub.aiohttp.GitHubAPI, session: aiohttp.ClientSession
 ) -> None:

@@ -21,6 +21,7 @@ BOT_DOCUMENTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("document", BOT_DOCUMENTS.values(), ids=BOT_DOCUMENTS.keys())
 def test_the_fake_serves_every_document_the_bot_sends(document: str) -> None:
     assert validate_graphql(document) == []
@@ -77,6 +78,7 @@ TOO_MANY = (
 BAD_CURSOR = "`bogus` does not appear to be a valid cursor."
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("arguments", "after", "kind", "message"),
     [

@@ -78,6 +78,7 @@ def opened(fake: FakeGitHub) -> dict[str, Any]:
     return fake.pull_request_payload("octo/repo", number, "opened", sender="alice")
 
 
+@pytest.mark.slow
 async def test_every_attempt_is_logged_with_its_outcome(fake: FakeGitHub) -> None:
     payload = opened(fake)
     async with Receiver([503, 202]) as url:
@@ -107,6 +108,7 @@ async def test_every_attempt_is_logged_with_its_outcome(fake: FakeGitHub) -> Non
     assert (await get(fake, "/app/hook/deliveries/999"))[0] == 404
 
 
+@pytest.mark.slow
 async def test_the_log_pages_by_cursor_and_forgets_after_3_days(fake: FakeGitHub) -> None:
     now = time.time()
     for n in range(5):
@@ -144,6 +146,7 @@ async def test_the_log_pages_by_cursor_and_forgets_after_3_days(fake: FakeGitHub
     assert (await get(fake, "/app/hook/deliveries?cursor=bogus"))[0] == 400
 
 
+@pytest.mark.slow
 async def test_the_hook_config_shows_whether_a_secret_is_set(fake: FakeGitHub) -> None:
     fake.webhook_url = "https://bot.example.com/api/github/webhooks"
     _, config, _ = await get(fake, "/app/hook/config")
@@ -158,6 +161,7 @@ async def test_the_hook_config_shows_whether_a_secret_is_set(fake: FakeGitHub) -
     assert "secret" not in config
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("manifest", "why"),
     [

@@ -28,6 +28,7 @@ from tests.harness import free_port
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_serve_records_deliveries_with_github_down_and_stops_cleanly_on_sigterm(
     tmp_path: Path, private_key_pem: str
 ) -> None:
@@ -97,6 +98,7 @@ def service_env(tmp_path: Path, private_key_pem: str, **changes: str) -> dict[st
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "changes", "exit_status", "line"),
     [
@@ -151,6 +153,7 @@ def test_a_failed_start_is_one_line_naming_the_problem(
     assert "Traceback" not in done.stderr.decode()
 
 
+@pytest.mark.slow
 def test_with_log_level_debug_a_failed_start_shows_its_traceback_too(
     tmp_path: Path, private_key_pem: str
 ) -> None:
@@ -167,6 +170,7 @@ def test_with_log_level_debug_a_failed_start_shows_its_traceback_too(
     assert "Traceback (most recent call last)" in done.stderr.decode()
 
 
+@pytest.mark.slow
 def test_a_database_outage_is_logged_once_and_sigterm_still_exits_cleanly(
     tmp_path: Path, private_key_pem: str
 ) -> None:
@@ -238,6 +242,7 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_sigterm_while_waiting_for_the_database_at_boot_exits_cleanly(
     tmp_path: Path, private_key_pem: str
 ) -> None:

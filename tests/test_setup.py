@@ -106,6 +106,7 @@ async def register(options: SetupOptions) -> tuple[Registered, list[str], Form]:
     return await task, said, form
 
 
+@pytest.mark.slow
 async def test_setup_registers_the_app_and_writes_a_private_env(github: FakeGitHub, tmp_path: Path) -> None:
     env = tmp_path / ".env"
     options = SetupOptions(env_path=env, github_url=github.base_url, host=HOST, port=free_port())
@@ -142,6 +143,7 @@ async def test_setup_registers_the_app_and_writes_a_private_env(github: FakeGitH
     assert github.webhook_url == f"{HOST}/api/github/webhooks"  # the App now sends its webhooks there
 
 
+@pytest.mark.slow
 async def test_an_organization_app_without_a_secret_from_github_gets_one(
     github: FakeGitHub, tmp_path: Path
 ) -> None:
@@ -180,6 +182,7 @@ async def test_a_callback_without_the_pages_state_is_refused(github: FakeGitHub,
         await task
 
 
+@pytest.mark.slow
 def test_an_existing_env_is_never_replaced_without_force(tmp_path: Path) -> None:
     env = tmp_path / ".env"
     env.write_text("APP_ID=1\n")
@@ -199,6 +202,7 @@ def test_an_existing_env_is_never_replaced_without_force(tmp_path: Path) -> None
     assert done.returncode == 2 and "--force" in done.stderr and env.read_text() == "APP_ID=2\n"
 
 
+@pytest.mark.slow
 def test_setup_needs_a_webhook_destination(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "WEBHOOK_PROXY_URL"}
     done = subprocess.run(

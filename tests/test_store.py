@@ -159,6 +159,7 @@ def end(job: Job, status: str = "done", error: str | None = None, ended_at: floa
     return JobEnd(job, status, error, ended_at)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("backlog", "taken_over", "status", "run_limit", "run"),
     [
@@ -355,6 +356,7 @@ async def test_chained_runs_work_one_subject_in_arrival_order(db_url: str) -> No
     assert overlaps == []
 
 
+@pytest.mark.slow
 async def test_concurrent_workers_never_double_claim(db_url: str) -> None:
     """Four stores (four connection pools, as four processes would have) drain one queue."""
     stores = [Store(db_url) for _ in range(4)]
@@ -550,6 +552,7 @@ async def record_held_before_its_insert(pg_url: str, subject: str) -> AsyncItera
         await engine.dispose()
 
 
+@pytest.mark.slow
 async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Store, pg_url: str) -> None:
     """Issue 9, item 0, run deterministically on two connections: the record has read whether
     the subject is busy; meanwhile the worker finishes the subject's head. Whatever the order the
@@ -568,6 +571,7 @@ async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Stor
     assert sorted(j.delivery_id for j in jobs) == ["gate", "new"]
 
 
+@pytest.mark.slow
 async def test_ending_a_run_racing_a_record_never_strands_the_new_row(pg_store: Store, pg_url: str) -> None:
     """The same race with a worker's run: the record locks only the subject's oldest active row,
     and the write that ends the run (and claims the next one) ends that row too."""
@@ -594,6 +598,7 @@ async def _done_or(task: asyncio.Future[Any], count: Callable[[], Awaitable[int]
     return task.done() or await count() >= at_least
 
 
+@pytest.mark.slow
 async def test_soak_two_processes_recording_and_working_drain_every_subject(db_url: str) -> None:
     """Randomised: two processes each record 20 deliveries for each of 25 subjects (in random small
     batches) while four workers in each claim and finish; every subject drains, in order."""

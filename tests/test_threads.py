@@ -74,6 +74,8 @@ async def reviewed(tmp_path: Path) -> AsyncIterator[tuple[BotHarness, int]]:
     bot.assert_conforms()
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_fix_pushed_and_claimed_resolves_only_the_fixed_bot_thread(
     reviewed: tuple[BotHarness, int],
 ) -> None:
@@ -98,6 +100,8 @@ async def test_a_fix_pushed_and_claimed_resolves_only_the_fixed_bot_thread(
     assert "Still there at" in answer.body["body"] and "src/b.py" in answer.body["body"]
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_second_claim_for_the_same_head_gets_no_second_answer(
     reviewed: tuple[BotHarness, int],
 ) -> None:
@@ -110,6 +114,8 @@ async def test_a_second_claim_for_the_same_head_gets_no_second_answer(
     assert resolutions(bot) == []
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_an_argument_is_not_a_fix(reviewed: tuple[BotHarness, int]) -> None:
     bot, number = reviewed
     c = bot_thread(bot, number, "src/c.py")
@@ -118,6 +124,8 @@ async def test_an_argument_is_not_a_fix(reviewed: tuple[BotHarness, int]) -> Non
     assert replies(bot) == [] and resolutions(bot) == []
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_push_that_fixes_a_finding_resolves_its_thread_silently(
     reviewed: tuple[BotHarness, int],
 ) -> None:
@@ -131,6 +139,8 @@ async def test_a_push_that_fixes_a_finding_resolves_its_thread_silently(
     assert [p["action"] for p in echoes] == ["resolved"] and echoes[0]["sender"]["login"] == BOT
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_resolve_command_checks_every_open_thread(reviewed: tuple[BotHarness, int]) -> None:
     bot, number = reviewed
     await bot.fake.comment(REPO, number, "@revbot resolve", by=AUTHOR)
@@ -139,6 +149,8 @@ async def test_resolve_command_checks_every_open_thread(reviewed: tuple[BotHarne
     assert len(replies(bot)) == 3  # all three problems are still there; each thread says so once
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_150_threads_the_bots_on_the_second_page(tmp_path: Path) -> None:
     bot = BotHarness(tmp_path)
     bot.fake.add_user(DECOY)

@@ -130,6 +130,7 @@ async def test_ping_is_answered_200_and_not_recorded(harness: Harness) -> None:
     assert await harness.store.delivery("p") is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("case", "mangle"),
     [
@@ -172,6 +173,7 @@ async def test_an_oversized_chunked_body_is_413_while_streaming(harness: Harness
     assert await harness.store.all_jobs() == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "hdrs", "error"),
     [
@@ -398,6 +400,7 @@ POISONS: list[tuple[str, Callable[[int], tuple[bytes, dict[str, str]] | bytes], 
 ]
 
 
+@pytest.mark.slow
 async def test_a_poisoned_delivery_is_refused_alone_while_its_batch_commits(harness: Harness) -> None:
     """Each bad delivery arrives among 200 concurrent good ones: it gets 400 naming the bad value,
     every good one gets 202 (one bad row used to fail the whole group commit with 503)."""
@@ -514,6 +517,7 @@ async def test_an_unsigned_body_is_refused_before_it_is_read(
     assert client.app[BODY_BUDGET].peak == 0
 
 
+@pytest.mark.slow
 async def test_a_stalled_body_is_cut_off_with_408(sqlite_store: Store, aiohttp_client: ClientFactory) -> None:
     client = await bounded_client(aiohttp_client, sqlite_store, body_timeout=0.3)
     body = json.dumps({"action": "opened", "pad": "x" * 1000}).encode()

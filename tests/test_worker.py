@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gidgethub import routing
 
 from app.demo.harness import FAST_WORKER
 from app.events import IssueCommentEvent
 from app.guards import BotIdentity
+from app.handlers.concern import OrderedRouter
 from app.handlers.context import Context, accepts_own_events
 from app.store import Store, decompress_payload
 from app.worker import AckFirst, Worker, WorkerOptions
@@ -40,10 +40,10 @@ class Recorder:
         self.seen: list[tuple[str, str, str | None]] = []
 
 
-def echo_router(recorder: Recorder) -> routing.Router:
+def echo_router(recorder: Recorder) -> OrderedRouter:
     """Answers every new PR comment with a comment of its own: without the self-loop guard,
     the echo of that answer would be answered again, forever."""
-    router = routing.Router()
+    router = OrderedRouter()
 
     @router.register("issue_comment", action="created")
     async def answer(event: IssueCommentEvent, ctx: Context) -> None:
@@ -79,6 +79,8 @@ def comment_posts(bot: BotHarness, number: int) -> list[Any]:
     ]
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_the_echo_of_the_bots_own_write_wakes_only_opted_in_handlers(
     pull: tuple[BotHarness, Recorder, int],
 ) -> None:
@@ -94,6 +96,8 @@ async def test_the_echo_of_the_bots_own_write_wakes_only_opted_in_handlers(
     assert [event for event, *_ in bot.fake.webhooks_sent].count("issue_comment") == 2
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_comment_by_the_decoy_user_is_an_own_event_too(
     pull: tuple[BotHarness, Recorder, int],
 ) -> None:
@@ -105,6 +109,8 @@ async def test_a_comment_by_the_decoy_user_is_an_own_event_too(
     assert comment_posts(bot, number) == []
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_one_installation_token_serves_many_deliveries(pull: tuple[BotHarness, Recorder, int]) -> None:
     bot, _, number = pull
     for n in range(3):
@@ -114,6 +120,8 @@ async def test_one_installation_token_serves_many_deliveries(pull: tuple[BotHarn
     assert [installation for installation, *_ in bot.fake.tokens_issued] == [INSTALLATION]
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_502_is_retried_with_backoff_and_posts_once(pull: tuple[BotHarness, Recorder, int]) -> None:
     bot, _, number = pull
     bot.fake.fail_next(
@@ -127,6 +135,8 @@ async def test_a_502_is_retried_with_backoff_and_posts_once(pull: tuple[BotHarne
     assert (job["status"], job["error"]) == ("done", "GitHubBroken: Bad Gateway")
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_short_secondary_rate_limit_is_waited_out_in_place(
     pull: tuple[BotHarness, Recorder, int],
 ) -> None:
@@ -150,6 +160,8 @@ async def test_a_short_secondary_rate_limit_is_waited_out_in_place(
     assert {(j["status"], j["attempts"]) for j in jobs} == {("done", 1)}
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_long_retry_after_puts_the_job_back_until_then(
     pull: tuple[BotHarness, Recorder, int],
 ) -> None:
@@ -176,6 +188,8 @@ async def test_a_long_retry_after_puts_the_job_back_until_then(
     assert job["error"].startswith("RetryLater: GitHub rate limit on POST")
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_revoked_token_is_dropped_and_the_call_retried_once(
     pull: tuple[BotHarness, Recorder, int],
 ) -> None:
@@ -189,6 +203,8 @@ async def test_a_revoked_token_is_dropped_and_the_call_retried_once(
     assert len(bot.fake.tokens_issued) == 2
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_an_installation_the_app_lost_is_recorded_and_skipped(
     pull: tuple[BotHarness, Recorder, int],
 ) -> None:
@@ -205,6 +221,8 @@ async def test_an_installation_the_app_lost_is_recorded_and_skipped(
     assert len(comment_posts(bot, number)) == 1
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_delivery_without_installation_is_skipped(pull: tuple[BotHarness, Recorder, int]) -> None:
     bot, _, number = pull
     comment = await bot.fake.comment(REPO, number, "seed", by=HUMAN)
@@ -217,6 +235,8 @@ async def test_a_delivery_without_installation_is_skipped(pull: tuple[BotHarness
     assert (row["status"], row["error"]) == ("skipped", "delivery has no installation (not sent to an App)")
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_payload_that_does_not_flatten_fails_with_its_reason(
     pull: tuple[BotHarness, Recorder, int],
 ) -> None:
@@ -230,12 +250,12 @@ async def test_a_payload_that_does_not_flatten_fails_with_its_reason(
     assert row["error"].startswith("FlattenError:") and "pull_request" in row["error"]
 
 
-def ordering_router(log: list[tuple[str, str, str]], subjects: int) -> routing.Router:
+def ordering_router(log: list[tuple[str, str, str]], subjects: int) -> OrderedRouter:
     """Each job logs its start and end. The first job of every subject waits, at a gate, until
     the first jobs of all subjects have started: a worker that runs subjects concurrently opens
     the gate at once; one that ran them one at a time would never open it (the wait gives up
     after a generous deadline and the test fails on the peak). No timing is involved."""
-    router = routing.Router()
+    router = OrderedRouter()
     all_started = asyncio.Event()
     first_seen: set[str] = set()
 
@@ -255,6 +275,8 @@ def ordering_router(log: list[tuple[str, str, str]], subjects: int) -> routing.R
     return router
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_one_job_per_subject_in_order_while_subjects_run_concurrently(tmp_path: Path) -> None:
     log: list[tuple[str, str, str]] = []
     bot = BotHarness(tmp_path, router=ordering_router(log, subjects=3))
@@ -285,10 +307,10 @@ async def test_one_job_per_subject_in_order_while_subjects_run_concurrently(tmp_
     assert peak == 3
 
 
-def flood_router(worker: dict[str, Worker], rest_recorded: asyncio.Event, done: list[str]) -> routing.Router:
+def flood_router(worker: dict[str, Worker], rest_recorded: asyncio.Event, done: list[str]) -> OrderedRouter:
     """The first job makes the worker's coalescing interval an hour and waits until the deliveries
     behind it are recorded; every job then wakes the worker as a delivery arriving meanwhile would."""
-    router = routing.Router()
+    router = OrderedRouter()
 
     @router.register("issue_comment", action="created")
     async def flooded(event: IssueCommentEvent, ctx: Context) -> None:
@@ -315,6 +337,8 @@ async def flood(bot: BotHarness, number: int, count: int, *, then: asyncio.Event
     return bodies
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_flood_of_one_pull_requests_deliveries_never_waits_out_the_coalescing_interval(
     tmp_path: Path,
 ) -> None:
@@ -333,6 +357,8 @@ async def test_a_flood_of_one_pull_requests_deliveries_never_waits_out_the_coale
     assert done == bodies
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_deliveries_are_recorded_while_github_is_unreachable_and_worked_once_it_answers(
     tmp_path: Path,
 ) -> None:
@@ -358,6 +384,8 @@ async def test_deliveries_are_recorded_while_github_is_unreachable_and_worked_on
     assert [c.body for c in comment_posts(bot, number)] == [{"body": "echo: anyone there?"}]
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_github_enterprise_urls_are_used_for_rest_and_app_calls(tmp_path: Path) -> None:
     recorder = Recorder()
     port = free_port()
@@ -381,6 +409,8 @@ async def test_github_enterprise_urls_are_used_for_rest_and_app_calls(tmp_path: 
     assert len(comment_posts(bot, number)) == 1
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_job_of_a_killed_worker_is_redone_after_its_lease(tmp_path: Path) -> None:
     bot = BotHarness(tmp_path, run_worker=False)
     number = bot.open_pull({"a.py": "x = 1\n"})
@@ -420,8 +450,8 @@ async def test_a_job_of_a_killed_worker_is_redone_after_its_lease(tmp_path: Path
     assert [(c.status, c.body) for c in posts] == [(201, {"body": "answer"})]
 
 
-def gated_router(started: dict[str, asyncio.Event], release_quick: asyncio.Event) -> routing.Router:
-    router = routing.Router()
+def gated_router(started: dict[str, asyncio.Event], release_quick: asyncio.Event) -> OrderedRouter:
+    router = OrderedRouter()
 
     @router.register("issue_comment", action="created")
     async def gated(event: IssueCommentEvent, ctx: Context) -> None:
@@ -434,6 +464,8 @@ def gated_router(started: dict[str, asyncio.Event], release_quick: asyncio.Event
     return router
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_shutdown_lets_running_jobs_finish_within_grace_and_hands_back_the_rest(tmp_path: Path) -> None:
     started = {"quick": asyncio.Event(), "slow": asyncio.Event()}
     release_quick = asyncio.Event()
@@ -465,6 +497,8 @@ async def test_shutdown_lets_running_jobs_finish_within_grace_and_hands_back_the
     assert jobs == [("done", 1), ("queued", 0), ("queued", 0), ("waiting", 0)]
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_an_error_kept_on_a_job_is_masked_like_the_logs(pull: tuple[BotHarness, Recorder, int]) -> None:
     """An upstream error body may echo a token; the ledger keeps the error, never the token."""
     bot, _, number = pull
@@ -499,7 +533,7 @@ async def test_an_unexpected_error_restarts_the_worker_loop_instead_of_ending_it
         raise AssertionError("no job was queued")
 
     options = WorkerOptions(poll_seconds=0.01, db_retry_base=0.01, db_retry_cap=0.05)
-    worker = Worker(store, routing.Router(), identity=identity, context_for=no_context, options=options)
+    worker = Worker(store, OrderedRouter(), identity=identity, context_for=no_context, options=options)
     worker.start()
     try:
         deadline = time.monotonic() + 30
@@ -515,10 +549,10 @@ async def test_an_unexpected_error_restarts_the_worker_loop_instead_of_ending_it
     assert failure.getMessage() == "worker loop failed; restarting it" and failure.exc_info is not None
 
 
-def backlog_router(first_may_end: asyncio.Event, done: list[str], flaky: set[str]) -> routing.Router:
+def backlog_router(first_may_end: asyncio.Event, done: list[str], flaky: set[str]) -> OrderedRouter:
     """The first job waits until the backlog behind it is recorded; a body in ``flaky`` fails
     once with a 5xx-like error (transient), then succeeds."""
-    router = routing.Router()
+    router = OrderedRouter()
 
     @router.register("issue_comment", action="created")
     async def work(event: IssueCommentEvent, ctx: Context) -> None:
@@ -532,6 +566,8 @@ def backlog_router(first_may_end: asyncio.Event, done: list[str], flaky: set[str
     return router
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flaky", "writes"),
     [
@@ -584,6 +620,8 @@ async def test_a_job_waits_while_a_delivery_is_being_received() -> None:
     await asyncio.wait_for(first.wait(at_most=0.01), 30)
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_slot_that_breaks_is_logged_and_its_job_runs_again_after_its_lease(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

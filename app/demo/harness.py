@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Self
 
 from aiohttp import web
-from gidgethub import routing
 
 from ..config import Settings, load_settings
+from ..handlers.concern import OrderedRouter
 from ..runtime import Runtime, listen
 from ..sandbox import FakeGitHub
 from ..worker import WorkerOptions
@@ -50,7 +50,7 @@ class BotAndFake:
         *,
         secret: str,
         env: Mapping[str, str] | None = None,
-        router: routing.Router | None = None,
+        router: OrderedRouter | None = None,
         worker_options: WorkerOptions = FAST_WORKER,
         run_worker: bool = True,
         fake_port: int = 0,

@@ -7,16 +7,15 @@ The ``review_request_removed`` echo of that removal has the bot as sender and wa
 
 from __future__ import annotations
 
-from gidgethub import routing
-
 from .. import github
 from ..events import ReviewEvent
 from ..guards import is_bot_login
 from ..review.markers import ReviewMarker
 from ..usecases.decoy import drop_decoy
+from .concern import OrderedRouter
 from .context import Context, accepts_own_events
 
-router = routing.Router()
+router = OrderedRouter()
 
 
 @router.register("pull_request_review", action="submitted")

@@ -6,13 +6,12 @@ The command is parsed, and whoever asks is checked, in one place (``usecases.com
 
 from __future__ import annotations
 
-from gidgethub import routing
-
 from ..events import IssueCommentEvent, ReviewCommentEvent
 from ..usecases.commands import answer_command
+from .concern import OrderedRouter
 from .context import Context
 
-router = routing.Router()
+router = OrderedRouter()
 
 
 @router.register("issue_comment", action="created")

@@ -8,14 +8,13 @@ after the bot blocked it. ``@slug review`` arrives through ``mentions.py``.
 
 from __future__ import annotations
 
-from gidgethub import routing
-
 from .. import github
 from ..events import CheckRunEvent, PullRequestEvent
 from ..usecases.review import check_name, review_pull
+from .concern import OrderedRouter
 from .context import Context
 
-router = routing.Router()
+router = OrderedRouter()
 
 
 @router.register("pull_request", action="review_requested")

@@ -6,16 +6,15 @@ re-review (``usecases.review``); what checking means is ``usecases.threads.verif
 
 from __future__ import annotations
 
-from gidgethub import routing
-
 from .. import github
 from ..commands import claims_fix
 from ..events import PullRequestEvent, ReviewCommentEvent
 from ..guards import is_bot_login
 from ..usecases.threads import verify_threads
+from .concern import OrderedRouter
 from .context import Context
 
-router = routing.Router()
+router = OrderedRouter()
 
 
 @router.register("pull_request_review_comment", action="created")

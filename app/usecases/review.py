@@ -135,7 +135,7 @@ async def review_pull(
         if open_threads is None:
             open_threads = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number)
         rereview = await prepare_rereview(
-            gh, bot, repo=repo, pr_number=pr_number, block=block, result=result, open_threads=open_threads
+            gh, repo=repo, pr_number=pr_number, block=block, result=result, open_threads=open_threads
         )
     plan = plan_for(
         result, pull_context, policy=policy, trigger=trigger, identity=bot.identity, rereview=rereview
@@ -143,14 +143,13 @@ async def review_pull(
     if rereview is not None and plan.event == "COMMENT" and result.withhold_approval is None:
         # No blockers remain but approval is disabled: only dismissing clears the sticky block.
         # (Withheld approval keeps the block too: a person should look at this PR.)
-        outcome = await dismiss_blocks(gh, bot, repo=repo, pr_number=pr_number, mine=mine, head_sha=head_sha)
+        outcome = await dismiss_blocks(gh, repo=repo, pr_number=pr_number, mine=mine, head_sha=head_sha)
         rereview = replace(rereview, dismissal=outcome)
         plan = plan_for(
             result, pull_context, policy=policy, trigger=trigger, identity=bot.identity, rereview=rereview
         )
     posted = await post_review(
         gh,
-        bot,
         repo=repo,
         pr_number=pr_number,
         head_sha=head_sha,
@@ -174,7 +173,7 @@ async def review_pull(
         head_sha[:12],
     )
     await finish_check_run(
-        gh, bot, repo=repo, check_run_id=check_run_id, result=result, plan=plan, note=loaded.problem_note()
+        gh, repo=repo, check_run_id=check_run_id, result=result, plan=plan, note=loaded.problem_note()
     )
     if rereview is not None:
         # The threads read before posting; those this review opened hold current findings.
@@ -237,7 +236,6 @@ async def with_model_inputs(
 
 async def prepare_rereview(
     gh: GitHubClient,
-    bot: Bot,
     *,
     repo: str,
     pr_number: int,
@@ -262,7 +260,7 @@ async def prepare_rereview(
 
 
 async def dismiss_blocks(
-    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, mine: Sequence[Mapping[str, Any]], head_sha: str
+    gh: GitHubClient, *, repo: str, pr_number: int, mine: Sequence[Mapping[str, Any]], head_sha: str
 ) -> str:
     """Dismiss every active request for changes of the bot: "dismissed", or "forbidden" when
     GitHub refuses (the installation may not dismiss reviews on this branch)."""
@@ -285,7 +283,6 @@ async def dismiss_blocks(
 
 async def post_review(
     gh: GitHubClient,
-    bot: Bot,
     *,
     repo: str,
     pr_number: int,
@@ -331,7 +328,6 @@ async def start_check_run(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: i
 
 async def finish_check_run(
     gh: GitHubClient,
-    bot: Bot,
     *,
     repo: str,
     check_run_id: int,

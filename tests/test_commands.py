@@ -1,0 +1,37 @@
+"""The commands people write to the bot: which mention is a command (``parse_command``) and the prose
+it is looked for in (code, quotes and mail addresses are not)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.commands import Command, parse_command, prose
+
+
+@pytest.mark.parametrize(
+    ("body", "command"),
+    [
+        ("@revbot review", Command.REVIEW),
+        ("@RevBot REVIEW please", Command.REVIEW),
+        ("@revbot", Command.REVIEW),
+        ("hey @revbot can you take a look?", Command.REVIEW),
+        ("@revbot help", Command.HELP),
+        ("@revbot: help!", Command.HELP),
+        ("thanks @revbot!", None),
+        ("nothing for the bot", None),
+        ("`@revbot review`", None),
+        ("```\n@revbot review\n```", None),
+        ("~~~python\n@revbot review\n~~~\nlater text", None),
+        ("> @revbot review\nI agree with the above", None),
+        ("mail me at me@revbot.dev about the review", None),
+        ("@revbot-ci review", None),
+        ("@revbot[bot] review", None),
+        ("```\ncode\n```\n@revbot review", Command.REVIEW),
+    ],
+)
+def test_mentions(body: str, command: Command | None) -> None:
+    assert parse_command(body, "revbot") == command
+
+
+def test_prose_keeps_text_between_code_blocks() -> None:
+    assert prose("a\n```\nb\n```\nc `d` e\n> f").split() == ["a", "c", "e"]
