@@ -205,6 +205,8 @@ class Settings(LlmSettings):
     allow_ephemeral_sqlite: bool = False
     shutdown_timeout: float = Field(default=DEFAULT_SHUTDOWN_SECONDS, gt=0, le=3600)
     metrics_token: SecretStr | None = None
+    metrics_public: bool = False  # /metrics without a token: closed unless opened on purpose
+    github_client_secret: SecretStr | None = None  # written by setup, unused: known so it is masked
     payload_retention_days: int = Field(default=30, ge=1, le=36500)
     webhook_proxy_url: str | None = None
     # Bounds against hostile or broken clients, health thresholds and the database at boot

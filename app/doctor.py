@@ -205,6 +205,9 @@ async def check_metrics(session: aiohttp.ClientSession, url: str, settings: Sett
         return Check("metrics", "FAIL", f"{url}: the bot does not answer ({type(exc).__name__})")
     if status == 401:
         return Check("metrics", "FAIL", f"{url}: 401, METRICS_TOKEN here differs from the bot's")
+    if status == 403:
+        # The bot has no METRICS_TOKEN and was not told METRICS_PUBLIC=1: closed on purpose.
+        return Check("metrics", "warn", f"{url}: closed; set METRICS_TOKEN on the bot and here to read them")
     if status != 200 or "revbot_webhook_deliveries" not in body:
         return Check("metrics", "FAIL", f"{url}: answered {status}, not revbot's metrics")
     return Check("metrics", "ok", url)

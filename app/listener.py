@@ -12,7 +12,8 @@ GitHub included, gets in). Here every connection is bounded:
   lock a legitimate delivery out;
 - a malformed request is one WARNING line and a ``400`` that does not echo what was sent.
 
-The body's own deadline and the memory budget for bodies are the endpoint's (``app/web.py``).
+The body's own deadline and the memory budget for bodies are the endpoint's
+(``app/web/endpoint.py``, ``app/web/budget.py``).
 """
 
 from __future__ import annotations

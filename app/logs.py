@@ -2,7 +2,10 @@
 
 Context (delivery id, event, repo, PR number, job id) travels in context variables so every line
 logged while handling a job carries it without threading it through calls. A last-line filter
-masks anything shaped like a GitHub token or a JWT, in case one slips into a message.
+masks anything shaped like a GitHub token, a JWT or a private key header, and the literal values
+of every secret the process was configured with (``mask_configured``: the webhook secret, the
+App's private key, the model key, the metrics token, the GitHub client secret), in case one
+slips into a message.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, TextIO
+
+from pydantic import BaseModel, SecretStr
 
 CONTEXT_FIELDS = ("delivery_id", "event", "repo", "pr_number", "job_id")
 _context: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("revbot_log_context", default={})  # noqa: B039 - never mutated, only replaced
@@ -28,8 +33,62 @@ _SECRET_PATTERNS = re.compile(
 )
 
 
+MIN_MASKED_LENGTH = 4  # a shorter value would mask every word it is part of
+MIN_MASKED_KEY_LINE = 16  # a private key is masked line by line too (a traceback may hold one)
+
+
+class _Literals:
+    """The configured secrets' values, as one pattern (longest first, so none is half-masked)."""
+
+    values: frozenset[str] = frozenset()
+    pattern: re.Pattern[str] | None = None
+
+    @classmethod
+    def add(cls, values: Iterable[str]) -> None:
+        cls.values |= {v for v in values if len(v) >= MIN_MASKED_LENGTH}
+        ordered = sorted(cls.values, key=len, reverse=True)
+        cls.pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+
+def mask_values(values: Iterable[str]) -> None:
+    """Mask these literal values in every line logged from now on (they add up: several
+    runtimes may share a process)."""
+    _Literals.add(values)
+
+
+def secret_values(settings: BaseModel, *extra: str) -> list[str]:
+    """Every ``SecretStr`` value of ``settings``, with ``extra`` (the private key read from its
+    file), and each long line of a multi-line one (a PEM's base64 lines), and the ``\\n``-escaped
+    form a PEM in an environment variable takes."""
+    whole = [
+        value.get_secret_value()
+        for name in type(settings).model_fields
+        if isinstance(value := getattr(settings, name), SecretStr)
+    ]
+    whole += extra
+    found = set(whole)
+    for value in whole:
+        found |= {line.strip() for line in value.splitlines() if len(line.strip()) >= MIN_MASKED_KEY_LINE}
+        found.add(value.replace("\n", "\\n"))
+    return sorted(found)
+
+
+def mask_configured(settings: BaseModel, *extra: str) -> None:
+    """Mask every secret ``settings`` holds (and ``extra``) in the logs."""
+    mask_values(secret_values(settings, *extra))
+
+
 def redact(text: str) -> str:
+    """``text`` with token-, JWT- and key-shaped strings and every configured secret masked."""
+    pattern = _Literals.pattern  # first: a pattern could split a configured value
+    if pattern is not None:
+        text = pattern.sub("[redacted]", text)
     return _SECRET_PATTERNS.sub("[redacted]", text)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One masked line naming an exception, short enough for a health answer or a log line."""
+    return redact(f"{type(exc).__name__}: {exc}".splitlines()[0])[:300]
 
 
 @contextlib.contextmanager
@@ -126,7 +185,7 @@ class Outage:
     def failed(self, exc: BaseException, *, during: str | None = None) -> None:
         """Count a failure; the first of an outage is logged (``during``: what was being done)."""
         self.failures += 1
-        self.error = redact(f"{type(exc).__name__}: {exc}".splitlines()[0])[:300]
+        self.error = describe_failure(exc)
         if self.since is None:
             self.since = self._clock()
             self._log.warning(

@@ -151,8 +151,15 @@ async def observe_queue(store: Store, *, now: float | None = None) -> None:
     QUEUE_OLDEST_DUE.set(max(0.0, moment - oldest) if oldest is not None else 0.0)
 
 
-def metrics_view(store: Store, *, token: str | None) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """``GET /metrics`` in Prometheus' text format; with ``token``, only for ``Bearer <token>``."""
+CLOSED = "metrics are closed: set METRICS_TOKEN (or METRICS_PUBLIC=1 to serve them to anyone)"
+
+
+def metrics_view(
+    store: Store, *, token: str | None, public: bool = False
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``GET /metrics`` in Prometheus' text format: with ``token``, only for ``Bearer <token>``;
+    without one, to anyone only when the operator opened them (``public``), else 403. They name
+    installations and say how busy the bot is, and the server listens on every interface."""
     expected = f"Bearer {token}".encode() if token else None
 
     async def handle(request: web.Request) -> web.Response:
@@ -162,6 +169,8 @@ def metrics_view(store: Store, *, token: str | None) -> Callable[[web.Request], 
                 return web.json_response(
                     {"error": "bearer token required"}, status=401, headers={"WWW-Authenticate": "Bearer"}
                 )
+        elif not public:
+            return web.json_response({"error": CLOSED}, status=403)
         try:
             await observe_queue(store)
         except Exception as exc:  # noqa: BLE001 - the other metrics still matter without the database

@@ -31,7 +31,7 @@ from .github import AppClient
 from .metrics import DELIVERIES, RECOVERED
 from .store import IncomingDelivery, Store, deliveries
 from .store.schema import recovery_state
-from .web import Refused, delivery_headers, incoming_delivery
+from .web.endpoint import Refused, delivery_headers, incoming_delivery
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from .handlers.concern import OrderedRouter
 from .handlers.context import Context
 from .housekeeping import INTERVAL_SECONDS, Housekeeping
 from .listener import GuardedSite, HttpLimits, bind
-from .logs import Outage, redact
+from .logs import Outage, mask_configured, redact
 from .metrics import metrics_view
 from .proxy import WebhookProxy, start_proxy
 from .recovery import DeliveryRecovery
@@ -45,7 +45,9 @@ from .review.model import Reviewer
 from .store import Ledger, Store
 from .usecases.bot import Bot
 from .usecases.pull import AnalysisCache, RepoConfigs
-from .web import HealthConfig, WebhookConfig, create_app
+from .web import create_app
+from .web.endpoint import WebhookConfig
+from .web.health import HealthConfig
 from .worker import AckFirst, Worker, WorkerOptions, WorkerStatus, backoff_delay
 
 log = logging.getLogger(__name__)
@@ -157,6 +159,7 @@ class Runtime:
             from .handlers import router as default_router
 
             router = default_router
+        mask_configured(settings, private_key_pem)  # no configured secret in any log line
         self.settings = settings
         try:
             self.store = Store(
@@ -288,6 +291,7 @@ class Runtime:
 
     def web_app(self) -> web.Application:
         s = self.settings
+        token = s.metrics_token.get_secret_value() if s.metrics_token else None
         config = WebhookConfig(
             secret=s.webhook_secret.get_secret_value().encode(),
             path=s.webhook_path,
@@ -307,9 +311,9 @@ class Runtime:
                 queue_delay_seconds=s.health_queue_delay_seconds,
             ),
             ack_first=self.ack_first,
+            details_token=token,
         )
-        token = self.settings.metrics_token.get_secret_value() if self.settings.metrics_token else None
-        app.router.add_get("/metrics", metrics_view(self.store, token=token))
+        app.router.add_get("/metrics", metrics_view(self.store, token=token, public=s.metrics_public))
         return app
 
     def http_limits(self) -> HttpLimits:

@@ -31,6 +31,7 @@ __all__ = [
     "BOT",
     "FAST_WORKER",
     "INSTALLATION",
+    "METRICS_TOKEN",
     "REPO",
     "SECRET",
     "SLUG",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 SECRET = "test webhook secret"
+METRICS_TOKEN = "test metrics token"  # every test bot's, unless a test sets its own (or "")
 # One App key for every fake of the process: generating an RSA key costs tens of milliseconds.
 APP_KEY = generate_private_key_pem()
 
@@ -70,7 +72,7 @@ class BotHarness(BotAndFake):
             tmp_path,
             fake,
             secret=SECRET,
-            env=env,
+            env={"METRICS_TOKEN": METRICS_TOKEN, **(env or {})},
             router=router,
             worker_options=worker_options,
             run_worker=run_worker,
@@ -107,6 +109,19 @@ class BotHarness(BotAndFake):
             session.post(self.webhook_url, data=body, headers=headers) as response,
         ):
             return response.status
+
+    async def health(self) -> tuple[int, dict[str, Any]]:
+        """``/healthz`` with its details (asked with the test bots' token)."""
+        headers = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(
+                f"http://127.0.0.1:{self.bot_port}/healthz",
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=30),
+            ) as response,
+        ):
+            return response.status, await response.json()
 
     def assert_conforms(self) -> None:
         """Nothing the bot sent broke GitHub's descriptions; every answer of the fake fits them

@@ -228,3 +228,17 @@ async def test_without_app_yml_the_comparison_is_skipped_and_said(bot: BotHarnes
         "permissions and events", "warn", "app.yml not found: not compared"
     )
     assert report(checks)[1] == 0
+
+
+async def test_metrics_closed_by_default_are_a_warning_that_names_the_token(tmp_path: Path) -> None:
+    harness = BotHarness(tmp_path, env={"METRICS_TOKEN": ""})
+    await harness.start()
+    try:
+        settings, pem = load_settings(harness.env())
+        checks = await run_checks(
+            settings, pem, environ={}, manifest=MANIFEST, bot_url=f"http://127.0.0.1:{harness.bot_port}"
+        )
+        found = by_name(checks)["metrics"]
+        assert found.level == "warn" and "closed; set METRICS_TOKEN" in found.detail
+    finally:
+        await harness.stop()

@@ -244,11 +244,7 @@ async def outage(
 
 
 async def health(bot: BotHarness) -> tuple[int, dict[str, Any]]:
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(f"http://127.0.0.1:{bot.bot_port}/healthz", timeout=aiohttp.ClientTimeout(total=30)) as r,
-    ):
-        return r.status, await r.json()
+    return await bot.health()
 
 
 @pytest.mark.e2e

@@ -21,7 +21,8 @@ from aiohttp import web
 from app.listener import ConnectionGuard, GuardedSite, HttpLimits
 from app.runtime import StartupError, listen
 from app.store import Ledger, Store
-from app.web import WebhookConfig, create_app
+from app.web import create_app
+from app.web.endpoint import WebhookConfig
 from tests.conftest import until
 
 SECRET = b"listener secret"
@@ -197,7 +198,7 @@ async def test_a_client_hanging_up_mid_body_is_one_warning_without_traceback(
     await until(lambda: server.site.guard.busy_connections == 1, "one connection busy")
     writer.close()
     await until(lambda: server.site.guard.open_connections == 0, "every connection closed")
-    await until(lambda: any(r.name == "app.web" for r in caplog.records), "a log line from app.web")
+    await until(lambda: any(r.name == "app.web.endpoint" for r in caplog.records), "an endpoint log line")
     noted = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [(r.levelno, r.getMessage(), r.exc_info) for r in noted] == [
         (logging.WARNING, "delivery refused: connection closed before the body was complete (400)", None)

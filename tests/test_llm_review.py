@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from app.review.llm import LlmReviewer
@@ -86,11 +85,7 @@ async def test_structured_findings_become_inline_comments(
             },
         )
         [post] = reviews_posted(bot)
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"http://127.0.0.1:{bot.bot_port}/healthz") as response,
-        ):
-            health = await response.json()
+        _, health = await bot.health()
         assert health["llm"] == {"status": "ok", "model": "fake-model"}
     finally:
         await bot.stop()

@@ -191,10 +191,7 @@ async def test_a_failing_sweep_is_visible_and_the_next_round_retries(down: BotHa
     await house.run_once()
     assert house.last_error is None and house.recovered_total == 1
     assert await bot.store.delivery("missed") is not None
-    async with aiohttp.ClientSession() as session:
-        url = f"http://127.0.0.1:{bot.bot_port}/healthz"
-        async with session.get(url) as answer:
-            health = await answer.json()
+    _, health = await bot.health()
     assert health["delivery_recovery"]["recovered"] == 1
 
 

@@ -43,15 +43,19 @@ def test_serve_records_deliveries_with_github_down_and_stops_cleanly_on_sigterm(
         "DATABASE_URL": f"sqlite:///{database}",
         "HOST": "127.0.0.1",
         "PORT": str(port),
+        "METRICS_TOKEN": "serve test token",
     }
     server = subprocess.Popen(
         [sys.executable, "-m", "app", "serve"], env=env, cwd=ROOT, stderr=subprocess.PIPE
+    )
+    details = urllib.request.Request(
+        f"http://127.0.0.1:{port}/healthz", headers={"Authorization": "Bearer serve test token"}
     )
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as answer:
+                with urllib.request.urlopen(details, timeout=1) as answer:
                     health = json.loads(answer.read())
                     break
             except OSError:

@@ -17,19 +17,17 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from app.store import Ledger, QueueStats, Store, decompress_payload
-from app.web import (
-    BODY_BUDGET,
-    BodyBudget,
-    HealthConfig,
+from app.web import create_app
+from app.web.budget import BODY_BUDGET, BodyBudget
+from app.web.endpoint import (
     Refused,
     WebhookConfig,
-    create_app,
     delivery_headers,
     envelope,
-    health_problems,
     incoming_delivery,
     signature_matches,
 )
+from app.web.health import HealthConfig, health_problems
 from app.worker import AckFirst, WorkerStatus
 from tests.conftest import FakeClock, until
 
@@ -199,24 +197,37 @@ async def test_a_malformed_delivery_is_400_and_logged(
     assert await harness.store.all_jobs() == []
 
 
+HEALTH_TOKEN = "health details token"
+DETAILS = {"Authorization": f"Bearer {HEALTH_TOKEN}"}
+
+
 async def test_healthz_answers_200_when_the_database_answers(harness: Harness) -> None:
     async with harness.client.get("/healthz") as response:
         assert response.status == 200
-        assert (await response.json())["database"] == "ok"
+        assert await response.json() == {"status": "ok"}  # no token configured: never details
 
 
 async def test_healthz_and_deliveries_answer_503_when_the_database_is_down(
     aiohttp_client: ClientFactory,
 ) -> None:
     down = Store("postgresql+asyncpg://revbot:revbot@127.0.0.1:1/nothing")
-    app = create_app(config=WebhookConfig(secret=SECRET, path=PATH), store=down, ledger=Ledger(down))
+    app = create_app(
+        config=WebhookConfig(secret=SECRET, path=PATH),
+        store=down,
+        ledger=Ledger(down),
+        details_token=HEALTH_TOKEN,
+    )
     client = await aiohttp_client(app)
     async with client.get("/healthz") as response:
+        assert response.status == 503
+        # public: the verdict and why, no upstream text
+        assert await response.json() == {"status": "unavailable", "reasons": ["database cannot take a write"]}
+    async with client.get("/healthz", headers=DETAILS) as response:
         assert response.status == 503
         answer = await response.json()
         assert answer["status"] == "unavailable"
         assert answer["database"].startswith("ConnectionRefusedError")
-        assert answer["reasons"] == [f"database cannot take a write: {answer['database']}"]
+        assert answer["reasons"] == ["database cannot take a write"]
     body = json.dumps({"action": "opened"}).encode()
     async with client.post(PATH, data=body, headers=headers(body)) as response:
         assert response.status == 503
@@ -540,7 +551,7 @@ STATUS = WorkerStatus(running=True, identity_known=True, since_claim_loop=1.0, d
             "OperationalError: disk full",
             STATUS,
             None,
-            ["database cannot take a write: OperationalError: disk full"],
+            ["database cannot take a write"],
         ),
         (None, replace(STATUS, running=False), QueueStats(0, None), ["worker is not running"]),
         (
@@ -564,7 +575,7 @@ STATUS = WorkerStatus(running=True, identity_known=True, since_claim_loop=1.0, d
             replace(STATUS, since_claim_loop=100.0),
             None,
             [
-                "database cannot take a write: TimeoutError: no answer within 5s",
+                "database cannot take a write",
                 "worker has not completed a claim round for over 60s (last: 100s ago)",
             ],
         ),
@@ -586,7 +597,9 @@ async def test_healthz_reports_queue_depth_and_goes_503_when_a_due_job_waits_too
         config = WebhookConfig(secret=SECRET, path=PATH)
         health = HealthConfig(queue_delay_seconds=seconds)
         return await aiohttp_client(
-            create_app(config=config, store=store, ledger=Ledger(store), health=health)
+            create_app(
+                config=config, store=store, ledger=Ledger(store), health=health, details_token=HEALTH_TOKEN
+            )
         )
 
     client = await client_waiting_at_most(3600)
@@ -594,7 +607,7 @@ async def test_healthz_reports_queue_depth_and_goes_503_when_a_due_job_waits_too
     for n in range(3):
         async with client.post(PATH, data=body, headers=headers(body, delivery=f"q{n}")) as response:
             assert response.status == 202
-    async with client.get("/healthz") as response:
+    async with client.get("/healthz", headers=DETAILS) as response:
         answer = await response.json()
         assert (response.status, answer["status"], answer["queue"]["depth"]) == (200, "ok", 3)
         assert 0 <= answer["queue"]["oldest_due_age"] < 3600

@@ -7,7 +7,11 @@ idempotency (did I already review this head for this trigger?), decoy cleanup (w
 triggered by a decoy request?), and thread verification (which finding does this thread hold?).
 
 Markers in text the bot did not write are never trusted: callers only parse bodies authored by
-the bot (see ``guards.is_bot_login``).
+the bot (see ``guards.is_bot_login``). Inside its own bodies the bot quotes text it does not
+control (a suggested line, a message quoting code), so only its trailer counts: the lines at the
+very end of a body that are each one whole marker, outside any code fence. Everything the bot
+writes puts its markers there, after all quoted text, so a marker-shaped string in a quote can
+never be read as the bot's own.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 PREFIX = "revbot"
-_MARKER = re.compile(r"<!-- " + PREFIX + r":(?P<kind>[a-z-]+) (?P<data>\{.*?\}) -->")
+_MARKER_LINE = re.compile(r"<!-- " + PREFIX + r":(?P<kind>[a-z-]+) (?P<data>\{.*\}) -->")
+# CommonMark: a fence opens with 3+ backticks or tildes (indented at most 3 spaces) and closes with
+# a run of the same character at least as long.
+_FENCE = re.compile(r"^ {0,3}(?P<run>`{3,}|~{3,})(?P<info>.*)$")
 
 
 def encode(kind: str, **data: Any) -> str:
@@ -28,11 +35,51 @@ def encode(kind: str, **data: Any) -> str:
     return f"<!-- {PREFIX}:{kind} {payload} -->"
 
 
+def _outside_fences(lines: list[str]) -> list[bool]:
+    """For each line, whether it is outside every code fence (an unclosed fence runs to the end)."""
+    outside: list[bool] = []
+    fence = ""
+    for line in lines:
+        opened = _FENCE.match(line)
+        if not fence:
+            if opened and not (opened["run"][0] == "`" and "`" in opened["info"]):
+                fence = opened["run"]
+                outside.append(False)
+            else:
+                outside.append(True)
+            continue
+        outside.append(False)
+        run = opened["run"] if opened and not opened["info"].strip() else ""
+        if run[:1] == fence[0] and len(run) >= len(fence):
+            fence = ""
+    return outside
+
+
+def trailer(body: str | None) -> list[str]:
+    """The bot's own marker lines: the run of whole-marker lines that ends the body (trailing
+    blank lines aside), outside code fences, in order."""
+    lines = [line.rstrip("\r") for line in (body or "").split("\n")]
+    outside = _outside_fences(lines)
+    end = len(lines)
+    while end and not lines[end - 1].strip():
+        end -= 1
+    start = end
+    while start and outside[start - 1] and _MARKER_LINE.fullmatch(lines[start - 1].strip()):
+        start -= 1
+    return [line.strip() for line in lines[start:end]]
+
+
+def carries(body: str | None, marker: str) -> bool:
+    """Whether ``marker`` (an ``encode`` line) is among the bot's own markers of ``body``."""
+    return marker in trailer(body)
+
+
 def decode_all(body: str | None, kind: str) -> list[dict[str, Any]]:
-    """Every marker of ``kind`` in ``body`` (malformed ones are ignored)."""
+    """Every marker of ``kind`` in the trailer of ``body``, in order (malformed ones are ignored)."""
     found: list[dict[str, Any]] = []
-    for match in _MARKER.finditer(body or ""):
-        if match["kind"] != kind:
+    for line in trailer(body):
+        match = _MARKER_LINE.fullmatch(line)
+        if match is None or match["kind"] != kind:
             continue
         try:
             data = json.loads(match["data"])
@@ -44,8 +91,9 @@ def decode_all(body: str | None, kind: str) -> list[dict[str, Any]]:
 
 
 def decode(body: str | None, kind: str) -> dict[str, Any] | None:
+    """The last marker of ``kind``: the one the bot wrote after everything it quoted."""
     found = decode_all(body, kind)
-    return found[0] if found else None
+    return found[-1] if found else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +166,12 @@ class FindingMarker:
             except (KeyError, TypeError, ValueError):
                 continue
         return markers
+
+    @classmethod
+    def read(cls, body: str | None) -> FindingMarker | None:
+        """The finding an inline comment carries: its last marker."""
+        found = cls.read_all(body)
+        return found[-1] if found else None
 
 
 def problem_key(rule: str, path: str, message: str) -> str:

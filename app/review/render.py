@@ -6,8 +6,11 @@ diff (otherwise the whole review is refused with 422), so every comment is check
 commentable lines first; a finding anywhere else is listed in the review body. At most
 ``max_comments`` findings are inline, the most severe first; the rest go to the body too.
 
-Everything the PR controls (paths, messages quoting code) is escaped before it reaches
-Markdown, so it can neither break the layout nor forge a hidden marker.
+Everything the PR controls (paths, messages quoting code, suggested lines) passes
+``redact_secrets`` and is escaped before it reaches Markdown, so it can neither quote a secret,
+break the layout nor forge a hidden marker. A suggestion is code GitHub applies with one click, so
+it cannot be altered to defuse it: one that would quote a secret or open an HTML comment is
+withheld instead (the finding is still posted).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .analyzers.injection import PR_BODY_PATH
+from .analyzers.secrets import redact_secrets
 from .markers import FindingMarker, ReviewMarker, problem_key
 from .model import Finding, ReviewResult, Severity, Verdict
 
@@ -106,8 +110,8 @@ def _defuse(text: str) -> str:
 
 
 def escape(text: str) -> str:
-    """Untrusted text for Markdown prose: one line, no HTML outside code spans, no markers."""
-    flat = text.replace("\r", " ").replace("\n", " ")
+    """Untrusted text for Markdown prose: one line, no secret, no HTML outside code spans, no markers."""
+    flat = redact_secrets(text.replace("\r", " ").replace("\n", " "))
     out: list[str] = []
     position = 0
     for span in _CODE_SPAN.finditer(flat):
@@ -120,8 +124,8 @@ def escape(text: str) -> str:
 
 
 def code(text: str) -> str:
-    """Untrusted text as inline code, whatever backticks it contains (shown literally)."""
-    cleaned = _defuse(text.replace("\r", " ").replace("\n", " "))
+    """Untrusted text as inline code, whatever backticks it contains (shown literally), no secret."""
+    cleaned = _defuse(redact_secrets(text.replace("\r", " ").replace("\n", " ")))
     longest = 0
     current = 0
     for char in cleaned:
@@ -143,6 +147,13 @@ def _anchor(finding: Finding, commentable: frozenset[int]) -> dict[str, Any] | N
         elif finding.suggestion is not None:
             return None  # a multi-line suggestion cannot be shortened safely
     return comment
+
+
+def postable_suggestion(suggestion: str) -> bool:
+    """Whether a suggested replacement may be posted as it is: it quotes no secret and can
+    neither open nor close an HTML comment (a suggestion is applied verbatim, so it is never
+    altered to make it safe)."""
+    return redact_secrets(suggestion) == suggestion and _defuse(suggestion) == suggestion
 
 
 def _suggestion_block(suggestion: str) -> str:
@@ -167,8 +178,10 @@ def _marker(finding: Finding, head_sha: str) -> str:
 
 def comment_body(finding: Finding, head_sha: str) -> str:
     lines = [f"**{finding.severity.label}** · {code(finding.rule)} · {escape(finding.message)}"]
-    if finding.suggestion is not None:
+    if finding.suggestion is not None and postable_suggestion(finding.suggestion):
         lines += ["", _suggestion_block(finding.suggestion)]
+    elif finding.suggestion is not None:
+        lines += ["", "_A suggested fix is withheld: it would quote a secret or an HTML comment._"]
     lines += ["", _marker(finding, head_sha)]
     return "\n".join(lines)
 
@@ -402,8 +415,8 @@ def check_annotations(result: ReviewResult) -> list[dict[str, Any]]:
                 "start_line": start,
                 "end_line": finding.line,
                 "annotation_level": ANNOTATION_LEVEL[finding.severity],
-                "title": finding.rule,
-                "message": finding.message,
+                "title": redact_secrets(finding.rule),
+                "message": redact_secrets(finding.message),
             }
         )
     return out

@@ -21,7 +21,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, func, literal, select, text, update
@@ -32,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from ..config import DEFAULT_POOL_SIZE
 from . import ops, schema
 from .connect import create_engine_for
+from .files import prepare_private_database
 from .model import IncomingDelivery, Job, JobEnd, QueueStats
 from .postgres import PostgresFastPath
 from .schema import deliveries, schema_version
@@ -66,7 +66,7 @@ class Store:
             if database == ":memory:":
                 # The writer and the readers are separate connections: they must share a file.
                 raise ValueError("SQLite needs a database file (sqlite:///path), not an in-memory database")
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+            prepare_private_database(database)  # 0700 directory, 0600 files
             self._writer = SqliteWriter(database, durable_synchronous=sqlite_synchronous)
         self.engine: AsyncEngine = create_engine_for(
             url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size

@@ -16,7 +16,7 @@ from ..commands import HELP_TEXT, Command, parse_command
 from ..events import IssueCommentEvent, ReviewCommentEvent
 from ..github import GitHubClient
 from ..guards import is_bot_login, may_ask
-from ..review.markers import encode
+from ..review.markers import carries, encode
 from .bot import Bot
 from .review import review_pull
 from .threads import verify_threads
@@ -91,8 +91,8 @@ async def say_once(
     """Post ``text`` unless the bot already posted it for ``key`` (a retried job must not repeat it)."""
     marker = encode("note", key=key)
     for comment in await github.list_issue_comments(gh, repo=repo, number=pr_number):
-        if is_bot_login((comment.get("user") or {}).get("login"), bot.identity) and marker in (
-            comment.get("body") or ""
+        if is_bot_login((comment.get("user") or {}).get("login"), bot.identity) and carries(
+            comment.get("body"), marker
         ):
             return
     body = f"{text}\n\n{marker}"

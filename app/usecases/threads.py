@@ -22,7 +22,7 @@ from ..review import decide, render
 from ..review.llm import LlmReviewer
 from ..review.llm.prompt import hunk_listing, numbered
 from ..review.llm.reviewer import defuse_mentions
-from ..review.markers import FindingMarker, encode
+from ..review.markers import FindingMarker, carries, encode
 from ..review.model import ReviewResult
 from .bot import Bot
 from .pull import analyse, build_context
@@ -48,9 +48,9 @@ async def open_bot_threads(
         if not thread.is_resolved and is_bot_author(
             thread.root_author_type, thread.root_author_login, bot.identity
         ):
-            markers = FindingMarker.read_all(thread.root_body)
-            if markers:
-                found.append(OpenThread(thread=thread, finding=markers[0]))
+            marker = FindingMarker.read(thread.root_body)
+            if marker is not None:
+                found.append(OpenThread(thread=thread, finding=marker))
         if root_comment_id is not None:
             break
     return found
@@ -210,7 +210,7 @@ async def say_in_thread(
         if (
             comment.get("in_reply_to_id") == item.thread.root_comment_id
             and is_bot_login((comment.get("user") or {}).get("login"), bot.identity)
-            and marker in (comment.get("body") or "")
+            and carries(comment.get("body"), marker)
         ):
             return
     await github.reply_to_review_comment(

@@ -1,37 +1,32 @@
-"""The aiohttp application: the webhook endpoint and ``/healthz``.
+"""The webhook endpoint: a delivery in, a durable row out, answered quickly.
 
-The endpoint's whole job is to turn a delivery into a durable row and answer quickly: GitHub
-waits 10 s and never retries by itself. Nothing on this path talks to GitHub. Order of checks:
+GitHub waits 10 s and never retries by itself. Nothing on this path talks to GitHub. Order of
+checks:
 
 1. size: a declared length over the cap is 413 before a byte of the body is read;
 2. signature header: missing or not ``sha256=<64 hex>`` is 401, and the body is never read;
 3. memory: the body's bytes, as they arrive, are reserved from a process-wide budget of
-   in-flight body bytes; when it is spent the request waits briefly, then gets 503 with
-   ``Retry-After``;
+   in-flight body bytes (``budget.py``); when it is spent the request waits briefly, then gets
+   503 with ``Retry-After``;
 4. body: read with a deadline (408 when it stalls), hashed (HMAC) while it streams; a wrong
    signature is 401 and nothing is recorded;
 5. headers, JSON and every value bound for the ledger (lengths from the ``deliveries`` table,
    integer ranges, NUL characters): 400 with the reason, logged; so one bad delivery can never
    fail the batch its neighbours are committed in;
 6. ``ping`` (200) -> ledger (202 new, 200 duplicate, 503 if the database failed).
-
-``/healthz`` tells the truth: 503 with the reasons when the database cannot take a write, the
-worker has not completed a claim round for too long, or the oldest due job has waited too long.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import hashlib
 import hmac
 import json
 import logging
 import math
 import re
-from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,13 +34,13 @@ import msgspec
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
-from .config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
-from .listener import connection_of
-from .logs import log_context, redact
-from .metrics import DELIVERIES, UNVERIFIED_EVENT, child
-from .store import IncomingDelivery, Ledger, QueueStats, Store, deliveries
-from .subjects import subject_of
-from .worker import AckFirst, WorkerStatus
+from ..config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
+from ..logs import describe_failure, log_context
+from ..metrics import DELIVERIES, UNVERIFIED_EVENT, child
+from ..store import IncomingDelivery, Ledger, deliveries
+from ..subjects import subject_of
+from ..worker import AckFirst
+from .budget import BodyBudget, Reservation
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +57,6 @@ class WebhookConfig:
     body_budget_bytes: int = DEFAULT_BODY_BUDGET_BYTES  # request bodies held at once, all requests
     body_budget_wait: float = 5.0  # how long a body waits for budget before 503
     body_timeout: float = 30.0  # from the first body read to the last byte
-
-
-@dataclass(frozen=True, slots=True)
-class HealthConfig:
-    worker_stall_seconds: float = 60.0  # no completed claim round for longer: unhealthy
-    queue_delay_seconds: float = 600.0  # a due job waiting longer: unhealthy
-    probe_timeout: float = 5.0  # a write (or the queue query) not done by then: unhealthy
 
 
 def signature_matches(body: bytes, header: str | None, secret: bytes) -> bool:
@@ -237,83 +225,8 @@ def envelope(body: bytes) -> dict[str, Any]:
     return fields
 
 
-# ------------------------------------------------------------------------------- body budget
-class BodyBudget:
-    """Bytes of request bodies held in memory at once, over all requests (first come, first served).
-
-    Without it, a hundred concurrent 24 MiB bodies are 2.4 GB of memory before one signature is
-    checked. ``peak`` is the most ever reserved (what the fault tests assert on).
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.in_use = 0
-        self.peak = 0
-        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
-
-    def _take(self, size: int) -> None:
-        self.in_use += size
-        self.peak = max(self.peak, self.in_use)
-
-    def _grant(self) -> None:
-        while self._waiters and self.in_use + self._waiters[0][0] <= self.limit:
-            size, waiter = self._waiters.popleft()
-            if not waiter.done():
-                self._take(size)
-                waiter.set_result(None)
-
-    async def reserve(self, size: int, *, wait: float) -> bool:
-        """Take ``size`` bytes, waiting up to ``wait`` seconds behind earlier requests."""
-        if size > self.limit:
-            return False
-        if not self._waiters and self.in_use + size <= self.limit:
-            self._take(size)
-            return True
-        entry = (size, asyncio.get_running_loop().create_future())
-        self._waiters.append(entry)
-        waiter = entry[1]
-        try:
-            await asyncio.wait({waiter}, timeout=wait)
-        except BaseException:
-            if waiter.done() and not waiter.cancelled():
-                self.release(size)
-            raise
-        finally:
-            if not waiter.done():
-                waiter.cancel()
-                self._waiters.remove(entry)
-                self._grant()  # a large request giving up may unblock smaller ones behind it
-        return not waiter.cancelled()
-
-    def release(self, size: int) -> None:
-        self.in_use -= size
-        self._grant()
-
-
-class _Reservation:
-    """What one request holds of the budget; released once its delivery is answered."""
-
-    def __init__(self, budget: BodyBudget, wait: float) -> None:
-        self._budget = budget
-        self._wait = wait
-        self.size = 0
-
-    async def cover(self, size: int) -> None:
-        if size <= self.size:
-            return
-        if not await self._budget.reserve(size - self.size, wait=self._wait):
-            raise Refused(
-                503, "busy: too many request bodies in flight", retry_after=max(1, math.ceil(self._wait))
-            )
-        self.size = size
-
-    def release(self) -> None:
-        self._budget.release(self.size)
-        self.size = 0
-
-
 async def _read_body(
-    request: web.Request, config: WebhookConfig, reservation: _Reservation
+    request: web.Request, config: WebhookConfig, reservation: Reservation
 ) -> tuple[bytes, str]:
     """The body and its HMAC-SHA256, computed while it streams; raises Refused (413, 408, 503).
 
@@ -331,7 +244,12 @@ async def _read_body(
                 size += len(chunk)
                 if size > config.max_body_bytes:
                     raise Refused(413, "payload too large")
-                await reservation.cover(size)
+                if not await reservation.cover(size):
+                    raise Refused(
+                        503,
+                        "busy: too many request bodies in flight",
+                        retry_after=max(1, math.ceil(reservation.wait)),
+                    )
                 mac.update(chunk)
                 chunks.append(chunk)
     except TimeoutError:
@@ -382,7 +300,7 @@ class WebhookView:
         self.ack_first = ack_first
 
     async def handle(self, request: web.Request) -> web.Response:
-        reservation = _Reservation(self.budget, self.config.body_budget_wait)
+        reservation = Reservation(self.budget, self.config.body_budget_wait)
         # Until the delivery is handed to the ledger, jobs wait (see ``AckFirst``).
         handed_over = self.ack_first.request_started()
         try:
@@ -396,7 +314,7 @@ class WebhookView:
             reservation.release()
 
     async def _handle(
-        self, request: web.Request, reservation: _Reservation, handed_over: Callable[[], None]
+        self, request: web.Request, reservation: Reservation, handed_over: Callable[[], None]
     ) -> web.Response:
         if request.content_length is not None and request.content_length > self.config.max_body_bytes:
             raise Refused(413, "payload too large")
@@ -432,7 +350,7 @@ class WebhookView:
         try:
             is_new = await self.ledger.record(delivery)
         except Exception as exc:  # noqa: BLE001 - any database failure is a 503, logged
-            log.warning("could not record delivery: %s", _failure(exc))
+            log.warning("could not record delivery: %s", describe_failure(exc))
             child(DELIVERIES, event, "error").inc()
             return _answer(503, error="could not record delivery")
         if not is_new:
@@ -442,162 +360,3 @@ class WebhookView:
         child(DELIVERIES, event, "accepted").inc()
         self.on_recorded()
         return _queued()
-
-
-BODY_BUDGET = web.AppKey("body_budget", BodyBudget)
-
-
-# ------------------------------------------------------------------------------- health
-def health_problems(
-    *,
-    database_error: str | None,
-    worker: WorkerStatus | None,
-    queue: QueueStats | None,
-    config: HealthConfig,
-) -> list[str]:
-    """Why the process is unhealthy (empty: healthy). ``worker`` is None when none runs here."""
-    problems = []
-    if database_error is not None:
-        problems.append(f"database cannot take a write: {database_error}")
-    if worker is not None:
-        if not worker.running:
-            problems.append("worker is not running")
-        elif worker.identity_known and (
-            worker.since_claim_loop is None or worker.since_claim_loop > config.worker_stall_seconds
-        ):
-            # Before the bot knows who it is (GitHub unreachable) nothing is claimed on purpose;
-            # the queue's delay below tells whether that leaves work waiting.
-            since = "never" if worker.since_claim_loop is None else f"{worker.since_claim_loop:.0f}s ago"
-            problems.append(
-                f"worker has not completed a claim round for over {config.worker_stall_seconds:g}s "
-                f"(last: {since})"
-            )
-    if (
-        queue is not None
-        and queue.oldest_due_age is not None
-        and queue.oldest_due_age > config.queue_delay_seconds
-    ):
-        problems.append(
-            f"oldest due job has waited {queue.oldest_due_age:.0f}s (bound {config.queue_delay_seconds:g}s)"
-        )
-    return problems
-
-
-class _SharedProbe:
-    """One database check at a time, shared by concurrent ``/healthz`` requests, re-used for
-    ``reuse_for`` seconds after it ends (so probing ``/healthz`` in a loop cannot turn into a
-    stream of committed writes), and bounded in time without cancelling the database call (a
-    cancelled driver call can spoil a connection)."""
-
-    def __init__(
-        self, check: Callable[[], Coroutine[Any, Any, Any]], timeout: float, *, reuse_for: float = 1.0
-    ) -> None:
-        self._check = check
-        self._timeout = timeout
-        self._reuse_for = reuse_for
-        self._task: asyncio.Task[Any] | None = None
-        self._ended_at = 0.0
-
-    def _ended(self, _task: asyncio.Task[Any]) -> None:
-        self._ended_at = asyncio.get_running_loop().time()
-
-    async def __call__(self) -> Any:
-        now = asyncio.get_running_loop().time()
-        if self._task is None or (self._task.done() and now - self._ended_at >= self._reuse_for):
-            self._task = asyncio.create_task(self._check(), name="health probe")
-            self._task.add_done_callback(self._ended)
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._task), self._timeout)
-        except TimeoutError:
-            raise TimeoutError(f"no answer within {self._timeout:g}s") from None
-
-    async def close(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-
-def _failure(exc: BaseException) -> str:
-    return redact(f"{type(exc).__name__}: {exc}".splitlines()[0])[:300]
-
-
-@web.middleware
-async def _track_requests(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    """Tell the connection guard (app/listener.py) a request is being handled: not idle, so not
-    evictable, and no longer subject to the header timeout."""
-    connection = connection_of(request)
-    if connection is not None:
-        connection.request_started()
-    try:
-        return await handler(request)
-    finally:
-        if connection is not None:
-            connection.request_finished()
-
-
-def create_app(
-    *,
-    config: WebhookConfig,
-    store: Store,
-    ledger: Ledger,
-    on_recorded: Callable[[], None] = lambda: None,
-    health_extra: Callable[[], dict[str, Any]] = dict,
-    worker_status: Callable[[], WorkerStatus | None] = lambda: None,
-    health: HealthConfig | None = None,
-    budget: BodyBudget | None = None,
-    ack_first: AckFirst | None = None,
-) -> web.Application:
-    """Build the application; starting and stopping the ledger writer follows the app's lifecycle."""
-    health = health or HealthConfig()
-    app = web.Application(client_max_size=config.max_body_bytes, middlewares=[_track_requests])
-    write_probe = _SharedProbe(store.write_probe, health.probe_timeout)
-    queue_probe = _SharedProbe(store.queue_stats, health.probe_timeout)
-    view = WebhookView(
-        config, ledger, on_recorded, budget or BodyBudget(config.body_budget_bytes), ack_first or AckFirst()
-    )
-    app[BODY_BUDGET] = view.budget
-
-    last_verdict = [False]  # unhealthy at the last probe
-
-    async def healthz(_request: web.Request) -> web.Response:
-        database_error: str | None = None
-        queue: QueueStats | None = None
-        try:
-            await write_probe()
-            queue = await queue_probe()
-        except Exception as exc:  # noqa: BLE001 - any failure is the answer
-            database_error = _failure(exc)
-        worker = worker_status()
-        problems = health_problems(database_error=database_error, worker=worker, queue=queue, config=health)
-        body: dict[str, Any] = {
-            "status": "unavailable" if problems else "ok",
-            "database": database_error or "ok",
-            "queue": dataclasses.asdict(queue) if queue else None,
-            "worker": dataclasses.asdict(worker) if worker else None,
-            **health_extra(),
-        }
-        if problems:
-            body["reasons"] = problems
-        # Logged when the verdict changes, not at every probe of a load balancer.
-        unhealthy = bool(problems)
-        if unhealthy != last_verdict[0]:
-            last_verdict[0] = unhealthy
-            if unhealthy:
-                log.warning("unhealthy: %s", "; ".join(problems))
-            else:
-                log.info("healthy again")
-        return _answer(503 if problems else 200, **body)
-
-    async def lifecycle(_app: web.Application) -> Any:
-        ledger.start()
-        yield
-        await ledger.stop()
-        await write_probe.close()
-        await queue_probe.close()
-
-    app.router.add_post(config.path, view.handle)
-    app.router.add_get("/healthz", healthz)
-    app.cleanup_ctx.append(lifecycle)
-    return app
