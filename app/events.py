@@ -14,9 +14,34 @@ The module is pure: no I/O, no clock, no logging.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+@dataclass(frozen=True, slots=True)
+class NumberAt:
+    """Where a delivery of one event names the pull request (or issue) it is about."""
+
+    key: str  # the top-level object holding it
+    listed: bool = False  # ``key.pull_requests[].number``: the PRs whose head is in this repository
+    top_level: bool = False  # the payload's own ``number`` stands in when ``key.number`` is absent
+
+
+# The one answer to "where is the PR number in a payload". The webhook endpoint's envelope decodes
+# exactly these objects (``web.endpoint``), the queue key reads them (``subjects``), and the
+# builders below read the same places (``tests/test_events.py`` checks them against each other
+# on every GitHub example payload).
+NUMBER_AT: Mapping[str, NumberAt] = {
+    "pull_request": NumberAt("pull_request", top_level=True),
+    "pull_request_review": NumberAt("pull_request", top_level=True),
+    "pull_request_review_comment": NumberAt("pull_request", top_level=True),
+    "pull_request_review_thread": NumberAt("pull_request", top_level=True),
+    "issue_comment": NumberAt("issue"),
+    "check_run": NumberAt("check_run", listed=True),
+    "check_suite": NumberAt("check_suite", listed=True),
+}
 
 
 class FlattenError(ValueError):

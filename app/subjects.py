@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .events import NUMBER_AT
+
 
 def _get(obj: Any, *path: str) -> Any:
     """Walk nested mappings; None as soon as a step is missing or not a mapping."""
@@ -20,12 +22,6 @@ def _get(obj: Any, *path: str) -> Any:
     return obj
 
 
-_PR_EVENTS = frozenset(
-    {"pull_request", "pull_request_review", "pull_request_review_comment", "pull_request_review_thread"}
-)
-_CHECK_EVENTS = frozenset({"check_run", "check_suite"})
-
-
 def _int(value: Any) -> int | None:
     """An int that really is one (``True`` is an int to Python, not a PR number)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -33,15 +29,14 @@ def _int(value: Any) -> int | None:
 
 def _subject_number(event_name: str, payload: Mapping[str, Any]) -> int | None:
     """The PR/issue number a delivery is about, when it is about exactly one."""
-    if event_name in _PR_EVENTS:
-        return _int(_get(payload, "pull_request", "number")) or _int(payload.get("number"))
-    if event_name == "issue_comment":
-        return _int(_get(payload, "issue", "number"))
-    if event_name in _CHECK_EVENTS:
-        prs = _get(payload, event_name, "pull_requests")
-        if isinstance(prs, list) and len(prs) == 1:
-            return _int(_get(prs[0], "number"))
-    return None
+    at = NUMBER_AT.get(event_name)
+    if at is None:
+        return None
+    if at.listed:
+        prs = _get(payload, at.key, "pull_requests")
+        return _int(_get(prs[0], "number")) if isinstance(prs, list) and len(prs) == 1 else None
+    number = _int(_get(payload, at.key, "number"))
+    return number or _int(payload.get("number")) if at.top_level else number
 
 
 def subject_of(event_name: str, payload: Mapping[str, Any]) -> str:

@@ -15,6 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from app.events import (
+    NUMBER_AT,
     CheckRunEvent,
     Event,
     FlattenError,
@@ -310,3 +311,26 @@ def _check_run_two_prs() -> dict[str, Any]:
 )
 def test_subject_of(event: str, payload: Any, expected: str) -> None:
     assert subject_of(event, payload) == expected
+
+
+@pytest.mark.parametrize("rel", HANDLED)
+def test_flatten_reads_the_number_where_the_one_table_says(rel: str) -> None:
+    """``NUMBER_AT`` (what the endpoint's envelope and the queue key read) and the builders agree
+    on every example: the flat event's number is the one at the table's place."""
+    event_name = rel.split("/")[0]
+    payload = load(rel)
+    at = NUMBER_AT[event_name]
+    flat = flatten(event_name, payload, delivery_id="d")
+    if at.listed:
+        assert isinstance(flat, CheckRunEvent)
+        assert flat.pr_numbers == tuple(pr["number"] for pr in payload[at.key]["pull_requests"])
+    elif isinstance(flat, IssueCommentEvent):
+        assert flat.issue_number == payload[at.key]["number"]
+    else:
+        assert isinstance(flat, PullRequestEvent | ReviewEvent | ReviewCommentEvent)
+        assert flat.pr_number == payload[at.key]["number"]
+
+
+def test_the_table_covers_every_event_the_queue_keys_by_number() -> None:
+    assert set(EXPECTED_CLASS) <= set(NUMBER_AT)
+    assert {at.key for at in NUMBER_AT.values()} == {"pull_request", "issue", "check_run", "check_suite"}
