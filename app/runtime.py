@@ -11,7 +11,6 @@ message is the one line ``python -m app`` prints.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import gc
 import logging
@@ -38,21 +37,24 @@ from .housekeeping import INTERVAL_SECONDS, Housekeeping
 from .listener import GuardedSite, HttpLimits, bind
 from .logs import Outage, redact
 from .metrics import metrics_view
+from .pacing import AckFirst, backoff_delay
 from .proxy import WebhookProxy, start_proxy
 from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
 from .store import Ledger, Store
+from .tasks import bounded, cancel_and_wait
 from .usecases.bot import Bot
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import HealthConfig, WebhookConfig, create_app
-from .worker import AckFirst, Worker, WorkerOptions, WorkerStatus, backoff_delay
+from .worker import Worker, WorkerOptions, WorkerStatus
 
 log = logging.getLogger(__name__)
 
 GC_YOUNG_THRESHOLD = 20_000  # allocations between two scans of the youngest generation (default 700)
 
 API_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=10)
+STOP_MARGIN = 1.0  # seconds for each step of shutdown after the worker's (see ``Runtime.stop``)
 
 
 class StartupError(Exception):
@@ -335,20 +337,30 @@ class Runtime:
         return health
 
     async def stop(self) -> None:
+        """Stop everything this runtime started. Bounded whatever the database or GitHub do: the
+        worker's grace plus a few seconds (``STOP_MARGIN`` per step), so SIGTERM during a frozen
+        database still ends the process within ``SHUTDOWN_TIMEOUT`` and a little."""
         if self.housekeeping is not None:
-            await self.housekeeping.stop()
+            await self._bounded("background housekeeping", self.housekeeping.stop())
         if self.worker is not None:
-            await self.worker.stop()
-        if self._identity_task is not None and not self._identity_task.done():
-            self._identity_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._identity_task
+            options = self.worker.options
+            within = options.shutdown_grace + 2 * options.stop_margin + STOP_MARGIN
+            await self._bounded("the worker", self.worker.stop(), within=within)
+        if self._identity_task is not None:
+            await cancel_and_wait(self._identity_task, within=STOP_MARGIN)
         if self.session is not None:
-            await self.session.close()
+            await self._bounded("the HTTP session", self.session.close())
         close = getattr(self.reviewer, "aclose", None)
         if close is not None:
-            await close()
-        await self.store.close()
+            await self._bounded("the reviewer", close())
+        await self._bounded("the database connections", self.store.close())
+
+    @staticmethod
+    async def _bounded(what: str, step: Coroutine[Any, Any, None], *, within: float = STOP_MARGIN) -> None:
+        try:
+            await bounded(step, within=within)
+        except TimeoutError:
+            log.warning("shutdown: %s did not stop within %.0fs; going on without it", what, within)
 
 
 def _stop_on_signals() -> asyncio.Event:

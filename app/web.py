@@ -43,9 +43,10 @@ from .config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
 from .listener import connection_of
 from .logs import log_context, redact
 from .metrics import DELIVERIES, UNVERIFIED_EVENT, child
+from .pacing import AckFirst
 from .store import IncomingDelivery, Ledger, QueueStats, Store, deliveries
 from .subjects import subject_of
-from .worker import AckFirst, WorkerStatus
+from .worker import WorkerStatus
 
 log = logging.getLogger(__name__)
 

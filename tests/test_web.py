@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from app.pacing import AckFirst
 from app.store import Ledger, QueueStats, Store, decompress_payload
 from app.web import (
     BODY_BUDGET,
@@ -30,7 +31,7 @@ from app.web import (
     incoming_delivery,
     signature_matches,
 )
-from app.worker import AckFirst, WorkerStatus
+from app.worker import WorkerStatus
 from tests.conftest import FakeClock, until
 
 SECRET = b"It's a Secret to Everybody"

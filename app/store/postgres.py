@@ -25,6 +25,8 @@ from .model import IncomingDelivery, Job, JobEnd, compress_payload, run_of
 from .ops import Outcome, claimed_jobs, finish_params
 from .schema import PENDING
 
+CLOSE_WITHIN = 1.0  # seconds (see ``PostgresFastPath.close``)
+
 
 def first_of(status: str, *, subject: str, limit: str) -> str:
     """Ids of the first ``limit`` rows of ``subject`` (an SQL expression) in ``status``, oldest
@@ -235,6 +237,11 @@ class PostgresFastPath:
         return True, claimed_jobs(rows)
 
     async def close(self) -> None:
+        """Close gracefully; connections still busy after ``CLOSE_WITHIN`` (a server that does not
+        answer) are closed at once."""
         if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+            pool, self._pool = self._pool, None
+            try:
+                await asyncio.wait_for(pool.close(), timeout=CLOSE_WITHIN)
+            except TimeoutError:
+                pool.terminate()
