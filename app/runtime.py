@@ -16,16 +16,13 @@ import gc
 import logging
 import signal
 import socket
-import sqlite3
 from collections.abc import Coroutine
 from typing import Any
 
 import aiohttp
-import asyncpg
 import gidgethub
 from aiohttp import web
 from gidgethub import routing
-from sqlalchemy.engine import make_url
 
 from .auth import AppJWT, InstallationTokens
 from .config import Settings, shutdown_budget
@@ -42,7 +39,8 @@ from .proxy import WebhookProxy, start_proxy
 from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
-from .store import Ledger, Store
+from .store import Ledger, Store, describe_database
+from .store.backend import root_cause
 from .tasks import bounded, cancel_and_wait
 from .usecases.bot import Bot
 from .usecases.pull import AnalysisCache, RepoConfigs
@@ -61,39 +59,10 @@ class StartupError(Exception):
     """The bot cannot start; the message names the problem in one line (exit status 1)."""
 
 
-def describe_database(url: str) -> str:
-    """Where the database is, without its password."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        return f"SQLite {parsed.database}"
-    return f"PostgreSQL {parsed.host}:{parsed.port or 5432}/{parsed.database}"
-
-
-def root_cause(exc: BaseException) -> BaseException:
-    """The innermost cause: what the driver said, not SQLAlchemy's wrapping of it."""
-    seen = {id(exc)}
-    while (inner := exc.__cause__ or exc.__context__) is not None and id(inner) not in seen:
-        seen.add(id(inner))
-        exc = inner
-    return exc
-
-
 def one_line(exc: BaseException) -> str:
     cause = root_cause(exc)
     text = str(cause).strip().splitlines()
     return redact(f"{type(cause).__name__}: {text[0]}" if text else type(cause).__name__)[:300]
-
-
-def not_reachable_yet(exc: BaseException, *, sqlite: bool) -> bool:
-    """A database that may answer shortly: a SQLite file locked by another process; a PostgreSQL
-    server refusing or timing out connections, or still starting. Wrong passwords, missing
-    databases and directories that cannot be created are not worth waiting for."""
-    cause = root_cause(exc)
-    if sqlite:
-        return isinstance(cause, sqlite3.OperationalError) and "locked" in str(cause)
-    return isinstance(
-        cause, OSError | TimeoutError | asyncpg.CannotConnectNowError | asyncpg.TooManyConnectionsError
-    )
 
 
 class IdentityResolver:
@@ -210,7 +179,7 @@ class Runtime:
             except Exception as exc:
                 attempt += 1
                 left = deadline - loop.time()
-                if not not_reachable_yet(exc, sqlite=self.store.is_sqlite) or left <= 0:
+                if not self.store.backend.not_reachable_yet(exc) or left <= 0:
                     raise StartupError(f"database {where} unusable: {one_line(exc)}") from exc
                 if attempt == 1:
                     log.warning(

@@ -161,7 +161,9 @@ def _installation_id(installation: Any) -> int | None:
     return value
 
 
-def incoming_delivery(event: str, delivery_id: str, payload: dict[str, Any], body: bytes) -> IncomingDelivery:
+def incoming_delivery(
+    event: str, delivery_id: str, payload: dict[str, Any], body: bytes, digest: str | None = None
+) -> IncomingDelivery:
     """The ledger's view of a verified delivery, every value checked against its column; raises
     Refused (400) naming the first value the ledger could not hold."""
     repository = payload.get("repository")
@@ -183,6 +185,7 @@ def incoming_delivery(event: str, delivery_id: str, payload: dict[str, Any], bod
         repo=repo,
         subject=subject,
         payload=body,
+        body_digest=bytes.fromhex(digest) if digest else None,  # a replayed body is a duplicate
     )
 
 
@@ -413,14 +416,14 @@ class WebhookView:
         )
         with log_context(delivery_id=delivery_id, event=event):
             try:
-                return await self._accept(event, delivery_id, body, handed_over)
+                return await self._accept(event, delivery_id, body, handed_over, digest)
             except Refused as refused:
                 log.warning("delivery refused: %s (%d)", refused.error, refused.status)
                 child(DELIVERIES, event, refused.outcome).inc()
                 return _refusal(refused)
 
     async def _accept(
-        self, event: str, delivery_id: str, body: bytes, handed_over: Callable[[], None]
+        self, event: str, delivery_id: str, body: bytes, handed_over: Callable[[], None], digest: str
     ) -> web.Response:
         """A delivery whose signature is good: parse, check every value, record, answer."""
         payload = envelope(body)
@@ -428,7 +431,7 @@ class WebhookView:
             log.info("ping received (hook %s)", payload.get("hook_id"))
             child(DELIVERIES, event, "ping").inc()
             return _answer(200, status="pong")
-        delivery = incoming_delivery(event, delivery_id, payload, body)
+        delivery = incoming_delivery(event, delivery_id, payload, body, digest)
         handed_over()
         try:
             is_new = await self.ledger.record(delivery)
