@@ -13,21 +13,18 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import aiohttp
 import gidgethub
-from sqlalchemy import func, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import func, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .auth import AppJWT
-from .config import Settings, ephemeral_sqlite_problem, postgres_engine_options
+from .config import Settings, ephemeral_sqlite_problem
 from .github import AppClient
 from .recovery import github_time, never_delivered, succeeded
-from .store import SCHEMA_VERSION, deliveries, schema_version
+from .store import SCHEMA_VERSION, deliveries, read_only_engine, schema_version
 
 Level = Literal["ok", "warn", "FAIL"]
 LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
@@ -150,33 +147,15 @@ def metrics_url_for(hook_url: str, settings: Settings) -> str | None:
 
 
 # ------------------------------------------------------------------ I/O
-def _read_only_engine(settings: Settings) -> AsyncEngine | Check:
-    url = settings.sqlalchemy_url
-    if settings.is_sqlite:
-        database = make_url(url).database or ""
-        if not Path(database).is_file():
-            return Check("database", "warn", f"no database at {database} yet (`serve` creates it)")
-        # mode=ro: opening must never create or change the file
-        return create_async_engine(f"sqlite+aiosqlite:///file:{Path(database).resolve()}?mode=ro&uri=true")
-    pg_url, options = postgres_engine_options(url, pool_size=1)
-    return create_async_engine(pg_url, **options)
-
-
 async def check_database(settings: Settings) -> Check:
-    engine = _read_only_engine(settings)
-    if isinstance(engine, Check):
-        return engine
+    try:
+        engine = read_only_engine(settings.sqlalchemy_url)
+    except FileNotFoundError as missing:
+        return Check("database", "warn", f"no database at {missing} yet (`serve` creates it)")
     where = settings.sqlalchemy_url.split("@")[-1]
     try:
         async with engine.connect() as conn:
-            if settings.is_sqlite:
-                exists = (
-                    await conn.execute(
-                        text("SELECT 1 FROM sqlite_master WHERE type='table' AND name='deliveries'")
-                    )
-                ).first()
-            else:
-                exists = (await conn.execute(text("SELECT to_regclass('deliveries')"))).scalar()
+            exists = await conn.run_sync(lambda sync: inspect(sync).has_table("deliveries"))
             if not exists:
                 return Check("database", "warn", f"{where}: reachable, no tables yet (`serve` creates them)")
             version = (await conn.execute(select(func.max(schema_version.c.version)))).scalar()

@@ -19,6 +19,7 @@ from sqlalchemy import select, update
 from .metrics import PAYLOADS_EMPTIED, RECOVERY_SWEEPS
 from .recovery import DeliveryRecovery, SweepCounts
 from .store import Store, compress_payload, deliveries
+from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,7 @@ INTERVAL_SECONDS = 5 * 60
 FINISHED = ("done", "failed", "skipped")
 EMPTY_PAYLOAD = compress_payload(b"")
 RETENTION_BATCH = 500  # rows per transaction: never one long lock over a large table
+STOP_WITHIN = 1.0  # seconds a cancelled round may take to end before shutdown goes on
 
 
 async def empty_old_payloads(store: Store, *, days: int, now: float | None = None) -> int:
@@ -89,9 +91,8 @@ class Housekeeping:
     async def stop(self) -> None:
         self._stop.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # Bounded: a sweep stuck on a database that does not answer is left behind.
+            await cancel_and_wait(self._task, within=STOP_WITHIN)
             self._task = None
 
     def status(self) -> dict[str, Any]:

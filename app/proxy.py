@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 
 from .config import Settings
-from .worker import backoff_delay
+from .pacing import backoff_delay
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import gidgethub
 import orjson
-from sqlalchemy import insert, select, text, update
+from sqlalchemy import insert, select, update
 
 from .github import AppClient
 from .metrics import DELIVERIES, RECOVERED
@@ -109,21 +109,8 @@ class DeliveryRecovery:
         if self._local.locked():
             yield False
             return
-        async with self._local:
-            if self.store.is_sqlite:
-                yield True
-                return
-            async with self.store.engine.connect() as conn:
-                got = (await conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": LOCK_KEY})).scalar()
-                await conn.commit()
-                if not got:
-                    yield False
-                    return
-                try:
-                    yield True
-                finally:
-                    await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": LOCK_KEY})
-                    await conn.commit()
+        async with self._local, self.store.backend.exclusive(LOCK_KEY) as elected:
+            yield elected
 
     async def read_until(self) -> float | None:
         async with self.store.engine.connect() as conn:

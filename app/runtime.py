@@ -11,21 +11,17 @@ message is the one line ``python -m app`` prints.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import gc
 import logging
 import signal
 import socket
-import sqlite3
 from collections.abc import Coroutine
 from typing import Any
 
 import aiohttp
-import asyncpg
 import gidgethub
 from aiohttp import web
-from sqlalchemy.engine import make_url
 
 from .auth import AppJWT, InstallationTokens
 from .config import Settings, shutdown_budget
@@ -38,62 +34,37 @@ from .housekeeping import INTERVAL_SECONDS, Housekeeping
 from .listener import GuardedSite, HttpLimits, bind
 from .logs import Outage, mask_configured, redact
 from .metrics import metrics_view
+from .pacing import AckFirst, backoff_delay
 from .proxy import WebhookProxy, start_proxy
 from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
-from .store import Ledger, Store
+from .store import Ledger, Store, describe_database
+from .store.backend import root_cause
+from .tasks import bounded, cancel_and_wait
 from .usecases.bot import Bot
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import create_app
 from .web.endpoint import WebhookConfig
 from .web.health import HealthConfig
-from .worker import AckFirst, Worker, WorkerOptions, WorkerStatus, backoff_delay
+from .worker import Worker, WorkerOptions, WorkerStatus
 
 log = logging.getLogger(__name__)
 
 GC_YOUNG_THRESHOLD = 20_000  # allocations between two scans of the youngest generation (default 700)
 
 API_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=10)
+STOP_MARGIN = 1.0  # seconds for each step of shutdown after the worker's (see ``Runtime.stop``)
 
 
 class StartupError(Exception):
     """The bot cannot start; the message names the problem in one line (exit status 1)."""
 
 
-def describe_database(url: str) -> str:
-    """Where the database is, without its password."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        return f"SQLite {parsed.database}"
-    return f"PostgreSQL {parsed.host}:{parsed.port or 5432}/{parsed.database}"
-
-
-def root_cause(exc: BaseException) -> BaseException:
-    """The innermost cause: what the driver said, not SQLAlchemy's wrapping of it."""
-    seen = {id(exc)}
-    while (inner := exc.__cause__ or exc.__context__) is not None and id(inner) not in seen:
-        seen.add(id(inner))
-        exc = inner
-    return exc
-
-
 def one_line(exc: BaseException) -> str:
     cause = root_cause(exc)
     text = str(cause).strip().splitlines()
     return redact(f"{type(cause).__name__}: {text[0]}" if text else type(cause).__name__)[:300]
-
-
-def not_reachable_yet(exc: BaseException, *, sqlite: bool) -> bool:
-    """A database that may answer shortly: a SQLite file locked by another process; a PostgreSQL
-    server refusing or timing out connections, or still starting. Wrong passwords, missing
-    databases and directories that cannot be created are not worth waiting for."""
-    cause = root_cause(exc)
-    if sqlite:
-        return isinstance(cause, sqlite3.OperationalError) and "locked" in str(cause)
-    return isinstance(
-        cause, OSError | TimeoutError | asyncpg.CannotConnectNowError | asyncpg.TooManyConnectionsError
-    )
 
 
 class IdentityResolver:
@@ -211,7 +182,7 @@ class Runtime:
             except Exception as exc:
                 attempt += 1
                 left = deadline - loop.time()
-                if not not_reachable_yet(exc, sqlite=self.store.is_sqlite) or left <= 0:
+                if not self.store.backend.not_reachable_yet(exc) or left <= 0:
                     raise StartupError(f"database {where} unusable: {one_line(exc)}") from exc
                 if attempt == 1:
                     log.warning(
@@ -339,20 +310,30 @@ class Runtime:
         return health
 
     async def stop(self) -> None:
+        """Stop everything this runtime started. Bounded whatever the database or GitHub do: the
+        worker's grace plus a few seconds (``STOP_MARGIN`` per step), so SIGTERM during a frozen
+        database still ends the process within ``SHUTDOWN_TIMEOUT`` and a little."""
         if self.housekeeping is not None:
-            await self.housekeeping.stop()
+            await self._bounded("background housekeeping", self.housekeeping.stop())
         if self.worker is not None:
-            await self.worker.stop()
-        if self._identity_task is not None and not self._identity_task.done():
-            self._identity_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._identity_task
+            options = self.worker.options
+            within = options.shutdown_grace + 2 * options.stop_margin + STOP_MARGIN
+            await self._bounded("the worker", self.worker.stop(), within=within)
+        if self._identity_task is not None:
+            await cancel_and_wait(self._identity_task, within=STOP_MARGIN)
         if self.session is not None:
-            await self.session.close()
+            await self._bounded("the HTTP session", self.session.close())
         close = getattr(self.reviewer, "aclose", None)
         if close is not None:
-            await close()
-        await self.store.close()
+            await self._bounded("the reviewer", close())
+        await self._bounded("the database connections", self.store.close())
+
+    @staticmethod
+    async def _bounded(what: str, step: Coroutine[Any, Any, None], *, within: float = STOP_MARGIN) -> None:
+        try:
+            await bounded(step, within=within)
+        except TimeoutError:
+            log.warning("shutdown: %s did not stop within %.0fs; going on without it", what, within)
 
 
 def _stop_on_signals() -> asyncio.Event:

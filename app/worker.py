@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import socket
 import time
 import uuid
@@ -41,8 +40,10 @@ from .handlers.concern import OrderedRouter
 from .handlers.context import Context
 from .logs import Outage, log_context, redact
 from .metrics import JOB_DURATION, JOB_LATENCY, child
+from .pacing import AckFirst, backoff_delay
 from .routing import handler_name, run_handlers, select_handlers
 from .store import Job, JobEnd, Store
+from .tasks import abandon, bounded, cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,9 @@ class WorkerOptions:
     backoff_base: float = 2.0
     backoff_cap: float = 300.0
     shutdown_grace: float = 20.0
+    # After the grace: how long cancelled work, and then the hand-back of unfinished jobs, may
+    # take before shutdown goes on without them (``Worker.stop``).
+    stop_margin: float = 1.0
     # The database being unavailable: retry claims, heartbeats and outcome writes this fast (the
     # cap bounds how long work waits after the database is back).
     db_retry_base: float = 0.2
@@ -96,68 +100,6 @@ class JobReport:
     repo: str | None = None
     pr_number: int | None = None
     handlers: list[str] = field(default_factory=list)
-
-
-class AckFirst:
-    """Webhook requests go before jobs (one event loop serves both).
-
-    The endpoint marks a request from its start until it hands the delivery to the ledger (where
-    it waits on the database, using no CPU). A job starts once no request is in that stretch and
-    none has started for ``quiet`` seconds, or after the worker's ``ack_first_wait`` at most; so a
-    flood of deliveries is acknowledged at the endpoint's own speed while the worker still makes
-    progress, and the backlog is worked off (in runs) once the flood ends. Acknowledging within
-    GitHub's 10 s is the deadline; the queue is durable.
-    """
-
-    def __init__(self, *, quiet: float = 0.005, yield_every: float = 0.0005) -> None:
-        self.quiet = quiet
-        self.yield_every = yield_every
-        self.receiving = 0
-        self._last_started = float("-inf")
-        self._yielded_at = float("-inf")
-
-    @staticmethod
-    def _now() -> float:
-        return time.monotonic()  # the event loop's clock
-
-    def request_started(self) -> Callable[[], None]:
-        """Count a request as being received; returns the call (idempotent) that ends that."""
-        self.receiving += 1
-        self._last_started = self._now()
-        ended = False
-
-        def handed_over() -> None:
-            nonlocal ended
-            if ended:
-                return
-            ended = True
-            self.receiving -= 1
-
-        return handed_over
-
-    async def wait(self, at_most: float) -> None:
-        """Until the endpoint is quiet, or ``at_most`` seconds (checked every ``quiet`` seconds:
-        cheaper under a flood than waking at each hand-over).
-
-        Jobs that do no I/O never suspend, so a run of them would hold the event loop until its
-        write: after ``yield_every`` seconds of that, the loop gets a turn first (answers whose
-        rows have committed go out, new requests are read), then the endpoint is checked."""
-        now = self._now()
-        if now - self._yielded_at >= self.yield_every:
-            await asyncio.sleep(0)
-            now = self._yielded_at = self._now()
-        deadline = now + at_most
-        while now < deadline and (self.receiving or now < self._last_started + self.quiet):
-            await asyncio.sleep(min(self.quiet, deadline - now))
-            now = self._yielded_at = self._now()
-
-
-def backoff_delay(
-    attempt: int, *, base: float, cap: float, rand: Callable[[], float] = random.random
-) -> float:
-    """Capped exponential backoff with "equal jitter": half fixed, half random, never above cap."""
-    ceiling = min(cap, base * 2.0 ** max(0, attempt - 1))
-    return ceiling / 2 + rand() * ceiling / 2
 
 
 def _error_text(exc: BaseException) -> str:
@@ -264,9 +206,8 @@ class Worker:
                 # a finished one, or the next poll (other processes may enqueue too).
                 await self._idle()
         finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
+            # Bounded: a lease renewal stuck on a database that does not answer is left behind.
+            await cancel_and_wait(heartbeat, within=self.options.stop_margin)
 
     async def _wait_for_identity(self) -> BotIdentity | None:
         """Nothing is dispatched before the bot knows who it is, or self-loop guards could not work."""
@@ -277,9 +218,7 @@ class Worker:
         done, _ = await asyncio.wait({identity_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
         stop_task.cancel()
         if identity_task not in done:
-            identity_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await identity_task
+            await cancel_and_wait(identity_task, within=self.options.stop_margin)
             return None
         self._known = identity_task.result()
         return self._known
@@ -353,41 +292,49 @@ class Worker:
             return result
 
     async def stop(self) -> None:
-        """Stop claiming, give running jobs ``shutdown_grace`` seconds, hand the rest back."""
+        """Stop claiming, give running jobs ``shutdown_grace`` seconds, hand the rest back.
+
+        Ends within ``shutdown_grace`` plus twice ``stop_margin`` whatever the database does: a
+        claim, a job or a hand-back stuck on a database that does not answer is cancelled and,
+        if it does not end even then, abandoned (its jobs run again after their leases). The
+        caller's own cancellation is never swallowed."""
         self._stopping.set()
         self._wakeup.set()
+        grace, margin = self.options.shutdown_grace, self.options.stop_margin
+        deadline = asyncio.get_running_loop().time() + grace
         if self._main is not None:
-            # A claim stuck on a database that does not answer must not hold shutdown forever.
-            done, _ = await asyncio.wait({self._main}, timeout=self.options.shutdown_grace)
+            done, _ = await asyncio.wait({self._main}, timeout=grace)
             if not done:
-                log.warning(
-                    "the claim loop did not stop within %.0fs; cancelling it", self.options.shutdown_grace
-                )
-                self._main.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._main
+                log.warning("the claim loop did not stop within %.0fs; cancelling it", grace)
+                if not await cancel_and_wait(self._main, within=margin):
+                    log.warning("the claim loop did not end when cancelled either; leaving it behind")
+                    self._main = None  # abandoned: it claims nothing more (``_stopping`` is set)
         running = dict(self._running)
-        if running:
-            log.info("waiting up to %.0fs for %d running job(s)", self.options.shutdown_grace, len(running))
-            _, pending = await asyncio.wait(running.values(), timeout=self.options.shutdown_grace)
-            # A slot may have moved on to its subject's next job meanwhile: hand back what each
-            # unfinished slot is running now.
-            unfinished = [job_id for job_id, task in self._running.items() if task in pending]
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending)
-            if unfinished:
-                try:
-                    await self.store.release(unfinished, worker_id=self.worker_id)
-                except Exception as exc:  # noqa: BLE001 - shutdown goes on; the leases expire instead
-                    log.warning(
-                        "could not hand %d unfinished job(s) back (%s); they run again after their leases",
-                        len(unfinished),
-                        _error_text(exc),
-                    )
-                else:
-                    log.info("handed %d unfinished job(s) back to the queue", len(unfinished))
+        if not running:
+            return
+        left = max(0.0, deadline - asyncio.get_running_loop().time())
+        log.info("waiting up to %.0fs for %d running job(s)", left, len(running))
+        _, pending = await asyncio.wait(set(running.values()), timeout=left)
+        # A slot may have moved on to its subject's next job meanwhile: hand back what each
+        # unfinished slot is running now.
+        unfinished = [job_id for job_id, task in self._running.items() if task in pending]
+        for task in pending:
+            task.cancel()
+        if pending:
+            _, stuck = await asyncio.wait(pending, timeout=margin)
+            for task in stuck:
+                abandon(task)
+        if unfinished:
+            try:
+                await bounded(self.store.release(unfinished, worker_id=self.worker_id), within=margin)
+            except Exception as exc:  # noqa: BLE001 - shutdown goes on; the leases expire instead
+                log.warning(
+                    "could not hand %d unfinished job(s) back (%s); they run again after their leases",
+                    len(unfinished),
+                    _error_text(exc),
+                )
+            else:
+                log.info("handed %d unfinished job(s) back to the queue", len(unfinished))
 
     # ------------------------------------------------------------------ one job
     async def _run_jobs(self, run: list[Job], identity: BotIdentity) -> None:

@@ -30,7 +30,7 @@ from app.config import (
     shutdown_budget,
 )
 from app.store import Store
-from app.store.connect import split_pool
+from app.store.postgres import split_pool
 from tests.conftest import PG_ENV
 
 ROOT = Path(__file__).resolve().parents[1]

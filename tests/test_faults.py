@@ -26,6 +26,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
@@ -270,8 +273,9 @@ async def test_the_database_stopped_under_load_loses_nothing_acknowledged_and_ev
         while not stop_load.is_set():
             delivery_id = f"load-{sender}-{sent}"
             sent += 1
+            copy = {**payload, "copy": delivery_id}  # one body per delivery, as GitHub sends them
             try:
-                answers[delivery_id] = await bot.post_signed("issue_comment", payload, delivery_id)
+                answers[delivery_id] = await bot.post_signed("issue_comment", copy, delivery_id)
             except (aiohttp.ClientError, TimeoutError):
                 answers[delivery_id] = 0
             await asyncio.sleep(0.02)
@@ -491,7 +495,18 @@ async def test_a_database_that_hangs_makes_health_say_so_and_shutdown_still_ends
 
         await until(stalled, "/healthz reporting the stalled claim loop")
         assert last["database"] == "TimeoutError: no answer within 5s"
-        await asyncio.wait_for(worker.stop(), DEADLINE)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        # Not asyncio.wait_for: its timeout cancels ``stop``, which must then raise, not return.
+        stopping = asyncio.ensure_future(worker.stop())
+        await asyncio.wait({stopping}, timeout=DEADLINE)
+        took = loop.time() - started
+        # The bound is the contract: the grace, then a margin to cancel and one to hand back
+        # (``stop_margin``, 1 s each), with room for a slow machine. A stop that waited on the
+        # frozen database would take until DEADLINE.
+        bound = options.shutdown_grace + 12
+        assert stopping.done() and took < bound, f"the worker took {took:.1f}s to stop (bound {bound:g}s)"
+        stopping.result()
         assert not worker.status().running
     finally:
         private_pg.thaw(frozen)
@@ -499,3 +514,69 @@ async def test_a_database_that_hangs_makes_health_say_so_and_shutdown_still_ends
     assert any(
         r.getMessage() == "the claim loop did not stop within 1s; cancelling it" for r in caplog.records
     )
+
+
+def test_sigterm_while_postgresql_is_frozen_ends_serve_within_its_shutdown_timeout(
+    tmp_path: Path, private_pg: PrivateCluster, private_key_pem: str
+) -> None:
+    """``python -m app serve`` with its database frozen mid-claim (processes SIGSTOPped: nothing
+    refuses, nothing answers) still exits within ``SHUTDOWN_TIMEOUT`` plus a margin of SIGTERM:
+    the platform would otherwise kill it (Heroku at 30 s), and the process must not rely on that."""
+    shutdown_timeout = 4.0
+    port = free_port()
+    env = {
+        **os.environ,
+        "APP_ID": "1",
+        "APP_SLUG": "revbot",  # the identity is known: the worker claims at once
+        "PRIVATE_KEY": private_key_pem,
+        "WEBHOOK_SECRET": "s3cret",
+        "GITHUB_API_URL": f"http://127.0.0.1:{free_port()}",
+        "DATABASE_URL": private_pg.new_database(),
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "SHUTDOWN_TIMEOUT": str(shutdown_timeout),
+        "HEALTH_WORKER_STALL_SECONDS": "1",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve"], env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True
+    )
+    frozen: list[int] = []
+    url = f"http://127.0.0.1:{port}/healthz"
+
+    def healthz() -> tuple[int, dict[str, Any]]:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as refused:
+            return refused.code, json.loads(refused.read())
+        except OSError:
+            return 0, {}
+
+    def wait_for(condition: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + DEADLINE
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.1)
+
+    try:
+        wait_for(lambda: healthz()[0] == 200, "serve answering /healthz")
+        frozen = private_pg.freeze()
+
+        def claim_stalled() -> bool:
+            status, answer = healthz()
+            return status == 503 and any(
+                r.startswith("worker has not completed a claim round") for r in answer.get("reasons", [])
+            )
+
+        wait_for(claim_stalled, "/healthz reporting the claim stuck on the frozen database")
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=shutdown_timeout + 5)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"serve still running {shutdown_timeout + 5:g}s after SIGTERM")
+    finally:
+        if server.poll() is None:
+            server.kill()
+        _, stderr = server.communicate()
+        private_pg.thaw(frozen)
+    assert server.returncode == 0, stderr

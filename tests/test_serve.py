@@ -22,7 +22,7 @@ import asyncpg
 import pytest
 import sqlalchemy.exc
 
-from app.runtime import not_reachable_yet
+from app.store import postgres, sqlite
 from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -285,7 +285,7 @@ def wrapped(inner: BaseException) -> BaseException:
 
 
 @pytest.mark.parametrize(
-    ("error", "sqlite", "retried"),
+    ("error", "on_sqlite", "retried"),
     [
         (ConnectionRefusedError(111, "Connect call failed"), False, True),
         (socket.gaierror(-2, "Name or service not known"), False, True),  # DNS not ready yet at boot
@@ -300,6 +300,7 @@ def wrapped(inner: BaseException) -> BaseException:
     ],
 )
 def test_which_startup_database_errors_are_waited_out(
-    error: BaseException, sqlite: bool, retried: bool
+    error: BaseException, on_sqlite: bool, retried: bool
 ) -> None:
-    assert not_reachable_yet(error, sqlite=sqlite) is retried
+    not_reachable_yet = (sqlite if on_sqlite else postgres).not_reachable_yet
+    assert not_reachable_yet(error) is retried

@@ -32,6 +32,7 @@ from app.store import (
     schema_version,
 )
 from app.store.model import run_of
+from app.store.sqlite import SqliteBackend
 from tests.conftest import FakeClock, until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -485,8 +486,8 @@ async def test_the_sqlite_writer_rolls_back_a_failing_write_alone(tmp_path: Path
     rolled back to its savepoint, and the others commit."""
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'w.sqlite3'}")
     await store.create_schema()
-    writer = store._writer
-    assert writer is not None
+    assert isinstance(store.backend, SqliteBackend)
+    writer = store.backend.writer
     gate = threading.Event()
     blocked = writer.submit(lambda _conn: gate.wait(10))
 

@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from app.pacing import AckFirst
 from app.store import Ledger, QueueStats, Store, decompress_payload
 from app.web import create_app
 from app.web.budget import BODY_BUDGET, BodyBudget
@@ -28,7 +29,7 @@ from app.web.endpoint import (
     signature_matches,
 )
 from app.web.health import HealthConfig, health_problems
-from app.worker import AckFirst, WorkerStatus
+from app.worker import WorkerStatus
 from tests.conftest import FakeClock, until
 
 SECRET = b"It's a Secret to Everybody"
@@ -57,6 +58,12 @@ def headers(
 
 def example(event: str, name: str) -> bytes:
     return (EXAMPLES / event / name).read_bytes()
+
+
+def copy_of(body: bytes, n: int) -> bytes:
+    """``body`` as a distinct delivery: GitHub never sends one body twice under two ids (a body
+    seen before under another id is a replay, answered as a duplicate)."""
+    return body.rstrip().removesuffix(b"}") + b', "copy": %d}' % n
 
 
 class Harness:
@@ -113,6 +120,28 @@ async def test_a_redelivery_is_answered_200_and_enqueues_nothing(harness: Harnes
     assert await harness.post(body, headers(body, delivery="same")) == (200, {"status": "duplicate"})
     assert len(await harness.store.all_jobs()) == 1
     assert harness.wakeups == 1
+
+
+async def test_a_captured_body_replayed_under_a_new_delivery_id_is_a_duplicate(harness: Harness) -> None:
+    """The signature covers the body only: whoever captured a signed delivery (a smee channel is
+    enough) could send it again under a fresh ``X-GitHub-Delivery``. Its digest is recorded with
+    the first, so the replay is answered as a duplicate and never worked, alone or in a batch."""
+    body = example("pull_request", "opened.payload.json")
+    assert (await harness.post(body, headers(body, delivery="original")))[0] == 202
+    assert await harness.post(body, headers(body, delivery="replayed")) == (200, {"status": "duplicate"})
+    other = example("pull_request", "review_requested.payload.json")
+    answers = await asyncio.gather(
+        *(harness.post(other, headers(other, delivery=f"burst-{n}")) for n in range(5))
+    )
+    assert sorted(status for status, _ in answers) == [200, 200, 200, 200, 202]
+    assert await harness.store.delivery("replayed") is None
+    recorded = {j["delivery_id"] for j in await harness.store.all_jobs()}
+    assert (
+        len(recorded) == 2
+        and "original" in recorded
+        and recorded - {"original"} < {f"burst-{n}" for n in range(5)}
+    )
+    assert harness.wakeups == 2
 
 
 async def test_an_event_the_bot_does_not_handle_is_still_recorded(harness: Harness) -> None:
@@ -418,7 +447,8 @@ async def test_a_poisoned_delivery_is_refused_alone_while_its_batch_commits(harn
     good = example("pull_request", "opened.payload.json")
 
     async def send_good(n: int) -> int:
-        return (await harness.post(good, headers(good, delivery=f"good-{n}")))[0]
+        body = copy_of(good, n)
+        return (await harness.post(body, headers(body, delivery=f"good-{n}")))[0]
 
     async def send_poison(n: int) -> tuple[int, str]:
         made = POISONS[n % len(POISONS)][1](n)
@@ -605,7 +635,8 @@ async def test_healthz_reports_queue_depth_and_goes_503_when_a_due_job_waits_too
     client = await client_waiting_at_most(3600)
     body = example("pull_request", "opened.payload.json")
     for n in range(3):
-        async with client.post(PATH, data=body, headers=headers(body, delivery=f"q{n}")) as response:
+        copy = copy_of(body, n)
+        async with client.post(PATH, data=copy, headers=headers(copy, delivery=f"q{n}")) as response:
             assert response.status == 202
     async with client.get("/healthz", headers=DETAILS) as response:
         answer = await response.json()

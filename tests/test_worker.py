@@ -27,8 +27,9 @@ from app.events import IssueCommentEvent
 from app.guards import BotIdentity
 from app.handlers.concern import OrderedRouter
 from app.handlers.context import Context, accepts_own_events
+from app.pacing import AckFirst
 from app.store import Store, decompress_payload
-from app.worker import AckFirst, Worker, WorkerOptions
+from app.worker import Worker, WorkerOptions
 from tests.harness import BOT, INSTALLATION, REPO, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -654,3 +655,64 @@ async def test_a_slot_that_breaks_is_logged_and_its_job_runs_again_after_its_lea
     assert any(r.getMessage() == "a worker slot stopped unexpectedly" and r.exc_info for r in caplog.records)
     rows = await Store(f"sqlite+aiosqlite:///{tmp_path / 'bot.sqlite3'}").all_jobs()
     assert [(r["status"], r["attempts"]) for r in rows] == [("done", 2)]
+
+
+class FrozenClaims(Store):
+    """A store whose claim never answers and ignores being cancelled, as asyncpg's cleanup does
+    on a frozen server (it waits for the server to acknowledge the cancel)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.claiming = asyncio.Event()
+        self.claim_cancelled = asyncio.Event()
+        self.thaw = asyncio.Event()
+
+    async def claim(self, *, worker_id: str, limit: int, lease_seconds: float) -> list[Any]:
+        self.claiming.set()
+        while not self.thaw.is_set():
+            try:
+                await self.thaw.wait()
+            except asyncio.CancelledError:
+                self.claim_cancelled.set()
+        return []
+
+
+async def test_stopping_during_a_frozen_claim_is_bounded_and_keeps_the_callers_cancellation(
+    tmp_path: Path,
+) -> None:
+    """``stop`` cancels a claim loop that does not stop within the grace and waits for it only
+    ``stop_margin``; and being cancelled itself meanwhile (a caller's own deadline) raises
+    CancelledError instead of being swallowed with the claim loop's."""
+    store = FrozenClaims(f"sqlite+aiosqlite:///{tmp_path / 'w.sqlite3'}")
+    await store.create_schema()
+
+    async def identity() -> BotIdentity:
+        return BotIdentity.from_slug("revbot")
+
+    async def no_context(*_: object) -> Context:
+        raise AssertionError("nothing is claimed")
+
+    try:
+        options = WorkerOptions(shutdown_grace=0.01, stop_margin=0.01)
+        worker = Worker(store, OrderedRouter(), identity=identity, context_for=no_context, options=options)
+        worker.start()
+        await asyncio.wait_for(store.claiming.wait(), 30)
+        stopping = asyncio.create_task(worker.stop())
+        await asyncio.wait({stopping}, timeout=30)
+        assert stopping.done(), "stop() waited for a claim that never ends"
+        assert store.claim_cancelled.is_set() and not worker.status().running
+
+        store.claiming.clear()
+        store.claim_cancelled.clear()
+        patient = dataclasses.replace(options, stop_margin=3600.0)  # the caller's deadline comes first
+        worker = Worker(store, OrderedRouter(), identity=identity, context_for=no_context, options=patient)
+        worker.start()
+        await asyncio.wait_for(store.claiming.wait(), 30)
+        stopping = asyncio.create_task(worker.stop())
+        await asyncio.wait_for(store.claim_cancelled.wait(), 30)
+        stopping.cancel()
+        await asyncio.wait({stopping}, timeout=30)
+        assert stopping.cancelled(), "stop() swallowed its caller's cancellation"
+    finally:
+        store.thaw.set()
+        await store.close()

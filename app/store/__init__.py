@@ -18,11 +18,14 @@ Queue rules, so that any number of workers can share it:
 
 Times are epoch seconds (floats) from the store's clock: they compare the same on both databases.
 
-Modules: ``schema`` (tables, migrations), ``model`` (dataclasses), ``ops`` (the transactions),
-``sqlite_writer`` (SQLite's one writer thread), ``store`` (``Store``, ``Ledger``).
+Modules: ``schema`` (tables, migrations), ``model`` (dataclasses), ``ops`` (the transactions both
+backends share), ``backend`` (the interface a dialect implements), ``sqlite`` and
+``sqlite_writer`` (SQLite's one writer thread), ``postgres`` (asyncpg), ``connect`` (which one),
+``store`` (``Store``, ``Ledger``).
 """
 
-from .connect import create_engine_for
+from .backend import Backend
+from .connect import describe_database, open_backend, read_only_engine
 from .model import (
     PAYLOAD_COMPRESSION,
     IncomingDelivery,
@@ -41,6 +44,7 @@ __all__ = [
     "PAYLOAD_COMPRESSION",
     "PENDING",
     "SCHEMA_VERSION",
+    "Backend",
     "IncomingDelivery",
     "Job",
     "JobEnd",
@@ -48,10 +52,12 @@ __all__ = [
     "QueueStats",
     "Store",
     "compress_payload",
-    "create_engine_for",
     "decompress_payload",
     "deliveries",
+    "describe_database",
     "ledger_rows",
     "metadata",
+    "open_backend",
+    "read_only_engine",
     "schema_version",
 ]

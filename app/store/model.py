@@ -45,6 +45,9 @@ class IncomingDelivery:
     repo: str | None
     subject: str
     payload: bytes
+    # The body's HMAC (the verified signature, 32 bytes): a body recorded before under another
+    # delivery id is a replay (``Store.record_each``). None where no signature was checked.
+    body_digest: bytes | None = None
 
 
 def ledger_rows(batch: Iterable[IncomingDelivery], busy: set[str], now: float) -> list[dict[str, Any]]:
@@ -67,6 +70,7 @@ def ledger_rows(batch: Iterable[IncomingDelivery], busy: set[str], now: float) -
                 "run_after": now,
                 "done_handlers": "[]",
                 "updated_at": now,
+                "body_digest": d.body_digest,
             }
         )
         busy.add(d.subject)

@@ -24,164 +24,13 @@ transactions are serial, so there is nothing to race.
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, select, update
-from sqlalchemy.exc import SQLAlchemyError
 
-from .model import IncomingDelivery, Job, JobEnd, QueueStats, decompress_payload, ledger_rows, run_of
+from .model import Job, JobEnd, QueueStats, decompress_payload
 from .schema import PENDING, deliveries
-
-Outcome = bool | Exception  # per delivery: new, duplicate, or why it could not be recorded
-
-
-def _one_by_one(
-    items: Sequence[IncomingDelivery],
-    busy: set[str],
-    now: float,
-    insert_one: Callable[[dict[str, Any]], bool],
-) -> dict[str, Outcome]:
-    """After a batch insert failed: each row on its own, so only a faulty row fails. A row that
-    failed never becomes anyone's head, so the next row of its subject takes that place."""
-    outcomes: dict[str, Outcome] = {}
-    for item in items:
-        [row] = ledger_rows([item], set(busy), now)
-        try:
-            inserted = insert_one(row)
-        except (SQLAlchemyError, sqlite3.Error, ValueError, OverflowError) as exc:
-            outcomes[item.delivery_id] = exc
-            continue
-        outcomes[item.delivery_id] = inserted
-        if inserted:
-            busy.add(item.subject)
-    return outcomes
-
-
-_LEDGER_COLUMNS = tuple(ledger_rows([IncomingDelivery("", "", None, None, None, "", b"")], set(), 0.0)[0])
-_SQLITE_INSERT = (
-    f"INSERT INTO deliveries ({', '.join(_LEDGER_COLUMNS)})"
-    f" VALUES ({', '.join(':' + c for c in _LEDGER_COLUMNS)})"
-)
-
-
-def record_sqlite(conn: Connection, items: Sequence[IncomingDelivery], now: float) -> dict[str, Outcome]:
-    """The same on SQLite, on the writer's raw ``sqlite3`` connection (the hot path: about a third
-    of the CPU of the Core statements). The writer is the only writer, so the duplicates known
-    before the insert are all of them."""
-    raw = _raw(conn)
-    marks = ",".join("?" * len(items))
-    known = {
-        r[0]
-        for r in raw.execute(
-            f"SELECT delivery_id FROM deliveries WHERE delivery_id IN ({marks})",
-            [d.delivery_id for d in items],
-        )
-    }
-    new = [d for d in items if d.delivery_id not in known]
-    subjects = list({d.subject for d in new})
-    busy = {
-        r[0]
-        for r in raw.execute(
-            f"SELECT DISTINCT subject FROM deliveries WHERE subject IN ({','.join('?' * len(subjects))})"
-            " AND status IN ('queued', 'running')",
-            subjects,
-        )
-    }
-    outcomes: dict[str, Outcome] = {d.delivery_id: False for d in items if d.delivery_id in known}
-    raw.execute("SAVEPOINT ledger_batch")
-    try:
-        raw.executemany(_SQLITE_INSERT, ledger_rows(new, set(busy), now))
-    except (sqlite3.Error, ValueError, OverflowError):
-        raw.execute("ROLLBACK TO ledger_batch")
-        raw.execute("RELEASE ledger_batch")
-
-        def insert_one(row: dict[str, Any]) -> bool:
-            raw.execute("SAVEPOINT ledger_row")
-            try:
-                raw.execute(_SQLITE_INSERT, row)
-            except BaseException:
-                raw.execute("ROLLBACK TO ledger_row")
-                raise
-            finally:
-                raw.execute("RELEASE ledger_row")
-            return True
-
-        return outcomes | _one_by_one(new, busy, now, insert_one)
-    raw.execute("RELEASE ledger_batch")
-    return outcomes | {d.delivery_id: True for d in new}
-
-
-# The claim and the finish in SQLite's SQL on the writer's raw connection (``postgres.py`` has them
-# in PostgreSQL's): while one subject's backlog drains these run for every job, and Core's
-# statement building was most of their cost.
-_SQLITE_RUNNABLE = (
-    "(j.status = 'queued' AND j.run_after <= :now OR j.status = 'running' AND j.lease_until < :now)"
-    " AND NOT EXISTS (SELECT 1 FROM deliveries k"
-    "  WHERE k.subject = j.subject AND k.id < j.id AND k.status IN ('queued', 'running'))"
-)
-_SQLITE_CANDIDATES = f"SELECT j.id FROM deliveries j WHERE {_SQLITE_RUNNABLE} ORDER BY j.id LIMIT :limit"
-_SQLITE_CLAIM = (
-    "UPDATE deliveries SET status = 'running', attempts = attempts + 1, lease_until = :lease_until,"
-    " worker_id = :worker_id, updated_at = :now WHERE id IN ({ids})"
-    " RETURNING id, delivery_id, subject, event, payload, attempts, received_at, done_handlers"
-)
-# A subject's oldest unfinished rows, each status through its own range of the (subject, status,
-# id) index, so that no finished row is read however long the subject's history.
-_SQLITE_PENDING = (
-    " UNION ALL ".join(
-        f"SELECT * FROM (SELECT id, status, run_after, lease_until FROM deliveries"
-        f" WHERE subject = :subject AND status = '{status}' ORDER BY status, id LIMIT :limit)"
-        for status in PENDING
-    )
-    + " ORDER BY id LIMIT :limit"
-)
-_SQLITE_FINISH = (
-    "UPDATE deliveries SET status = :status, lease_until = NULL, updated_at = :now,"
-    " error = coalesce(:error, error), done_handlers = :done_handlers"
-    " WHERE id = :id AND worker_id = :worker_id AND status = 'running'"
-)
-# The subject's next row becomes its head (``postgres.PROMOTE`` says why unconditionally).
-_SQLITE_PROMOTE = (
-    "UPDATE deliveries SET status = 'queued', run_after = :now, updated_at = :now"
-    " WHERE id = (SELECT min(id) FROM deliveries WHERE subject = :subject AND status = 'waiting')"
-    " AND status = 'waiting'"
-)
-
-
-def _raw(conn: Connection) -> sqlite3.Connection:
-    raw = conn.connection.driver_connection
-    assert isinstance(raw, sqlite3.Connection)
-    return raw
-
-
-def _claim_ids(
-    raw: sqlite3.Connection, ids: Sequence[int], worker_id: str, lease_seconds: float, now: float
-) -> list[Job]:
-    if not ids:
-        return []
-    rows = raw.execute(
-        _SQLITE_CLAIM.format(ids=",".join(str(int(i)) for i in ids)),
-        {"lease_until": now + lease_seconds, "worker_id": worker_id, "now": now},
-    ).fetchall()
-    return claimed_jobs(rows)
-
-
-def claim_sqlite(conn: Connection, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
-    """Up to ``limit`` subject heads that are due (or whose lease expired), oldest first."""
-    raw = _raw(conn)
-    ids = [r[0] for r in raw.execute(_SQLITE_CANDIDATES, {"now": now, "limit": limit})]
-    return _claim_ids(raw, ids, worker_id, lease_seconds, now)
-
-
-def claim_run_sqlite(
-    conn: Connection, subject: str, worker_id: str, limit: int, lease_seconds: float, now: float
-) -> list[Job]:
-    """Claim the subject's next run (``model.run_of``), at most ``limit`` rows."""
-    raw = _raw(conn)
-    pending = raw.execute(_SQLITE_PENDING, {"subject": subject, "limit": limit}).fetchall()
-    return _claim_ids(raw, run_of(pending, now), worker_id, lease_seconds, now)
 
 
 def claimed_jobs(rows: Sequence[Sequence[Any]]) -> list[Job]:
@@ -216,30 +65,6 @@ def finish_params(ends: Sequence[JobEnd], worker_id: str, now: float) -> list[di
         }
         for end in ends
     ]
-
-
-def finish_sqlite(
-    conn: Connection,
-    ends: Sequence[JobEnd],
-    worker_id: str,
-    now: float,
-    claim_next_for: float | None,
-    run_limit: int,
-    run_continues: bool = False,
-) -> tuple[bool, list[Job]]:
-    """Write the ends of jobs of one subject (one run, oldest first). Then either claim the
-    subject's next run for ``worker_id`` (``claim_next_for``: its lease), or give the subject its
-    next head. Returns whether every job was still ours (if not, nothing is claimed: another
-    worker took the subject over) and the claimed run."""
-    raw = _raw(conn)
-    subject = ends[0].job.subject
-    if raw.executemany(_SQLITE_FINISH, finish_params(ends, worker_id, now)).rowcount != len(ends):
-        return False, []
-    if claim_next_for is None:
-        if not run_continues:
-            raw.execute(_SQLITE_PROMOTE, {"now": now, "subject": subject})
-        return True, []
-    return True, claim_run_sqlite(conn, subject, worker_id, run_limit, claim_next_for, now)
 
 
 def _running(job_ids: Sequence[int], worker_id: str) -> Any:

@@ -7,7 +7,7 @@ request's backlog drains, each run costs one end-and-claim, and SQLAlchemy's pre
 handling and greenlet hops were most of it. The record statement locks each subject's oldest
 active row ``FOR SHARE``, so it can never race the write that ends it (see ``ops.py``), then
 inserts the batch with each subject's first new row ``queued`` unless the subject is busy, as
-``model.ledger_rows`` decides on SQLite. The queue statements are ``ops.py``'s SQLite ones in
+``model.ledger_rows`` decides on SQLite. The queue statements are ``sqlite.py``'s in
 PostgreSQL's SQL, plus ``FOR UPDATE SKIP LOCKED`` so that concurrent claims never take one row
 twice. Every commit waits for its WAL flush (``synchronous_commit`` stays on: a server crash loses
 no job's outcome, so a finished job never runs again).
@@ -16,14 +16,30 @@ no job's outcome, so a finished job never runs again).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
 
 import asyncpg
+from sqlalchemy import Connection, Table, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from .connect import create_asyncpg_pool
+from ..config import postgres_engine_options as engine_options
+from .backend import Outcome, root_cause
 from .model import IncomingDelivery, Job, JobEnd, compress_payload, run_of
-from .ops import Outcome, claimed_jobs, finish_params
+from .ops import claimed_jobs, finish_params
 from .schema import PENDING
+
+T = TypeVar("T")
+
+CLOSE_WITHIN = 1.0  # seconds (see ``PostgresBackend.close``)
+LEDGER_IN_FLIGHT = 4  # ledger batches committing at once: the server shares their WAL flushes
+MIGRATION_LOCK = 727274  # advisory lock id held while the schema is upgraded
+# Of a process's connections (DATABASE_POOL_SIZE), the ledger insert's own asyncpg pool takes up
+# to this many (one per batch in flight); the shared SQLAlchemy pool the rest.
+LEDGER_CONNECTIONS = 4
 
 
 def first_of(status: str, *, subject: str, limit: str) -> str:
@@ -43,8 +59,9 @@ def first_of(status: str, *, subject: str, limit: str) -> str:
 RECORD = """
 WITH incoming AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
-                         $7::bytea[])
-        WITH ORDINALITY AS t(delivery_id, event, action, installation_id, repo, subject, payload, ord)
+                         $7::bytea[], $9::bytea[])
+        WITH ORDINALITY AS t(delivery_id, event, action, installation_id, repo, subject, payload,
+                             body_digest, ord)
 ), heads AS (
     SELECT first.id FROM (SELECT DISTINCT subject FROM incoming) AS s,
     LATERAL (SELECT id FROM ({queued} UNION ALL {running}) AS active ORDER BY id LIMIT 1) AS first
@@ -54,24 +71,27 @@ WITH incoming AS (
     ORDER BY id FOR SHARE
 )
 INSERT INTO deliveries (delivery_id, event, action, installation_id, repo, subject, payload,
-                        received_at, status, attempts, run_after, done_handlers, updated_at)
-SELECT delivery_id, event, action, installation_id, repo, subject, payload, $8,
+                        body_digest, received_at, status, attempts, run_after, done_handlers,
+                        updated_at)
+SELECT delivery_id, event, action, installation_id, repo, subject, payload, body_digest, $8,
        CASE WHEN subject IN (SELECT subject FROM busy)
                  OR row_number() OVER (PARTITION BY subject ORDER BY ord) > 1
             THEN 'waiting' ELSE 'queued' END,
        0, $8, '[]', $8
 FROM incoming
 WHERE NOT EXISTS (SELECT 1 FROM deliveries seen WHERE seen.delivery_id = incoming.delivery_id)
+  AND NOT EXISTS (SELECT 1 FROM deliveries seen WHERE seen.body_digest = incoming.body_digest)
 ORDER BY ord
-ON CONFLICT (delivery_id) DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING delivery_id
 """.format(
     queued=first_of("queued", subject="s.subject", limit="1"),
     running=first_of("running", subject="s.subject", limit="1"),
 )
 
-# Ids recorded before are left out before heads are chosen; an id that another process inserts
-# at the same moment is only skipped by ON CONFLICT, and if it was to be its subject's head, the
+# Ids and body digests (a replayed body) recorded before are left out before heads are chosen; an
+# id or digest that another process inserts at the same moment is only skipped by ON CONFLICT
+# (any unique index), and if it was to be its subject's head, the
 # next row of that subject is promoted right after.
 REPAIR_HEAD = f"""
 UPDATE deliveries SET status = 'queued', run_after = $2, updated_at = $2
@@ -137,12 +157,57 @@ def refused(exc: BaseException) -> bool:
     )
 
 
-class PostgresFastPath:
+class PostgresBackend:
+    """The queue's hot writes on asyncpg (the module doc); every other write and every read on
+    the SQLAlchemy engine's pool."""
+
+    ledger_in_flight = LEDGER_IN_FLIGHT  # see ``store.Ledger``
+
     def __init__(self, url: str, *, pool_size: int) -> None:
         self._url = url
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
         self._pool_ready = asyncio.Lock()  # batches in flight share one pool, made once
+        shared, _ledger = split_pool(pool_size)
+        pg_url, options = engine_options(url, pool_size=shared)
+        self.engine: AsyncEngine = create_async_engine(pg_url, **options)
+
+    def describe(self) -> str:
+        return describe(self._url)
+
+    async def write(self, fn: Callable[[Connection], T], *, durable: bool = False) -> T:
+        """One transaction on the engine's pool (every commit waits for its WAL flush)."""
+        async with self.engine.begin() as conn:
+            return await conn.run_sync(fn)
+
+    @contextlib.asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        async with self.engine.begin() as conn:
+            yield conn
+
+    async def lock_for_upgrade(self, conn: AsyncConnection) -> None:
+        await conn.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self, key: int) -> AsyncIterator[bool]:
+        """A session advisory lock, held on one connection while the caller works."""
+        async with self.engine.connect() as conn:
+            got = (await conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key})).scalar()
+            await conn.commit()
+            if not got:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                await conn.commit()
+
+    def upsert(self, table: Table) -> Any:
+        return pg_insert(table)
+
+    def not_reachable_yet(self, exc: BaseException) -> bool:
+        return not_reachable_yet(exc)
 
     async def record(self, items: Sequence[IncomingDelivery], now: float) -> dict[str, Outcome]:
         """Per delivery: new, duplicate, or the error that kept it out. One transaction for the
@@ -180,9 +245,10 @@ class PostgresFastPath:
             [d.subject for d in items],
             [compress_payload(d.payload) for d in items],
         )
+        digests = [d.body_digest for d in items]
         # One statement, one round trip: its own transaction (the locks last until its commit).
         async with pool.acquire() as conn:
-            rows = await conn.fetch(RECORD, *columns, now)
+            rows = await conn.fetch(RECORD, *columns, now, digests)
             inserted = {r[0] for r in rows}
             if len(inserted) < len(items):
                 for subject in {d.subject for d in items if d.delivery_id not in inserted}:
@@ -190,7 +256,7 @@ class PostgresFastPath:
         return {d.delivery_id: d.delivery_id in inserted for d in items}
 
     async def claim(self, *, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
-        """``ops.claim``: one statement, its own transaction."""
+        """``sqlite.claim_heads``: one statement, its own transaction."""
         pool = await self._connections()
         async with pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(CLAIM, now, now + lease_seconds, worker_id, limit)
@@ -206,7 +272,7 @@ class PostgresFastPath:
         run_limit: int,
         run_continues: bool = False,
     ) -> tuple[bool, list[Job]]:
-        """``ops.finish_sqlite`` in one transaction: the ends, then the subject's next run claimed
+        """``sqlite.finish_run`` in one transaction: the ends, then the subject's next run claimed
         (``claim_next_for``: its lease) or its next head promoted."""
         subject = ends[0].job.subject
         params = finish_params(ends, worker_id, now)
@@ -235,6 +301,47 @@ class PostgresFastPath:
         return True, claimed_jobs(rows)
 
     async def close(self) -> None:
+        """Close gracefully; connections still busy after ``CLOSE_WITHIN`` (a server that does not
+        answer) are closed at once."""
         if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+            pool, self._pool = self._pool, None
+            try:
+                await asyncio.wait_for(pool.close(), timeout=CLOSE_WITHIN)
+            except TimeoutError:
+                pool.terminate()
+        await self.engine.dispose()
+
+
+def read_only_engine(url: str) -> AsyncEngine:
+    pg_url, options = engine_options(url, pool_size=1)
+    return create_async_engine(pg_url, **options)
+
+
+def describe(url: str) -> str:
+    parsed = make_url(url)
+    return f"PostgreSQL {parsed.host}:{parsed.port or 5432}/{parsed.database}"
+
+
+def not_reachable_yet(exc: BaseException) -> bool:
+    """A server refusing or timing out connections, or still starting. Wrong passwords and
+    missing databases are not worth waiting for."""
+    cause = root_cause(exc)
+    return isinstance(
+        cause, OSError | TimeoutError | asyncpg.CannotConnectNowError | asyncpg.TooManyConnectionsError
+    )
+
+
+def split_pool(pool_size: int) -> tuple[int, int]:
+    """(shared SQLAlchemy pool, asyncpg ledger pool) for ``pool_size`` connections in all."""
+    ledger = max(1, min(LEDGER_CONNECTIONS, pool_size // 2))
+    return max(1, pool_size - ledger), ledger
+
+
+async def create_asyncpg_pool(url: str, *, pool_size: int) -> asyncpg.Pool:
+    """``url`` is the SQLAlchemy form (``postgresql+asyncpg://``); asyncpg takes the plain DSN,
+    ``sslmode`` included (it reads libpq's spelling itself)."""
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    _shared, ledger = split_pool(pool_size)
+    pool = await asyncpg.create_pool(dsn, min_size=1, max_size=ledger)
+    assert pool is not None
+    return pool

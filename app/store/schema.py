@@ -67,6 +67,9 @@ deliveries = Table(
     Column("error", Text),
     Column("done_handlers", Text, nullable=False, default="[]"),
     Column("updated_at", Float, nullable=False),
+    # Version 4: the body's HMAC, so that a captured body replayed under a new delivery id is a
+    # duplicate (NULL for rows recorded without a signature check, and before version 4).
+    Column("body_digest", LargeBinary),
     Index("ix_deliveries_status_id", "status", "id"),
     Index("ix_deliveries_subject_status_id", "subject", "status", "id"),
     # Version 2: the oldest due job (health's queue age) without scanning finished rows.
@@ -76,6 +79,7 @@ deliveries = Table(
         sqlite_where=text("status = 'queued'"),
         postgresql_where=text("status = 'queued'"),
     ),
+    Index("ix_deliveries_body_digest", "body_digest", unique=True),
 )
 
 
@@ -156,6 +160,12 @@ def _version_2(conn: Connection) -> None:
     _promote_stalled_subjects(conn)
 
 
+def _version_4(conn: Connection) -> None:
+    column = deliveries.c.body_digest
+    conn.execute(text(f"ALTER TABLE deliveries ADD COLUMN {column.name} {column.type.compile(conn.dialect)}"))
+    create_indexes("deliveries", "ix_deliveries_body_digest")(conn)
+
+
 # Version 1 is the schema the first release created (``deliveries``, ``schema_version``).
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "index queued rows by run_after; give subjects stalled by the v1 race a head", _version_2),
@@ -164,6 +174,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "the delivery-recovery cursor; the model reviewer's answers and daily usage",
         create_tables("recovery_state", "llm_answers", "llm_usage"),
     ),
+    Migration(4, "the body's digest on each delivery: a replayed body is a duplicate", _version_4),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version if MIGRATIONS else 1

@@ -1,12 +1,13 @@
-"""``Store``: the ledger and the queue over SQLite or PostgreSQL; ``Ledger``: group commit for the
+"""``Store``: the ledger and the queue over a storage backend; ``Ledger``: group commit for the
 webhook endpoint.
 
-Writes: on SQLite every write goes to the one writer thread (``sqlite_writer.py``); on PostgreSQL
-the ledger insert, the claim and the finish go to asyncpg directly (``postgres.py``) and each
-other queue write is one transaction on the async engine's pool (``ops.py`` holds the
-transactions). Reads
-(``delivery``, ``job``, ``jobs_by_status``, ``all_jobs``, ``queue_stats``) use the async engine on
-both, which on SQLite means their own connections, never blocked by the writer (WAL).
+The backend (``backend.Backend``, chosen once from the URL by ``connect.open_backend``) runs the
+hot writes its own fastest way: on SQLite every write goes to the one writer thread
+(``sqlite.py``, ``sqlite_writer.py``); on PostgreSQL the ledger insert, the claim and the finish
+go to asyncpg directly (``postgres.py``) and each other queue write is one transaction on the
+async engine's pool (``ops.py`` holds the transactions both share). Reads (``delivery``, ``job``,
+``jobs_by_status``, ``all_jobs``, ``queue_stats``) use the async engine on both, which on SQLite
+means their own connections, never blocked by the writer (WAL).
 
 ``store.engine`` (a SQLAlchemy ``AsyncEngine``) and ``metadata`` are there for other modules' own
 tables, off the hot path: read with ``store.engine.connect()``; write with ``store.begin()``, which
@@ -23,26 +24,20 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, func, literal, select, text, update
-from sqlalchemy.engine import make_url
+from sqlalchemy import Connection, func, literal, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..config import DEFAULT_POOL_SIZE
 from . import ops, schema
-from .connect import create_engine_for
-from .files import prepare_private_database
+from .backend import Backend
+from .connect import open_backend
 from .model import IncomingDelivery, Job, JobEnd, QueueStats
-from .postgres import PostgresFastPath
 from .schema import deliveries, schema_version
-from .sqlite_writer import SqliteWriter
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-LEDGER_IN_FLIGHT_PG = 4
-MIGRATION_LOCK = 727274  # PostgreSQL advisory lock id held while the schema is upgraded
 
 
 class Store:
@@ -57,59 +52,37 @@ class Store:
         pool_size: int = DEFAULT_POOL_SIZE,
     ) -> None:
         self.url = url
-        self.is_sqlite = make_url(url).get_backend_name() == "sqlite"
         self._clock = clock
-        self._writer: SqliteWriter | None = None
-        self._pg = None if self.is_sqlite else PostgresFastPath(url, pool_size=pool_size)
-        if self.is_sqlite:
-            database = make_url(url).database or ":memory:"
-            if database == ":memory:":
-                # The writer and the readers are separate connections: they must share a file.
-                raise ValueError("SQLite needs a database file (sqlite:///path), not an in-memory database")
-            prepare_private_database(database)  # 0700 directory, 0600 files
-            self._writer = SqliteWriter(database, durable_synchronous=sqlite_synchronous)
-        self.engine: AsyncEngine = create_engine_for(
-            url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size
-        )
-        self.ledger_in_flight = 1 if self.is_sqlite else LEDGER_IN_FLIGHT_PG  # see ``Ledger``
+        self.backend: Backend = open_backend(url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size)
+        self.engine: AsyncEngine = self.backend.engine
+        self.ledger_in_flight = self.backend.ledger_in_flight  # see ``Ledger``
 
     def now(self) -> float:
         """The store's clock (epoch seconds): what leases, due times and ``updated_at`` use."""
         return self._clock()
 
     async def _write(self, fn: Callable[[Connection], T], *, durable: bool = False) -> T:
-        """Run one transaction function: in the SQLite writer's next group, or on its own
-        PostgreSQL transaction. ``durable``: the ledger's (synced before the answer)."""
-        if self._writer is not None:
-            return await self._writer.submit(fn, durable=durable)
-        async with self.engine.begin() as conn:
-            return await conn.run_sync(fn)
+        """Run one transaction function (``ops.py``) the backend's way. ``durable``: the
+        ledger's (synced before the answer)."""
+        return await self.backend.write(fn, durable=durable)
 
     @contextlib.asynccontextmanager
     async def begin(self) -> AsyncIterator[AsyncConnection]:
         """A write transaction on ``engine`` for tables outside the hot path (see the module doc)."""
-        async with self.engine.connect() as conn:
-            if self.is_sqlite:
-                conn = await conn.execution_options(sqlite_begin="IMMEDIATE")
-            async with conn.begin():
-                yield conn
+        async with self.backend.begin() as conn:
+            yield conn
 
     # ------------------------------------------------------------------ schema
     async def create_schema(self) -> None:
         """Create or upgrade the schema (see ``schema.py``); safe when several processes race."""
         async with self.begin() as conn:
-            if not self.is_sqlite:
-                await conn.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
+            await self.backend.lock_for_upgrade(conn)
             applied = await conn.run_sync(schema.upgrade)
         if applied:
             log.info("database schema at version %d (applied %s)", schema.SCHEMA_VERSION, applied)
 
     async def close(self) -> None:
-        if self._writer is not None:
-            await self._writer.close()
-        if self._pg is not None:
-            await self._pg.close()
-        await self.engine.dispose()
+        await self.backend.close()
 
     async def ping(self) -> bool:
         try:
@@ -133,25 +106,31 @@ class Store:
 
     async def record_each(self, batch: Sequence[IncomingDelivery]) -> list[bool | Exception]:
         """Like ``record_deliveries``, but a delivery that cannot be recorded (a value the database
-        refuses) gets its exception as its answer while the rest of the batch commits."""
+        refuses) gets its exception as its answer while the rest of the batch commits.
+
+        A delivery whose body digest was recorded before under another id (in this batch or
+        ever) is a duplicate too: a captured body replayed with a new ``X-GitHub-Delivery``.
+        GitHub's own redeliveries keep their id, and no two of its deliveries carry the same body
+        (each names its own event: ids, shas, timestamps), so the digest only ever matches a
+        replay."""
         if not batch:
             return []
         unique: dict[str, IncomingDelivery] = {}
+        digests: set[bytes] = set()
         for item in batch:
-            unique.setdefault(item.delivery_id, item)
+            if item.delivery_id in unique or item.body_digest in digests:
+                continue
+            unique[item.delivery_id] = item
+            if item.body_digest is not None:
+                digests.add(item.body_digest)
         items = list(unique.values())
-        now = self._clock()
-        if self.is_sqlite:
-            # The writer retries a refused batch row by row inside its transaction (savepoints).
-            outcomes = await self._write(partial(ops.record_sqlite, items=items, now=now), durable=True)
-        else:
-            assert self._pg is not None
-            outcomes = await self._pg.record(items, now)
+        outcomes = await self.backend.record(items, self._clock())
         # The first occurrence of an id inside the batch is the new one; later copies are duplicates.
         seen: set[str] = set()
         answers: list[bool | Exception] = []
         for d in batch:
-            answers.append(False if d.delivery_id in seen else outcomes[d.delivery_id])
+            first = d.delivery_id not in seen and unique.get(d.delivery_id) is d
+            answers.append(outcomes[d.delivery_id] if first else False)
             seen.add(d.delivery_id)
         return answers
 
@@ -166,18 +145,8 @@ class Store:
         """Claim up to ``limit`` runnable jobs, at most one per subject, oldest first."""
         if limit <= 0:
             return []
-        if self._pg is not None:
-            return await self._pg.claim(
-                worker_id=worker_id, limit=limit, lease_seconds=lease_seconds, now=self._clock()
-            )
-        return await self._write(
-            partial(
-                ops.claim_sqlite,
-                worker_id=worker_id,
-                limit=limit,
-                lease_seconds=lease_seconds,
-                now=self._clock(),
-            )
+        return await self.backend.claim(
+            worker_id=worker_id, limit=limit, lease_seconds=lease_seconds, now=self._clock()
         )
 
     async def extend_leases(self, job_ids: Sequence[int], *, worker_id: str, lease_seconds: float) -> None:
@@ -234,26 +203,13 @@ class Store:
             return True, []
         if len({end.job.subject for end in ends}) != 1:
             raise ValueError("finish_jobs takes the jobs of one subject")
-        now = self._clock()
-        if self._pg is not None:
-            return await self._pg.finish(
-                ends,
-                worker_id=worker_id,
-                now=now,
-                claim_next_for=claim_next_for,
-                run_limit=run_limit,
-                run_continues=run_continues,
-            )
-        return await self._write(
-            partial(
-                ops.finish_sqlite,
-                ends=list(ends),
-                worker_id=worker_id,
-                now=now,
-                claim_next_for=claim_next_for,
-                run_limit=run_limit,
-                run_continues=run_continues,
-            )
+        return await self.backend.finish(
+            ends,
+            worker_id=worker_id,
+            now=self._clock(),
+            claim_next_for=claim_next_for,
+            run_limit=run_limit,
+            run_continues=run_continues,
         )
 
     async def retry_later(self, job: Job, *, worker_id: str, delay: float, error: str) -> bool:

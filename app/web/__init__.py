@@ -10,8 +10,9 @@ from typing import Any
 from aiohttp import web
 
 from ..listener import connection_of
+from ..pacing import AckFirst
 from ..store import Ledger, Store
-from ..worker import AckFirst, WorkerStatus
+from ..worker import WorkerStatus
 from .budget import BODY_BUDGET, BodyBudget
 from .endpoint import WebhookConfig, WebhookView
 from .health import HealthConfig, HealthView

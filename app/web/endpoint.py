@@ -38,9 +38,9 @@ from ..config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
 from ..events import NUMBER_AT
 from ..logs import describe_failure, log_context
 from ..metrics import DELIVERIES, UNVERIFIED_EVENT, child
+from ..pacing import AckFirst
 from ..store import IncomingDelivery, Ledger, deliveries
 from ..subjects import subject_of
-from ..worker import AckFirst
 from .budget import BodyBudget, Reservation
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,9 @@ def _installation_id(installation: Any) -> int | None:
     return value
 
 
-def incoming_delivery(event: str, delivery_id: str, payload: dict[str, Any], body: bytes) -> IncomingDelivery:
+def incoming_delivery(
+    event: str, delivery_id: str, payload: dict[str, Any], body: bytes, digest: str | None = None
+) -> IncomingDelivery:
     """The ledger's view of a verified delivery, every value checked against its column; raises
     Refused (400) naming the first value the ledger could not hold."""
     repository = payload.get("repository")
@@ -171,6 +173,7 @@ def incoming_delivery(event: str, delivery_id: str, payload: dict[str, Any], bod
         repo=repo,
         subject=subject,
         payload=body,
+        body_digest=bytes.fromhex(digest) if digest else None,  # a replayed body is a duplicate
     )
 
 
@@ -337,14 +340,14 @@ class WebhookView:
         )
         with log_context(delivery_id=delivery_id, event=event):
             try:
-                return await self._accept(event, delivery_id, body, handed_over)
+                return await self._accept(event, delivery_id, body, handed_over, digest)
             except Refused as refused:
                 log.warning("delivery refused: %s (%d)", refused.error, refused.status)
                 child(DELIVERIES, event, refused.outcome).inc()
                 return _refusal(refused)
 
     async def _accept(
-        self, event: str, delivery_id: str, body: bytes, handed_over: Callable[[], None]
+        self, event: str, delivery_id: str, body: bytes, handed_over: Callable[[], None], digest: str
     ) -> web.Response:
         """A delivery whose signature is good: parse, check every value, record, answer."""
         payload = envelope(body)
@@ -352,7 +355,7 @@ class WebhookView:
             log.info("ping received (hook %s)", payload.get("hook_id"))
             child(DELIVERIES, event, "ping").inc()
             return _answer(200, status="pong")
-        delivery = incoming_delivery(event, delivery_id, payload, body)
+        delivery = incoming_delivery(event, delivery_id, payload, body, digest)
         handed_over()
         try:
             is_new = await self.ledger.record(delivery)

@@ -35,5 +35,5 @@ def build_reviewer(
     from .memory import DatabaseMemory, InMemory
     from .providers import make_provider
 
-    memory = DatabaseMemory(store.engine) if store is not None else InMemory()
+    memory = DatabaseMemory(store.engine, upsert=store.backend.upsert) if store is not None else InMemory()
     return LlmReviewer(make_provider(settings, sleep=sleep), limits=limits_from(settings), memory=memory)

@@ -9,13 +9,12 @@ thing for the command line (``review``, ``eval``), where there is no database.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from sqlalchemy import Table, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ...store.schema import llm_answers, llm_usage
@@ -38,12 +37,9 @@ class Memory(Protocol):
 
 
 class DatabaseMemory:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, upsert: Callable[[Table], Any]) -> None:
         self.engine = engine
-        self.postgres = engine.dialect.name == "postgresql"
-
-    def _insert(self, table: Table) -> Any:
-        return (pg_insert if self.postgres else sqlite_insert)(table)
+        self._insert = upsert  # the store's dialect's INSERT ... ON CONFLICT (``Backend.upsert``)
 
     async def answer(self, key: str) -> str | None:
         async with self.engine.connect() as conn:
