@@ -180,7 +180,14 @@ async def _review_history(tip: str, count: int, repo_path: str, output: str) -> 
 
 
 def _review(args: argparse.Namespace) -> int:
+    from .config import load_analysis_settings
+
     logging.basicConfig(level=logging.WARNING)
+    try:
+        load_analysis_settings()  # the analysis bounds (REVIEW_*), checked before any work
+    except ConfigError as exc:
+        print(f"revbot: configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     if args.commits is not None:
         if args.commits < 1:
             print("revbot: --commits expects a positive number", file=sys.stderr)

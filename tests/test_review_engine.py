@@ -188,6 +188,7 @@ def test_verdict_for() -> None:
 
 class _Unfinished:
     name = "unfinished"
+    tools: tuple[str, ...] = ()
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []

@@ -8,11 +8,10 @@ Analyzers never talk to GitHub and never execute the pull request's code.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Protocol
 
 from ..diff import PatchLines
@@ -34,8 +33,6 @@ __all__ = [
 ]
 
 PYTHON_SUFFIXES = (".py", ".pyi")
-# A directory where the ruff versions repositories pin are installed and kept; unset: not installed.
-RUFF_VERSIONS_ENV = "REVIEW_RUFF_VERSIONS"
 JS_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".vue", ".svelte")
 
 
@@ -62,6 +59,7 @@ class AnalysisInput:
     settings: ReviewSettings = field(default_factory=ReviewSettings)
     tree: RepoTree | None = None  # the repository at head, when it could be listed
     lint: LintConfig = field(default_factory=LintConfig)  # the repository's own lint configuration
+    tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> command (``Analyzer.tools``)
 
     def linted(self, item: FileUnderReview) -> bool:
         """Whether the repository lints this file (lint-style checks skip the others)."""
@@ -77,7 +75,13 @@ class AnalyzerOutput:
 
 
 class Analyzer(Protocol):
+    """``wanted_paths`` runs in the serving process and looks only at paths, with fixed logic;
+    ``analyse`` always runs inside the execution boundary (``isolation``), in a child process
+    that received the analyzer pickled: an analyzer is plain data. ``tools`` names the external
+    programs it runs, whose commands the serving process resolves (``AnalysisInput.tools``)."""
+
     name: str
+    tools: tuple[str, ...]
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         """Paths whose head contents this analyzer needs (config files included)."""
@@ -159,10 +163,8 @@ def default_analyzers() -> list[Analyzer]:
     from .python import PythonAnalyzer
     from .secrets import SecretsAnalyzer
 
-    versions = os.environ.get(RUFF_VERSIONS_ENV, "").strip()
-    python = PythonAnalyzer(ruff_versions=Path(versions) if versions else None)
     return [
-        python,
+        PythonAnalyzer(),
         SecretsAnalyzer(),
         ConflictMarkerAnalyzer(),
         DebugAnalyzer(),

@@ -36,6 +36,7 @@ def conflict_lines(added: Mapping[int, str]) -> list[tuple[int, str]]:
 
 class ConflictMarkerAnalyzer:
     name = "conflicts"
+    tools: tuple[str, ...] = ()
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []

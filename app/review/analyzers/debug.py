@@ -137,6 +137,7 @@ def _would_empty_a_block(code: Mapping[int, str], number: int) -> bool:
 
 class DebugAnalyzer:
     name = "debug"
+    tools: tuple[str, ...] = ()
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []  # uses Python contents when another analyzer had them read, never asks for them

@@ -93,6 +93,7 @@ def _minified(path: str, lines: PatchLines) -> bool:
 
 class HygieneAnalyzer:
     name = "hygiene"
+    tools: tuple[str, ...] = ()
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         # Without a patch, an added file with no counted lines is binary, or empty: only its

@@ -147,6 +147,7 @@ def _line_hits(added: Mapping[int, str]) -> list[tuple[int, str]]:
 
 class InjectionAnalyzer:
     name = "injection"
+    tools: tuple[str, ...] = ()
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []

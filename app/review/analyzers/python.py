@@ -11,10 +11,15 @@ configuration always sits at the root of that directory (the repository's, or ou
 config) can leak in.
 
 Files the repository does not lint are left out (``lintconfig``). When the repository pins an
-older ruff, that ruff is run if a directory for pinned versions is configured (installed there once,
-``REVIEW_RUFF_VERSIONS``); otherwise rules that were not stable in that version are not reported
-(ruff's own rule metadata says since when each rule is stable). The summary says which ruff and
-which configuration ran.
+older ruff, that ruff is run if a directory for pinned versions is configured (installed there by
+the serving process, ``ruffpins``, and handed over as the ``ruff`` tool); otherwise rules that were
+not stable in that version are not reported (ruff's own rule metadata says since when each rule is
+stable). The summary says which ruff and which configuration ran.
+
+This runs inside the execution boundary (``isolation``): ruff gets the boundary's scrubbed
+environment and limits, and the configuration it reads is the repository's re-written with its
+path settings kept inside the repository (``lintconfig.ruff_inputs``). What ruff writes on stderr
+is never passed on: only the name of a setting it does not know, when the configuration has it.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import re
 import shutil
@@ -33,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..lintconfig import RUFF_CONFIGS, LintConfig, RuffPin, governing_paths, version_tuple
+from ..lintconfig import RUFF_CONFIGS, LintConfig, RuffInput, governing_paths, ruff_inputs, version_tuple
 from ..model import ChangedFile, Finding, RepoTree, Severity, Skipped
 from . import AnalysisInput, AnalyzerOutput, FileUnderReview, finding, is_python
 
@@ -50,15 +54,12 @@ __all__ = [
     "severity_for",
 ]
 
-log = logging.getLogger(__name__)
-
 SYNTAX_RULE = "python/syntax-error"
 DEFAULT_SELECT = ("E9", "F")
 RUFF_TIMEOUT = 60.0
 DEFAULT_CONFIG = f"[lint]\nselect = [{', '.join(repr(code) for code in DEFAULT_SELECT)}]\n"
 _DEFAULTS = ", ".join(DEFAULT_SELECT)
 INSTALL_TIMEOUT = 180.0
-MIN_PINNED_RUFF = (0, 1, 0)  # older ruffs lack the command-line options used here
 MAX_DROPPED_SETTINGS = 3
 _UNKNOWN_FIELD = re.compile(r"unknown field `([A-Za-z0-9_-]+)`")
 MAX_LAYOUT_FILES = 50_000  # stand-ins written for the package layout; beyond this, __init__.py only
@@ -73,7 +74,12 @@ _CONCERN_CODES = frozenset(
 
 
 class RuffError(RuntimeError):
-    """ruff ran but did not produce a usable result."""
+    """ruff ran but did not produce a usable result. The message is ours, never ruff's stderr;
+    ``unknown_field`` is the one thing read from it: a setting this ruff does not know."""
+
+    def __init__(self, message: str, *, unknown_field: str | None = None) -> None:
+        super().__init__(message)
+        self.unknown_field = unknown_field
 
 
 class RuffUnavailableError(RuffError):
@@ -212,8 +218,11 @@ async def _run(cmd: Sequence[str], root: Path, time_limit: float) -> bytes:
         await process.wait()
         raise RuffError(f"ruff timed out after {time_limit:g} s") from None
     if process.returncode != 0:
-        detail = " ".join(stderr.decode(errors="replace").split())
-        raise RuffError(f"ruff exited with status {process.returncode}: {detail[:300]}")
+        unknown = _UNKNOWN_FIELD.search(stderr.decode(errors="replace"))
+        raise RuffError(
+            f"ruff exited with status {process.returncode}",
+            unknown_field=unknown.group(1) if unknown else None,
+        )
     return stdout
 
 
@@ -334,78 +343,14 @@ def _listed(paths: Sequence[str]) -> str:
     return ", ".join(f"`{p}`" for p in paths)
 
 
-_INSTALL_LOCKS: dict[str, asyncio.Lock] = {}
-
-
-def _staging_dir(directory: Path, label: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{label}-", dir=directory))
-
-
-def _publish(staging: Path, target: Path) -> None:
-    if not (staging / "bin" / "ruff").is_file():
-        raise RuffError(f"the package installed no bin/ruff in {staging}")
-    with contextlib.suppress(OSError):  # another process won the race: its copy is used
-        staging.rename(target)
-
-
-async def pinned_ruff(
-    directory: Path,
-    pin: RuffPin,
-    *,
-    installer: Sequence[str] | None = None,
-    time_limit: float = INSTALL_TIMEOUT,
-) -> list[str] | None:
-    """The command of ruff ``pin`` from ``directory``, installed there from the package index the
-    first time (``pip install --target``, a wheel, no dependencies); None when it cannot be (too
-    old for the options used here, or the install failed). The version is digits and dots only
-    (``RuffPin``), so a pull request cannot make it name anything else."""
-    if pin.version < MIN_PINNED_RUFF:
-        return None
-    label = pin.label
-    binary = directory / label / "bin" / "ruff"
-    async with _INSTALL_LOCKS.setdefault(label, asyncio.Lock()):
-        if binary.is_file():
-            return [str(binary)]
-        staging = await asyncio.to_thread(_staging_dir, directory, label)
-        command = [
-            *(
-                installer
-                or [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-            ),
-            "--no-deps",
-            "--only-binary=:all:",
-            "--target",
-            str(staging),
-            f"ruff=={label}",
-        ]
-        try:
-            await _run(command, directory, time_limit)
-            await asyncio.to_thread(_publish, staging, directory / label)
-        except (RuffError, OSError) as exc:
-            log.warning("could not install ruff %s: %s", label, exc)
-            return None
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        return [str(binary)] if binary.is_file() else None
-
-
 class PythonAnalyzer:
     name = "python"
 
-    def __init__(
-        self,
-        *,
-        time_limit: float = RUFF_TIMEOUT,
-        command: Sequence[str] | None = None,
-        ruff_versions: Path | None = None,
-        installer: Sequence[str] | None = None,
-    ) -> None:
+    tools: tuple[str, ...] = ("ruff",)  # resolved by the serving process (the pinned version, when installed)
+
+    def __init__(self, *, time_limit: float = RUFF_TIMEOUT, command: Sequence[str] | None = None) -> None:
         self.time_limit = time_limit
         self.command = command
-        # With a directory for them, the ruff a repository pins is installed there once and run.
-        self.ruff_versions = ruff_versions
-        self.installer = installer
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         # The configuration files on their paths are read by the engine (``lintconfig.config_paths``).
@@ -434,23 +379,18 @@ class PythonAnalyzer:
         lint = batch.lint
         out.notes.extend(f"the repository's ruff configuration was not used: {p}" for p in lint.problems)
         used = governing_paths(lint, list(texts))
-        configs = self._configs(batch, lint)
+        inputs, dropped_paths = ruff_inputs(lint, batch.contents)
+        out.notes.extend(dropped_paths)
         layout = self._layout(batch.tree)
-        command = list(self.command) if self.command is not None else find_ruff()
-        if self.ruff_versions is not None and lint.pin is not None and used:
-            pinned = await pinned_ruff(self.ruff_versions, lint.pin, installer=self.installer)
-            if pinned is not None:
-                command = pinned
-            else:
-                out.notes.append(f"the pinned ruff {lint.pin.label} could not be installed")
+        given = self.command if self.command is not None else batch.tools.get("ruff")
+        command = list(given) if given is not None else find_ruff()
         try:
-            diagnostics = await self._run_tolerating_old_settings(texts, configs, layout, command, out)
+            diagnostics = await self._run_tolerating_old_settings(texts, inputs, layout, command, out)
         except RuffUnavailableError:
             raise
         except RuffError as exc:
             if not lint.ruff_configs:
                 return self._failed(out, targets, str(exc))
-            log.warning("ruff failed with the repository's configuration (%s); using the defaults", exc)
             out.notes.append(
                 f"ruff rejected the repository's configuration ({_listed(used) or 'its files'}); "
                 "default rules used instead"
@@ -472,16 +412,17 @@ class PythonAnalyzer:
     async def _run_tolerating_old_settings(
         self,
         texts: Mapping[str, str],
-        configs: dict[str, str],
+        inputs: Sequence[RuffInput],
         layout: Sequence[str],
         command: Sequence[str],
         out: AnalyzerOutput,
     ) -> list[dict[str, Any]]:
         """Run ruff; a setting this ruff no longer knows (``show-source``, removed after the
         repository pinned its ruff) is dropped from the configuration and said so, rather than
-        losing the whole configuration."""
+        losing the whole configuration. Only a setting the configuration has is named."""
         dropped: list[str] = []
         for _ in range(MAX_DROPPED_SETTINGS + 1):
+            configs = {item.path: item.text for item in inputs}
             try:
                 return await run_ruff(
                     texts, configs, layout=layout, time_limit=self.time_limit, command=command
@@ -489,33 +430,20 @@ class PythonAnalyzer:
             except RuffUnavailableError:
                 raise
             except RuffError as exc:
-                unknown = _UNKNOWN_FIELD.search(str(exc))
-                name = unknown.group(1) if unknown else None
-                if name is None or name in dropped or len(dropped) >= MAX_DROPPED_SETTINGS:
+                name = exc.unknown_field
+                if (
+                    name is None
+                    or name in dropped
+                    or len(dropped) >= MAX_DROPPED_SETTINGS
+                    or not any(item.without(name) != item for item in inputs)
+                ):
                     raise
-                setting = re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*=.*$", re.MULTILINE)
-                configs = {path: setting.sub("", text) for path, text in configs.items()}
+                inputs = [item.without(name) for item in inputs]
                 dropped.append(name)
                 out.notes.append(
                     f"ruff {await ruff_version(command)} no longer knows the setting `{name}`; it was ignored"
                 )
         raise RuffError("unreachable")
-
-    @staticmethod
-    def _configs(batch: AnalysisInput, lint: LintConfig) -> dict[str, str]:
-        """The ruff configurations, and the other ``pyproject.toml`` files on the paths (ruff reads
-        ``requires-python`` from them), that parse."""
-        configs = {path: config.text for path, config in lint.ruff_configs.items()}
-        for path, content in batch.contents.items():
-            if (
-                path.rsplit("/", 1)[-1] == "pyproject.toml"
-                and content is not None
-                and content.text is not None
-            ):
-                with contextlib.suppress(tomllib.TOMLDecodeError):
-                    tomllib.loads(content.text)
-                    configs.setdefault(path, content.text)
-        return configs
 
     @staticmethod
     def _layout(tree: RepoTree | None) -> list[str]:

@@ -532,6 +532,7 @@ def redact_secrets(text: str) -> str:
 
 class SecretsAnalyzer:
     name = "secrets"
+    tools: tuple[str, ...] = ()
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []
