@@ -80,8 +80,11 @@ class Analyzer(Protocol):
     that received the analyzer pickled: an analyzer is plain data. ``tools`` names the external
     programs it runs, whose commands the serving process resolves (``AnalysisInput.tools``)."""
 
-    name: str
-    tools: tuple[str, ...]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tools(self) -> tuple[str, ...]: ...
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         """Paths whose head contents this analyzer needs (config files included)."""

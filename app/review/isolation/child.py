@@ -65,10 +65,8 @@ def stage(key: str, what: str, consequence: str, *, seconds: float | None = None
     """Announce a part of the job to the serving process, which enforces its ``seconds`` and
     names it in the note when a limit trips inside it. Outside a child: does nothing."""
     _send({"stage": asdict(Stage(key, what, consequence, seconds))})
-    try:
-        yield
-    finally:
-        _send({"stage": None})
+    yield
+    _send({"stage": None})  # not on an exception: a limit that raised is the stage's
 
 
 def apply_limits(limits: Limits) -> None:
@@ -138,6 +136,7 @@ def main() -> int:
     setup: Setup = pickle.loads(first)
     apply_limits(setup.limits)
     sys.path.extend(p for p in setup.sys_path if p not in sys.path)
+    child._send({"ready": True})  # a job's deadline counts from here, not from the start-up
     home = Path.cwd()
     while (frame := read_frame(source)) is not None:
         _cpu_budget(setup.limits.cpu_seconds)

@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
+STARTUP_SECONDS = 120.0  # an interpreter start and imports, on a loaded machine
 # The interpreter's own directory first: the child runs this Python and the ruff installed beside it.
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -99,6 +100,13 @@ class _Child:
         self._out = self.process.stdout.fileno()
         self._buffer = bytearray()
         self._send(pickle.dumps(Setup(limits, tuple(sys.path))))
+        try:
+            ready = self._frame(STARTUP_SECONDS)
+        except (_Late, _TooLarge):
+            ready = None
+        if ready is None or json.loads(ready) != {"ready": True}:
+            self.close()
+            raise AnalysisError("an analysis process did not start")
 
     @property
     def alive(self) -> bool:
