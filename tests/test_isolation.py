@@ -294,3 +294,31 @@ async def test_serve_answers_deliveries_while_a_hostile_review_is_held_and_then_
         rows = json.dumps([list(map(str, r)) for t in tables for r in db.execute(f'select * from "{t}"')])
     for secret in secrets_in_environment:
         assert secret not in sent and secret not in logged and secret not in rows
+
+
+async def test_ruffs_stderr_reaches_neither_the_log_nor_the_review(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from app.review.local import context_from_git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    (repo / "README.md").write_text("# r\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    (repo / "ruff.toml").write_text('line-length = "quoted-back-by-ruff-on-stderr"\n')
+    (repo / "m.py").write_text("value = undefined_name\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bad config")
+    caplog.set_level("DEBUG")
+    result = await BuiltinReviewer().review(await context_from_git(repo, "HEAD~1", "HEAD"))
+    assert (
+        "ruff rejected the repository's configuration (`ruff.toml`); default rules used instead"
+        in result.notes
+    )
+    assert {f.rule for f in result.findings} == {"python/F821"}
+    said = json.dumps([result.summary, *result.notes, *(r.getMessage() for r in caplog.records)])
+    assert "quoted-back" not in said

@@ -228,7 +228,8 @@ class ProcessPool:
 
     def __init__(self, limits: Limits | None = None) -> None:
         self._limits = limits or Limits()
-        self._idle: queue.SimpleQueue[_Child | None] = queue.SimpleQueue()
+        # Last in, first out: a child that just finished is reused before another one is started.
+        self._idle: queue.LifoQueue[_Child | None] = queue.LifoQueue()
         for _ in range(self._limits.workers):
             self._idle.put(None)
         self._executor = ThreadPoolExecutor(self._limits.workers, thread_name_prefix="analysis")
