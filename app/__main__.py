@@ -208,6 +208,13 @@ def _review(args: argparse.Namespace) -> int:
     return asyncio.run(_review_remote(args.target, args.format))
 
 
+def _rules(args: argparse.Namespace) -> int:
+    from .review.rules import rules_markdown
+
+    print(rules_markdown(), end="")
+    return 0
+
+
 def _setup(args: argparse.Namespace) -> int:
     from .setup import SetupOptions, run_setup
 
@@ -332,6 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     review.set_defaults(run=_review)
     from .review.evaluate import DEFAULT_CASES
 
+    commands.add_parser("rules", help="list the rules the built-in reviewer reports").set_defaults(run=_rules)
     evaluation = commands.add_parser(
         "eval",
         help="measure a reviewer on a corpus of cases: recall, false blockers, tokens, time",

@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.review.analyzers import AnalysisInput, AnalyzerOutput
+from app.review.analyzers import AnalysisInput, AnalyzerOutput, Rule
 from app.review.isolation.child import stage
 from app.review.model import ChangedFile
 
@@ -102,6 +102,7 @@ class Gate:
     release: str
     name: str = "gate"
     tools: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []

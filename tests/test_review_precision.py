@@ -481,7 +481,7 @@ def fake_installer(tmp_path: Path, real_ruff: str) -> list[str]:
 
 
 async def test_the_pinned_ruff_is_installed_once_and_run(tmp_path: Path) -> None:
-    from app.review.analyzers.python import find_ruff
+    from app.review.analyzers.ruff_runner import find_ruff
 
     repo = repo_with(tmp_path, {"pyproject.toml": PINNED_PYPROJECT}, {"m.py": SIX_ARGS})
     versions = tmp_path / "ruffs"
@@ -508,7 +508,7 @@ async def test_a_pinned_ruff_that_cannot_be_installed_falls_back_to_the_metadata
 async def test_one_version_is_one_install_and_at_most_keep_versions_stay(
     tmp_path: Path, labels: tuple[str, ...]
 ) -> None:
-    from app.review.analyzers.python import find_ruff
+    from app.review.analyzers.ruff_runner import find_ruff
     from app.review.lintconfig import RuffPin, version_tuple
 
     installs = tmp_path / "installs.log"

@@ -14,19 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview
-from .analyzers.injection import body_findings
-from .analyzers.python import SYNTAX_RULE
+from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, file_level_rules
 from .diff import PatchLines, parse_patch
 from .isolation.child import stage
 from .lintconfig import EXCLUDES_LOST, RuffPin, forget_matches, governing_paths, lint_config, missing_extends
 from .model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, Skipped
 from .selection import looks_generated
 
-__all__ = ["FILE_LEVEL_RULES", "GENERATED_HEADER", "EvaluateJob", "Evaluation", "Scope", "ScopeJob"]
+__all__ = ["GENERATED_HEADER", "EvaluateJob", "Evaluation", "Scope", "ScopeJob"]
 
-# Reported wherever they are in the file, not only on the lines the pull request touched.
-FILE_LEVEL_RULES = frozenset({SYNTAX_RULE})
 GENERATED_HEADER = "generated (its header says do not edit)"
 
 
@@ -106,7 +102,15 @@ class EvaluateJob:
             files.append(FileUnderReview(changed, parse_patch(changed.patch), content))
         unpatched = tuple(FileUnderReview(f, PatchLines(), self.contents.get(f.path)) for f in self.unpatched)
         batch = AnalysisInput(
-            tuple(files), unpatched, self.contents, self.settings, tree=self.tree, lint=lint, tools=self.tools
+            tuple(files),
+            unpatched,
+            self.contents,
+            self.settings,
+            tree=self.tree,
+            lint=lint,
+            tools=self.tools,
+            title=self.title,
+            body=self.body,
         )
 
         outputs: list[AnalyzerOutput] = []
@@ -119,14 +123,15 @@ class EvaluateJob:
             with stage(key, f"the {analyzer.name} checks", "they were not run"):
                 outputs.append(await analyzer.analyse(batch))
 
+        # Kept on the lines the pull request added or changed, unless the rule is file-level.
+        file_level = file_level_rules(list(self.analyzers))
         added = {item.path: item.lines.added for item in files}
         kept = [
             f
             for output in outputs
             for f in output.findings
-            if not f.inline or f.rule in FILE_LEVEL_RULES or f.line in added.get(f.path, ())
+            if not f.inline or f.rule in file_level or f.line in added.get(f.path, ())
         ]
-        kept += body_findings(self.title, self.body)  # the PR's own text is added text too
         notes = [
             f"{_plural(count, 'file')} not linted, as `{source}` excludes {'it' if count == 1 else 'them'}"
             for source, count in not_linted.items()

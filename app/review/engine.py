@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from ..config import load_analysis_settings
 from .analyzers import Analyzer, default_analyzers, is_python
-from .bounded import FILE_LEVEL_RULES, EvaluateJob, Evaluation, Scope, ScopeJob, config_contents
+from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob, config_contents
 from .isolation.limits import Tripped
 from .isolation.pool import Boundary, shared_pool
 from .lintconfig import config_paths
@@ -31,7 +31,7 @@ from .model import Finding, PullContext, ReviewResult, Severity, Skipped, Verdic
 from .ruffpins import RuffPins
 from .selection import select_files
 
-__all__ = ["FILE_LEVEL_RULES", "BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
+__all__ = ["BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
 
 MAX_TRIPS = 3  # stages left out, one by one, before the analysis is given up
 

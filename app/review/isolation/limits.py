@@ -7,8 +7,6 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from ...config import AnalysisSettings
-
 __all__ = ["Job", "Limit", "Limits", "Stage", "Tripped"]
 
 R_co = TypeVar("R_co", covariant=True)
@@ -16,7 +14,8 @@ R_co = TypeVar("R_co", covariant=True)
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one child process may use (``AnalysisSettings``; the README lists them)."""
+    """What one child process may use (``AnalysisSettings``, read by ``pool.limits_of``; the
+    README lists them). The child imports this module: it stays free of the settings' imports."""
 
     workers: int = 2
     deadline_seconds: float = 120.0  # wall clock for one job, after which its process group is killed
@@ -25,18 +24,6 @@ class Limits:
     file_size_mb: int = 64  # RLIMIT_FSIZE
     open_files: int = 256  # RLIMIT_NOFILE
     pattern_seconds: float = 2.0  # one configuration file's patterns, against every path
-
-    @classmethod
-    def of(cls, settings: AnalysisSettings) -> Limits:
-        return cls(
-            workers=settings.review_workers,
-            deadline_seconds=settings.review_deadline_seconds,
-            cpu_seconds=settings.review_cpu_seconds,
-            memory_mb=settings.review_memory_mb,
-            file_size_mb=settings.review_file_size_mb,
-            open_files=settings.review_open_files,
-            pattern_seconds=settings.review_pattern_seconds,
-        )
 
 
 class Limit(enum.StrEnum):

@@ -43,7 +43,7 @@ from ...config import AnalysisSettings, load_analysis_settings
 from .child import HEADER, Setup
 from .limits import Job, Limit, Limits, Stage, Tripped
 
-__all__ = ["AnalysisError", "Boundary", "ProcessPool", "child_environment", "shared_pool"]
+__all__ = ["AnalysisError", "Boundary", "ProcessPool", "child_environment", "limits_of", "shared_pool"]
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +293,18 @@ class ProcessPool:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
+def limits_of(settings: AnalysisSettings) -> Limits:
+    return Limits(
+        workers=settings.review_workers,
+        deadline_seconds=settings.review_deadline_seconds,
+        cpu_seconds=settings.review_cpu_seconds,
+        memory_mb=settings.review_memory_mb,
+        file_size_mb=settings.review_file_size_mb,
+        open_files=settings.review_open_files,
+        pattern_seconds=settings.review_pattern_seconds,
+    )
+
+
 _shared: ProcessPool | None = None
 _shared_lock = threading.Lock()
 
@@ -302,6 +314,6 @@ def shared_pool(settings: AnalysisSettings | None = None) -> ProcessPool:
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = ProcessPool(Limits.of(settings or load_analysis_settings()))
+            _shared = ProcessPool(limits_of(settings or load_analysis_settings()))
             atexit.register(_shared.close)
         return _shared
