@@ -322,3 +322,32 @@ async def test_ruffs_stderr_reaches_neither_the_log_nor_the_review(
     assert {f.rule for f in result.findings} == {"python/F821"}
     said = json.dumps([result.summary, *result.notes, *(r.getMessage() for r in caplog.records)])
     assert "quoted-back" not in said
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("REVIEW_WORKERS", "0"),
+        ("REVIEW_DEADLINE_SECONDS", "-1"),
+        ("REVIEW_MEMORY_MB", "12"),
+        ("REVIEW_PATTERN_SECONDS", "soon"),
+        ("REVIEW_RUFF_KEEP", "abc"),
+    ],
+)
+def test_a_bad_analysis_setting_stops_serve_and_review_with_one_line(name: str, value: str) -> None:
+    from app.config import ConfigError, load_settings
+    from tests.harness import APP_KEY
+
+    with pytest.raises(ConfigError) as raised:
+        load_settings({"APP_ID": "1", "PRIVATE_KEY": APP_KEY, "WEBHOOK_SECRET": "s", name: value})
+    assert raised.value.setting == name
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "review", "--git", "HEAD~1..HEAD"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, name: value},
+        timeout=120,
+    )
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"revbot: configuration error: {name}: ")
