@@ -327,19 +327,7 @@ def forget_matches() -> None:
 def _extend_target(config: RuffConfigFile) -> str | None:
     """The repository path of the file ``extend`` names, when it stays inside the repository."""
     value = config.table.get("extend")
-    if not isinstance(value, str) or not value.strip() or value.startswith(("/", "~")):
-        return None
-    parts: list[str] = [p for p in config.directory.split("/") if p]
-    for part in value.strip().split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not parts:
-                return None  # outside the repository
-            parts.pop()
-        else:
-            parts.append(part)
-    return "/".join(parts) or None
+    return (_inside(config.directory, value) or None) if isinstance(value, str) else None
 
 
 def config_paths(paths: Iterable[str], tree: RepoTree | None) -> list[str]:
