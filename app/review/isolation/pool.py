@@ -99,7 +99,7 @@ class _Child:
         self._in = self.process.stdin
         self._out = self.process.stdout.fileno()
         self._buffer = bytearray()
-        self._send(pickle.dumps(Setup(limits, tuple(sys.path))))
+        self._send(pickle.dumps(Setup(limits, tuple(os.path.abspath(p) for p in sys.path if p))))
         try:
             ready = self._frame(STARTUP_SECONDS)
         except (_Late, _TooLarge):
