@@ -115,3 +115,16 @@ class Gate:
         with open(self.release) as release:  # noqa: ASYNC230
             release.read()
         return AnalyzerOutput()
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    megabytes: int
+
+    def result_type(self) -> type[int]:
+        return int
+
+    async def run(self) -> int:
+        with stage("write", "`writing`", "it was not done"), open("big", "wb") as out:  # noqa: ASYNC230
+            out.write(b"x" * (self.megabytes * 1024 * 1024))
+        return self.megabytes

@@ -27,7 +27,7 @@ from app.review.engine import BuiltinReviewer
 from app.review.isolation.limits import Limit, Limits, Tripped
 from app.review.isolation.pool import ProcessPool
 from tests.harness import REPO, SECRET, BotHarness
-from tests.isolation_jobs import Echo, Forever, Gate, Grow, LookAround, Spin
+from tests.isolation_jobs import Echo, Forever, Gate, Grow, LookAround, Spin, Write
 
 LLM_KEY = "sk-test-llm-key-do-not-leak-1234"
 METRICS_TOKEN = "metrics-token-do-not-leak-5678"
@@ -143,6 +143,17 @@ async def test_cpu_and_memory_limits_are_answers(pool: ProcessPool) -> None:
     assert isinstance(grown, Tripped) and grown.limit is Limit.MEMORY
     assert grown.note() == "`growing` needed more than 512 MB of memory; it was not done"
     assert await pool.run(Echo(3)) == 3
+
+
+async def test_a_file_over_the_size_limit_is_an_answer() -> None:
+    boundary = ProcessPool(Limits(workers=1, file_size_mb=1))
+    try:
+        tripped = await boundary.run(Write(2))
+        assert isinstance(tripped, Tripped) and tripped.limit is Limit.FILE_SIZE
+        assert tripped.note() == "`writing` wrote a file larger than 1 MB; it was not done"
+        assert await boundary.run(Echo(5)) == 5
+    finally:
+        boundary.close()
 
 
 # --- review --git ----------------------------------------------------------------------------

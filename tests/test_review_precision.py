@@ -532,6 +532,15 @@ async def test_one_version_is_one_install_and_at_most_keep_versions_stay(
     assert sorted(p.name for p in (tmp_path / "ruffs").iterdir()) == ["0.5.0", "0.6.0"]  # LRU: 0.4.1 went
 
 
+async def test_a_pinned_ruff_larger_than_the_bound_is_not_kept(tmp_path: Path) -> None:
+    from app.review.analyzers.ruff_runner import find_ruff
+    from app.review.lintconfig import RuffPin
+
+    pins = RuffPins(tmp_path / "ruffs", installer=fake_installer(tmp_path, find_ruff()[0]), max_bytes=10)
+    assert await pins.command(RuffPin((0, 5), "pyproject.toml")) is None
+    assert list((tmp_path / "ruffs").iterdir()) == []
+
+
 def test_a_truncated_tree_does_not_hide_config_files() -> None:
     from app.review.lintconfig import config_paths
     from app.review.model import RepoTree
