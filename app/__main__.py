@@ -180,7 +180,14 @@ async def _review_history(tip: str, count: int, repo_path: str, output: str) -> 
 
 
 def _review(args: argparse.Namespace) -> int:
+    from .config import load_analysis_settings
+
     logging.basicConfig(level=logging.WARNING)
+    try:
+        load_analysis_settings()  # the analysis bounds (REVIEW_*), checked before any work
+    except ConfigError as exc:
+        print(f"revbot: configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     if args.commits is not None:
         if args.commits < 1:
             print("revbot: --commits expects a positive number", file=sys.stderr)
@@ -199,6 +206,13 @@ def _review(args: argparse.Namespace) -> int:
         print("revbot: give OWNER/REPO#NUMBER, or --git BASE..HEAD", file=sys.stderr)
         return EXIT_CONFIG
     return asyncio.run(_review_remote(args.target, args.format))
+
+
+def _rules(args: argparse.Namespace) -> int:
+    from .review.rules import rules_markdown
+
+    print(rules_markdown(), end="")
+    return 0
 
 
 def _setup(args: argparse.Namespace) -> int:
@@ -325,6 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     review.set_defaults(run=_review)
     from .review.evaluate import DEFAULT_CASES
 
+    commands.add_parser("rules", help="list the rules the built-in reviewer reports").set_defaults(run=_rules)
     evaluation = commands.add_parser(
         "eval",
         help="measure a reviewer on a corpus of cases: recall, false blockers, tokens, time",

@@ -180,7 +180,29 @@ class LlmSettings(BaseSettings):
         return value.rstrip("/") if value else value
 
 
-class Settings(LlmSettings):
+class AnalysisSettings(BaseSettings):
+    """The bounds of the process that analyses pull-request content (app/review/isolation/), on
+    their own so ``python -m app review`` can use them without the GitHub App's settings."""
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    review_workers: int = Field(default=2, ge=1, le=32)  # analysis processes, reused across reviews
+    review_deadline_seconds: float = Field(default=120.0, gt=0, le=3600)  # wall clock, one analysis
+    review_cpu_seconds: int = Field(default=120, ge=1, le=3600)  # CPU, one analysis
+    review_memory_mb: int = Field(default=1024, ge=256, le=65536)  # address space of the process
+    review_file_size_mb: int = Field(default=64, ge=1, le=4096)  # largest file it may write
+    review_open_files: int = Field(default=256, ge=64, le=65536)
+    review_pattern_seconds: float = Field(default=2.0, gt=0, le=600)  # one config file's patterns
+    review_ruff_versions: Path | None = None  # where pinned ruff versions are installed; unset: none
+    review_ruff_keep: int = Field(default=4, ge=1, le=100)  # pinned versions kept (least recent go)
+
+    @field_validator("review_ruff_versions", mode="before")
+    @classmethod
+    def _blank_path_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+
+class Settings(LlmSettings, AnalysisSettings):
     """Every setting of a deployment, from the environment (the README's "Settings" section lists
     them); ``load_settings`` checks them all and names the first that is wrong."""
 
@@ -311,6 +333,16 @@ def load_llm_settings(env: Mapping[str, str] | None = None) -> LlmSettings:
         raise _first_problem(exc) from None
     check_llm_settings(settings)
     return settings
+
+
+def load_analysis_settings(env: Mapping[str, str] | None = None) -> AnalysisSettings:
+    """Only the analysis bounds (``review``, ``eval``)."""
+    try:
+        if env is None:
+            return AnalysisSettings()
+        return AnalysisSettings.model_validate({k.lower(): v for k, v in env.items()})
+    except ValidationError as exc:
+        raise _first_problem(exc) from None
 
 
 def _first_problem(exc: ValidationError) -> ConfigError:

@@ -22,14 +22,8 @@ from app.review.analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUn
 from app.review.analyzers.conflicts import ConflictMarkerAnalyzer, conflict_lines
 from app.review.analyzers.debug import DebugAnalyzer, is_print_exempt
 from app.review.analyzers.hygiene import HygieneAnalyzer
-from app.review.analyzers.python import (
-    PythonAnalyzer,
-    RuffUnavailableError,
-    find_ruff,
-    run_ruff,
-    severity_for,
-    single_line_fix,
-)
+from app.review.analyzers.python import PythonAnalyzer, severity_for, single_line_fix
+from app.review.analyzers.ruff_runner import RuffUnavailableError, find_ruff, run_ruff
 from app.review.analyzers.secrets import SecretsAnalyzer, base62_crc32, redact, scan_lines, shannon_entropy
 from app.review.diff import PatchLines, parse_patch
 from app.review.lintconfig import lint_config

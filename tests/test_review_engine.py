@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from app.review.analyzers import AnalysisInput, AnalyzerOutput
+from app.review.analyzers import AnalysisInput, AnalyzerOutput, Rule
 from app.review.engine import BuiltinReviewer, summarise, verdict_for
 from app.review.model import (
     ChangedFile,
@@ -188,6 +188,8 @@ def test_verdict_for() -> None:
 
 class _Unfinished:
     name = "unfinished"
+    tools: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []

@@ -27,6 +27,7 @@ from app.review.lintconfig import (
 )
 from app.review.local import context_from_git
 from app.review.model import FileContent, ReviewResult, Severity
+from app.review.ruffpins import RuffPins
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -498,18 +499,13 @@ def fake_installer(tmp_path: Path, real_ruff: str) -> list[str]:
 
 @pytest.mark.slow
 async def test_the_pinned_ruff_is_installed_once_and_run(tmp_path: Path) -> None:
-    from app.review.analyzers import default_analyzers
-    from app.review.analyzers.python import PythonAnalyzer, find_ruff
+    from app.review.analyzers.ruff_runner import find_ruff
 
     repo = repo_with(tmp_path, {"pyproject.toml": PINNED_PYPROJECT}, {"m.py": SIX_ARGS})
     versions = tmp_path / "ruffs"
-    installer = fake_installer(tmp_path, find_ruff()[0])
-    analyzers = [
-        PythonAnalyzer(ruff_versions=versions, installer=installer) if a.name == "python" else a
-        for a in default_analyzers()
-    ]
+    pins = RuffPins(versions, installer=fake_installer(tmp_path, find_ruff()[0]))
     for _ in range(2):
-        result = await BuiltinReviewer(analyzers).review(await context_from_git(repo, "HEAD~1", "HEAD"))
+        result = await BuiltinReviewer(ruff_pins=pins).review(await context_from_git(repo, "HEAD~1", "HEAD"))
         assert result.summary.endswith("Python checked by ruff 0.1.0 with the repository's `pyproject.toml`.")
         # The pinned ruff ran (here a stand-in that reports PLR0917 too): nothing was filtered.
         assert {r for _, r, _ in rules(result)} == {"python/PLR0913", "python/PLR0917"}
@@ -518,18 +514,49 @@ async def test_the_pinned_ruff_is_installed_once_and_run(tmp_path: Path) -> None
 
 @pytest.mark.slow
 async def test_a_pinned_ruff_that_cannot_be_installed_falls_back_to_the_metadata(tmp_path: Path) -> None:
-    from app.review.analyzers import default_analyzers
-    from app.review.analyzers.python import PythonAnalyzer
-
     repo = repo_with(tmp_path, {"pyproject.toml": PINNED_PYPROJECT}, {"m.py": SIX_ARGS})
     failing = [sys.executable, "-c", "raise SystemExit('no network')"]
-    analyzers = [
-        PythonAnalyzer(ruff_versions=tmp_path / "ruffs", installer=failing) if a.name == "python" else a
-        for a in default_analyzers()
-    ]
-    result = await BuiltinReviewer(analyzers).review(await context_from_git(repo, "HEAD~1", "HEAD"))
+    pins = RuffPins(tmp_path / "ruffs", installer=failing)
+    result = await BuiltinReviewer(ruff_pins=pins).review(await context_from_git(repo, "HEAD~1", "HEAD"))
     assert {r for _, r, _ in rules(result)} == {"python/PLR0913"}
     assert "the pinned ruff 0.1.0 could not be installed" in result.summary.lower()
+    assert list((tmp_path / "ruffs").iterdir()) == []
+
+
+@pytest.mark.parametrize("labels", [("0.4.1", "0.4.1.0", "v0.4.1.0.0")])
+async def test_one_version_is_one_install_and_at_most_keep_versions_stay(
+    tmp_path: Path, labels: tuple[str, ...]
+) -> None:
+    from app.review.analyzers.ruff_runner import find_ruff
+    from app.review.lintconfig import RuffPin, version_tuple
+
+    installs = tmp_path / "installs.log"
+    script = fake_installer(tmp_path, find_ruff()[0])
+    counting = [
+        sys.executable,
+        "-c",
+        f"import sys; open({str(installs)!r}, 'a').write('x'); "
+        f"sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())",
+        script[1],
+    ]
+    pins = RuffPins(tmp_path / "ruffs", keep=2, installer=counting)
+    for label in labels:
+        version = version_tuple(label)
+        assert version is not None
+        assert await pins.command(RuffPin(version, "pyproject.toml")) is not None
+    assert installs.read_text() == "x"  # three spellings, one version, one install
+    assert [p.name for p in (tmp_path / "ruffs").iterdir()] == ["0.4.1"]
+    for label in ("0.5.0", "0.6.0"):
+        await pins.command(RuffPin(version_tuple(label) or (), "pyproject.toml"))
+    assert sorted(p.name for p in (tmp_path / "ruffs").iterdir()) == ["0.5.0", "0.6.0"]  # LRU: 0.4.1 went
+
+
+async def test_a_pinned_ruff_larger_than_the_bound_is_not_kept(tmp_path: Path) -> None:
+    from app.review.analyzers.ruff_runner import find_ruff
+    from app.review.lintconfig import RuffPin
+
+    pins = RuffPins(tmp_path / "ruffs", installer=fake_installer(tmp_path, find_ruff()[0]), max_bytes=10)
+    assert await pins.command(RuffPin((0, 5), "pyproject.toml")) is None
     assert list((tmp_path / "ruffs").iterdir()) == []
 
 

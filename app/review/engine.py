@@ -5,6 +5,9 @@
    lint configuration files on the selected paths, and read them all in ONE ``context.read`` call.
    What the repository keeps out of linting (``lintconfig``) is listed, and only secrets and
    conflict markers are looked for there.
+   Everything that evaluates what was read runs inside the execution boundary (``isolation``,
+   jobs in ``bounded``): parsing the configuration, its patterns, every analyzer. A limit that
+   trips there is a note in the summary, and the stage it tripped in is left out.
 3. Run the analyzers; keep findings on lines the pull request added or changed (file-level
    findings and syntax errors excepted); deduplicate by fingerprint.
 4. Decide: a blocker requests changes, a concern or a nit comments, nothing approves. (Policy —
@@ -13,32 +16,50 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, default_analyzers
-from .analyzers.injection import body_findings
-from .analyzers.python import SYNTAX_RULE
-from .diff import PatchLines, parse_patch
-from .lintconfig import config_paths, lint_config, missing_extends
+from ..config import load_analysis_settings
+from .analyzers import Analyzer, default_analyzers, is_python
+from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob, config_contents
+from .isolation.limits import Tripped
+from .isolation.pool import Boundary, shared_pool
+from .lintconfig import config_paths
 from .model import Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
-from .selection import looks_generated, select_files
+from .ruffpins import RuffPins
+from .selection import select_files
 
-__all__ = ["FILE_LEVEL_RULES", "BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
+__all__ = ["BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
 
-# Reported wherever they are in the file, not only on the lines the pull request touched.
-FILE_LEVEL_RULES = frozenset({SYNTAX_RULE})
-GENERATED_HEADER = "generated (its header says do not edit)"
+MAX_TRIPS = 3  # stages left out, one by one, before the analysis is given up
 
 
 class BuiltinReviewer:
-    """Implements ``model.Reviewer``."""
+    """Implements ``model.Reviewer``. Reads from GitHub in the serving process; evaluates what it
+    read only inside ``boundary`` (default: the process's pool, ``REVIEW_*`` settings)."""
 
-    def __init__(self, analyzers: Sequence[Analyzer] | None = None) -> None:
+    def __init__(
+        self,
+        analyzers: Sequence[Analyzer] | None = None,
+        *,
+        boundary: Boundary | None = None,
+        ruff_pins: RuffPins | None = None,
+    ) -> None:
         self.analyzers: list[Analyzer] = list(analyzers) if analyzers is not None else default_analyzers()
+        self._boundary = boundary
+        if ruff_pins is None and boundary is None:
+            settings = load_analysis_settings()
+            if settings.review_ruff_versions is not None:
+                ruff_pins = RuffPins(settings.review_ruff_versions, keep=settings.review_ruff_keep)
+        self.ruff_pins = ruff_pins
+
+    @property
+    def boundary(self) -> Boundary:
+        if self._boundary is None:
+            self._boundary = shared_pool()
+        return self._boundary
 
     async def review(self, context: PullContext) -> ReviewResult:
         settings = context.settings
@@ -50,71 +71,91 @@ class BuiltinReviewer:
         # The repository's layout (one tree read) and its own lint configuration.
         selected = [f.path for f in (*selection.analysable, *selection.unpatched)]
         tree = await context.tree() if context.tree is not None and selected else None
-        wanted: dict[str, None] = dict.fromkeys(config_paths(selected, tree)) if selected else {}
+        configs = config_paths(selected, tree) if selected else []
+        wanted: dict[str, None] = dict.fromkeys(configs)
         for analyzer in self.analyzers:
             wanted.update(dict.fromkeys(analyzer.wanted_paths(selection.analysable, selection.unpatched)))
         contents = dict(await context.read(list(wanted))) if wanted else {}
-        extends = missing_extends(contents)
-        if extends:
-            contents.update(await context.read(extends))
-        lint = lint_config(contents)
+        notes: list[str] = []
 
-        files: list[FileUnderReview] = []
-        not_linted: dict[str, int] = {}  # config file -> files it keeps out of linting
-        for changed in selection.analysable:
-            content = contents.get(changed.path)
-            if content is not None and content.text is not None and looks_generated(content.text):
-                skipped.append(Skipped(changed.path, GENERATED_HEADER))
-                continue
-            exclusion = lint.excluded(changed.path)
-            if exclusion is not None:
-                skipped.append(Skipped(changed.path, exclusion.reason))
-                not_linted[exclusion.source] = not_linted.get(exclusion.source, 0) + 1
-            files.append(FileUnderReview(changed, parse_patch(changed.patch), content))
-        unpatched = tuple(FileUnderReview(f, PatchLines(), contents.get(f.path)) for f in selection.unpatched)
+        python = tuple(f.path for f in selection.analysable if is_python(f.path))
+        scope = await self.boundary.run(ScopeJob(config_contents(contents, configs), python))
+        if isinstance(scope, Tripped):
+            notes.append(scope.note())
+            scope = Scope()
+        if scope.extends:
+            contents.update(await context.read(list(scope.extends)))
+        tools: dict[str, tuple[str, ...]] = {}
+        if scope.pin is not None and self.ruff_pins is not None:
+            pinned = await self.ruff_pins.command(scope.pin)
+            if pinned is None:
+                notes.append(f"the pinned ruff {scope.pin.label} could not be installed")
+            else:
+                tools["ruff"] = tuple(pinned)
 
-        batch = AnalysisInput(tuple(files), unpatched, contents, settings, tree=tree, lint=lint)
-        outputs: list[AnalyzerOutput] = list(
-            await asyncio.gather(*(a.analyse(batch) for a in self.analyzers))
+        job = EvaluateJob(
+            tuple(self.analyzers),
+            selection.analysable,
+            selection.unpatched,
+            contents,
+            settings,
+            tree=tree,
+            tools=tools,
+            title=context.title,
+            body=context.body,
+            pattern_seconds=self.boundary.limits.pattern_seconds,
         )
+        evaluation = await self._evaluate(job, notes)
 
-        added = {item.path: item.lines.added for item in files}
         order = {f.path: index for index, f in enumerate(context.files)}
-        kept = [
-            f
-            for output in outputs
-            for f in output.findings
-            if not f.inline or f.rule in FILE_LEVEL_RULES or f.line in added.get(f.path, ())
-        ]
-        kept += body_findings(context.title, context.body)  # the PR's own text is added text too
         findings = deduplicate(
-            sorted(kept, key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule))
+            sorted(
+                evaluation.findings,
+                key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule),
+            )
         )
-        for output in outputs:
-            skipped.extend(output.skipped)
+        skipped.extend(evaluation.skipped)
         skipped.sort(key=lambda s: order.get(s.path, len(order)))
-
-        incomplete = any(output.incomplete for output in outputs)
-        notes = [
-            f"{_plural(count, 'file')} not linted, as `{source}` excludes {'it' if count == 1 else 'them'}"
-            for source, count in not_linted.items()
-        ]
-        notes += [note for output in outputs for note in output.notes]
+        notes = [*evaluation.notes, *notes]
         if context.files_truncated:
             listed = len(context.files)
             notes.insert(
                 0, f"GitHub listed only the first {listed} changed files; the rest were not reviewed"
             )
-        analysed = tuple(item.path for item in files)
         return ReviewResult(
-            verdict=verdict_for(findings, incomplete=incomplete),
+            verdict=verdict_for(findings, incomplete=evaluation.incomplete),
             summary=summarise(
-                findings, changed=len(context.files), analysed=analysed, skipped=skipped, notes=notes
+                findings,
+                changed=len(context.files),
+                analysed=evaluation.analysed,
+                skipped=skipped,
+                notes=notes,
             ),
             findings=tuple(findings),
             skipped=tuple(skipped),
-            analysed=analysed,
+            analysed=evaluation.analysed,
             notes=tuple(notes),
+        )
+
+    async def _evaluate(self, job: EvaluateJob, notes: list[str]) -> Evaluation:
+        """Run ``job``; a limit that trips in a stage is noted and the job runs again without
+        that stage. A limit outside any stage, or too many, ends the analysis: nothing analysed."""
+        for _ in range(MAX_TRIPS + 1):
+            outcome = await self.boundary.run(job)
+            if not isinstance(outcome, Tripped):
+                return outcome
+            notes.append(outcome.note())
+            if (
+                outcome.stage is None
+                or outcome.stage.key in job.left_out
+                or outcome.stage.key == "configuration"
+            ):
+                break
+            job = replace(job, left_out=job.left_out | {outcome.stage.key})
+        reason = "not analysed: a limit of the analysis tripped"
+        return Evaluation(
+            skipped=tuple(Skipped(f.path, reason) for f in (*job.analysable, *job.unpatched)),
+            incomplete=True,
         )
 
 

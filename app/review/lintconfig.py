@@ -17,7 +17,13 @@ The bot lints what the repository lints, with the rules it chose, at the version
 
 Pre-commit patterns are Python regular expressions searched in the path; ruff's are globs relative
 to the directory of the configuration file that holds them; black's is a regular expression searched
-in ``/`` + the path.
+in ``/`` + the path. All of them come from the pull request: they are evaluated with bounds
+(``patterns``), inside the execution boundary, each file's patterns one stage (``pattern_sources``)
+that ``without`` leaves out when it took too long.
+
+**Inside the repository.** ``ruff_inputs`` re-writes the ruff configurations ruff will read, keeping
+every path-valued setting (``extend``, ``src``, ...) only where it resolves inside the repository's
+tree, and names the file and setting of each one it dropped.
 """
 
 from __future__ import annotations
@@ -25,15 +31,18 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
+import tomli_w
 import yaml
+from packaging.version import InvalidVersion, Version
 
 from .model import FileContent, RepoTree
-from .selection import glob_match
+from .patterns import YamlRefused, compile_glob, compile_regex, load_yaml
+from .selection import glob_regex
 
 __all__ = [
     "PRE_COMMIT",
@@ -41,11 +50,15 @@ __all__ = [
     "Exclusion",
     "HookScope",
     "LintConfig",
+    "PatternSource",
     "RuffConfigFile",
+    "RuffInput",
     "RuffPin",
     "config_paths",
+    "forget_matches",
     "lint_config",
     "missing_extends",
+    "ruff_inputs",
     "version_tuple",
 ]
 
@@ -59,12 +72,26 @@ _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)")
 _RUFF_REQUIREMENT = re.compile(r"""(?im)(?:^|["'\s,\[])ruff\s*(?:\[[^\]]*\])?\s*===?\s*v?(\d+(?:\.\d+)+)""")
 _FROZEN = re.compile(r"#\s*frozen:\s*v?(\d+(?:\.\d+)+)")
 MAX_EXTEND_DEPTH = 3
+EXCLUDES_LOST = "its excludes were not applied"
+# Ruff settings that name a file or directory ruff reads or writes; each must stay inside the
+# repository (``cache-dir`` and ``output-file`` never: ruff runs with --no-cache, its output is ours).
+PATH_SETTINGS = ("extend", "src", "namespace-packages")
+NEVER_SETTINGS = ("cache-dir", "output-file")
 
 
 def version_tuple(text: str) -> tuple[int, ...] | None:
-    """``"v0.4.1"`` -> ``(0, 4, 1)``; None when it is not a version."""
+    """``"v0.4.1"`` -> ``(0, 4, 1)``, normalised as ``packaging.Version`` compares (trailing zeros
+    dropped: ``0.4.1.0`` is ``(0, 4, 1)``, so tuples compare as versions); None when it is not one."""
     match = _VERSION.fullmatch(text.strip())
-    return tuple(int(part) for part in match.group(1).split(".")) if match else None
+    if match is None:
+        return None
+    try:
+        release = list(Version(match.group(1)).release)
+    except InvalidVersion:
+        return None
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()
+    return tuple(release)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +149,18 @@ class RuffPin:
 
     @property
     def label(self) -> str:
-        return ".".join(str(part) for part in self.version)
+        """The version as ruff numbers its releases (``0.5.0``): one label per version."""
+        padded = (*self.version, *(0,) * (3 - len(self.version)))
+        return ".".join(str(part) for part in padded)
+
+
+@dataclass(frozen=True, slots=True)
+class PatternSource:
+    """One configuration file's patterns, checked against every path as one bounded stage."""
+
+    key: str
+    what: str  # for the note when it takes too long
+    check: Callable[[str], object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +171,56 @@ class LintConfig:
     lint_hooks: tuple[HookScope, ...] = ()  # one per lint hook
     black_excludes: tuple[Exclusion, ...] = ()
     pin: RuffPin | None = None
+    unapplied: frozenset[str] = frozenset()  # ruff configurations whose excludes are not applied
+
+    def pattern_sources(self) -> list[PatternSource]:
+        """Every set of pull-request patterns ``excluded`` evaluates, by the file that holds it."""
+        sources: list[PatternSource] = []
+        top = self.pre_commit
+        if top is not None and (top.exclude or top.files):
+            key = "exclude" if top.exclude else "files"
+            sources.append(
+                PatternSource("pre-commit", f"`{PRE_COMMIT}`: the `{key}` pattern", top.leaves_out)
+            )
+        if self.lint_hooks:
+            hooks = self.lint_hooks
+            sources.append(
+                PatternSource(
+                    "pre-commit-hooks",
+                    f"`{PRE_COMMIT}`: the lint hooks' `exclude` patterns",
+                    lambda path: [hook.leaves_out(path) for hook in hooks],
+                )
+            )
+        for config in self.ruff_configs.values():
+            if config.path not in self.unapplied:
+                sources.append(
+                    PatternSource(
+                        f"ruff:{config.path}",
+                        f"`{config.path}`: the ruff `exclude` globs",
+                        functools.partial(self._ruff_exclusion, config),
+                    )
+                )
+        if self.black_excludes:
+            black = self.black_excludes
+            sources.append(
+                PatternSource(
+                    "black",
+                    f"`{black[0].source}`: the black `exclude` pattern",
+                    lambda path: [_search(e.pattern, "/" + path, verbose="\n" in e.pattern) for e in black],
+                )
+            )
+        return sources
+
+    def without(self, keys: Iterable[str]) -> LintConfig:
+        """This configuration with the patterns of these sources (``pattern_sources``) left out."""
+        keys = set(keys)
+        return replace(
+            self,
+            pre_commit=None if "pre-commit" in keys else self.pre_commit,
+            lint_hooks=() if "pre-commit-hooks" in keys else self.lint_hooks,
+            black_excludes=() if "black" in keys else self.black_excludes,
+            unapplied=self.unapplied | {k.removeprefix("ruff:") for k in keys if k.startswith("ruff:")},
+        )
 
     def governing(self, path: str) -> RuffConfigFile | None:
         """The ruff configuration ruff would use for ``path``: the nearest one on its path."""
@@ -162,6 +250,8 @@ class LintConfig:
         return None
 
     def _ruff_exclusion(self, config: RuffConfigFile, path: str) -> Exclusion | None:
+        if config.path in self.unapplied:
+            return None
         for source, base, pattern in self._ruff_patterns(config, 0):
             if "/" in pattern.strip().rstrip("/"):  # anchored at the directory of the file that says so
                 if base and not path.startswith(base + "/"):
@@ -208,38 +298,36 @@ def ruff_glob_match(pattern: str, path: str) -> bool:
     if not cleaned:
         return False
     anchored = "/" in cleaned.rstrip("/")
-    return glob_match("/" + cleaned if anchored and not cleaned.startswith("/") else cleaned, path)
+    glob = "/" + cleaned if anchored and not cleaned.startswith("/") else cleaned
+    matcher = _glob(glob)
+    parts = path.strip("/").split("/")
+    return matcher is not None and any(matcher("/".join(parts[:i])) for i in range(len(parts), 0, -1))
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled(pattern: str, verbose: bool) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern, re.VERBOSE if verbose else 0)
-    except re.error:
+@functools.lru_cache(maxsize=512)
+def _glob(glob: str) -> Callable[[str], bool] | None:
+    glob = glob.strip()
+    if not glob or glob.startswith("#"):
         return None
+    glob = re.sub(r"(?:\*\*/){2,}", "**/", glob)  # the same paths, without the nesting
+    return compile_glob(glob_regex(glob))
 
 
+@functools.lru_cache(maxsize=65_536)  # each source's stage evaluates it first (``pattern_sources``)
 def _search(pattern: str, path: str, *, verbose: bool = False) -> bool:
-    compiled = _compiled(pattern, verbose)
-    return compiled is not None and compiled.search(path) is not None
+    matcher = compile_regex(pattern, verbose=verbose)
+    return matcher is not None and matcher(path)
+
+
+def forget_matches() -> None:
+    """Drop the remembered pattern results (between two analyses)."""
+    _search.cache_clear()
 
 
 def _extend_target(config: RuffConfigFile) -> str | None:
     """The repository path of the file ``extend`` names, when it stays inside the repository."""
     value = config.table.get("extend")
-    if not isinstance(value, str) or not value.strip() or value.startswith(("/", "~")):
-        return None
-    parts: list[str] = [p for p in config.directory.split("/") if p]
-    for part in value.strip().split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not parts:
-                return None  # outside the repository
-            parts.pop()
-        else:
-            parts.append(part)
-    return "/".join(parts) or None
+    return (_inside(config.directory, value) or None) if isinstance(value, str) else None
 
 
 def config_paths(paths: Iterable[str], tree: RepoTree | None) -> list[str]:
@@ -299,7 +387,9 @@ def _black_excludes(path: str, text: str) -> list[Exclusion]:
 
 def _pre_commit(text: str) -> tuple[HookScope | None, list[HookScope], RuffPin | None, str | None]:
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
+    except YamlRefused as exc:
+        return None, [], None, f"`{PRE_COMMIT}` was not read ({exc}); {EXCLUDES_LOST}"
     except yaml.YAMLError as exc:
         return None, [], None, f"`{PRE_COMMIT}` is not valid YAML ({' '.join(str(exc).split())[:120]})"
     if not isinstance(data, dict):
@@ -323,7 +413,7 @@ def _pre_commit(text: str) -> tuple[HookScope | None, list[HookScope], RuffPin |
 def _hook_pin(text: str, rev: str) -> RuffPin | None:
     """The ruff version of a ``rev: v0.4.1``, or of a frozen sha (``rev: <sha>  # frozen: v0.4.1``)."""
     version = version_tuple(rev)
-    if version is not None and len(version) > 1:
+    if version is not None and "." in rev:
         return RuffPin(version, PRE_COMMIT)
     for line in text.splitlines():
         if rev and rev in line:
@@ -402,3 +492,111 @@ def governing_paths(config: LintConfig, paths: Sequence[str]) -> list[str]:
             governing = config.ruff_configs.get(target) if target else None
             depth += 1
     return sorted(used)
+
+
+@dataclass(frozen=True, slots=True)
+class RuffInput:
+    """A configuration file as ruff will read it: only what ruff reads from it (its ruff table,
+    a ``pyproject.toml``'s ``requires-python``), re-written, never the pull request's text."""
+
+    path: str
+    settings: Mapping[str, Any] | None  # None: a pyproject.toml without [tool.ruff]
+    requires_python: str | None = None
+
+    def without(self, name: str) -> RuffInput:
+        """Without the setting ``name``, at the top or in a sub-table (``[lint]``)."""
+
+        def drop(table: Mapping[str, Any]) -> dict[str, Any]:
+            return {k: drop(v) if isinstance(v, dict) else v for k, v in table.items() if k != name}
+
+        return replace(self, settings=None if self.settings is None else drop(self.settings))
+
+    @property
+    def text(self) -> str:
+        if PurePosixPath(self.path).name != "pyproject.toml":
+            return tomli_w.dumps(dict(self.settings or {}))
+        document: dict[str, Any] = {}
+        if self.requires_python is not None:
+            document["project"] = {"requires-python": self.requires_python}
+        if self.settings is not None:
+            document["tool"] = {"ruff": dict(self.settings)}
+        return tomli_w.dumps(document)
+
+
+def _inside(directory: str, value: str) -> str | None:
+    """The repository path ``value`` names from ``directory``, when it stays inside the tree."""
+    text = value.strip()
+    if not text or text.startswith(("/", "~")) or "\0" in text or "\\" in text or "$" in text:
+        return None
+    parts: list[str] = [p for p in directory.split("/") if p]
+    for part in text.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts)
+
+
+def _checked_settings(
+    config: RuffConfigFile, known: Mapping[str, RuffConfigFile]
+) -> tuple[dict[str, Any], list[str]]:
+    """The ruff table without the path settings that leave the repository; the notes for them."""
+    table = dict(config.table)
+    notes: list[str] = []
+
+    def dropped(name: str, why: str) -> None:
+        notes.append(f"`{config.path}`: the ruff setting `{name}` {why}; it was dropped")
+
+    for name in NEVER_SETTINGS:
+        if table.pop(name, None) is not None:
+            dropped(name, "is not used by revbot")
+    extend = table.get("extend")
+    if extend is not None:
+        target = _inside(config.directory, extend) if isinstance(extend, str) else None
+        if target is None or target not in known:
+            del table["extend"]
+            dropped("extend", "does not name a configuration file inside the repository")
+    for name in PATH_SETTINGS[1:]:
+        value = table.get(name)
+        if value is None:
+            continue
+        entries = value if isinstance(value, list) else [value]
+        kept = [e for e in entries if isinstance(e, str) and _inside(config.directory, e) is not None]
+        if len(kept) != len(entries):
+            dropped(name, "names a path outside the repository")
+            table[name] = kept
+    return table, notes
+
+
+def ruff_inputs(
+    config: LintConfig, contents: Mapping[str, FileContent | None]
+) -> tuple[list[RuffInput], list[str]]:
+    """The files ruff reads (every ruff configuration, and the other ``pyproject.toml`` files on
+    the paths for their ``requires-python``), path settings confined to the repository; and a
+    note for every setting dropped."""
+    inputs: list[RuffInput] = []
+    notes: list[str] = []
+    for path in sorted(
+        set(config.ruff_configs) | {p for p in contents if PurePosixPath(p).name == "pyproject.toml"}
+    ):
+        content = contents.get(path)
+        requires: str | None = None
+        if PurePosixPath(path).name == "pyproject.toml" and content is not None and content.text is not None:
+            try:
+                project = tomllib.loads(content.text).get("project")
+            except tomllib.TOMLDecodeError:
+                continue
+            value = project.get("requires-python") if isinstance(project, dict) else None
+            requires = value if isinstance(value, str) else None
+        governing = config.ruff_configs.get(path)
+        if governing is None:
+            inputs.append(RuffInput(path, None, requires))
+            continue
+        table, dropped = _checked_settings(governing, config.ruff_configs)
+        notes += dropped
+        inputs.append(RuffInput(path, table, requires))
+    return inputs, notes

@@ -25,6 +25,7 @@ def as_json(result: ReviewResult, *, head_sha: str, event: str | None = None) ->
             for f in sorted(result.findings, key=lambda f: (f.path, f.line, f.rule))
         ],
         "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
+        "notes": list(result.notes),  # what limited the review (also in the summary)
     }
     if event is not None:
         data["event"] = event

@@ -65,6 +65,11 @@ REMOVED = "file removed"
 
 @functools.lru_cache(maxsize=512)
 def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(glob_regex(pattern))
+
+
+def glob_regex(pattern: str) -> str:
+    """The regular expression (``fullmatch``) for a gitignore-style glob."""
     anchored = pattern.startswith("/")
     pattern = pattern.strip("/") if anchored else pattern.rstrip("/")
     if not anchored and "/" not in pattern:
@@ -99,7 +104,7 @@ def _compile(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(char))
             i += 1
-    return re.compile("".join(out))
+    return "".join(out)
 
 
 def glob_match(pattern: str, path: str) -> bool:

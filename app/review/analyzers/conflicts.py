@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..model import ChangedFile, Finding, Severity
-from . import AnalysisInput, AnalyzerOutput, finding
+from .base import AnalysisInput, AnalyzerOutput, Rule, finding
 
 __all__ = ["RULE", "ConflictMarkerAnalyzer", "conflict_lines"]
 
@@ -36,6 +36,14 @@ def conflict_lines(added: Mapping[int, str]) -> list[tuple[int, str]]:
 
 class ConflictMarkerAnalyzer:
     name = "conflicts"
+    tools: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = (
+        Rule(
+            RULE,
+            Severity.BLOCKER,
+            "a merge conflict marker (`<<<<<<<`, `=======`, `>>>>>>>`) on an added line",
+        ),
+    )
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []

@@ -20,8 +20,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
 from ..model import ChangedFile, Finding, Severity
-from . import AnalysisInput, AnalyzerOutput, FileUnderReview, finding, is_js, is_python, is_test_path
-from . import strip_python_noise as _strip_python_line
+from .base import (
+    AnalysisInput,
+    AnalyzerOutput,
+    FileUnderReview,
+    Rule,
+    finding,
+    is_js,
+    is_python,
+    is_test_path,
+)
+from .base import strip_python_noise as _strip_python_line
 
 __all__ = ["DebugAnalyzer", "is_print_exempt", "noqa_silences", "python_code_view", "strip_js_noise"]
 
@@ -137,6 +146,16 @@ def _would_empty_a_block(code: Mapping[int, str], number: int) -> bool:
 
 class DebugAnalyzer:
     name = "debug"
+    tools: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = (
+        Rule("debug/breakpoint", Severity.CONCERN, "a `breakpoint()` call added outside tests"),
+        Rule("debug/pdb", Severity.CONCERN, "a `pdb`/`ipdb` import or `set_trace()` added outside tests"),
+        Rule(
+            "debug/print", Severity.CONCERN, "a `print()` added outside tests (a nit in a module that prints)"
+        ),
+        Rule("debug/debugger", Severity.CONCERN, "a JavaScript `debugger` statement added outside tests"),
+        Rule("debug/console-log", Severity.NIT, "a `console.log()` added outside tests"),
+    )
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []  # uses Python contents when another analyzer had them read, never asks for them

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from ..diff import PatchLines
 from ..model import ChangedFile, Finding, Severity
-from . import AnalysisInput, AnalyzerOutput, FileUnderReview, finding
+from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
 
 __all__ = [
     "LARGE_ADDITIONS",
@@ -93,6 +93,15 @@ def _minified(path: str, lines: PatchLines) -> bool:
 
 class HygieneAnalyzer:
     name = "hygiene"
+    tools: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = (
+        Rule("hygiene/binary-file", Severity.NIT, "a binary file added", file_level=True),
+        Rule("hygiene/large-file", Severity.NIT, "a very large file or change", file_level=True),
+        Rule("hygiene/trailing-whitespace", Severity.NIT, "trailing whitespace on added lines"),
+        Rule("hygiene/space-before-tab", Severity.NIT, "a space before a tab in an added line's indent"),
+        Rule("hygiene/blank-at-eof", Severity.NIT, "blank lines added at the end of a file"),
+        Rule("hygiene/no-newline-at-eof", Severity.NIT, "a file left without a newline at its end"),
+    )
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         # Without a patch, an added file with no counted lines is binary, or empty: only its

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..model import ChangedFile, Finding, Severity
-from . import AnalysisInput, AnalyzerOutput, finding
+from .base import AnalysisInput, AnalyzerOutput, Rule, finding
 
 __all__ = ["PR_BODY_PATH", "RULE", "InjectionAnalyzer", "body_findings", "normalise", "scan_text"]
 
@@ -147,6 +147,14 @@ def _line_hits(added: Mapping[int, str]) -> list[tuple[int, str]]:
 
 class InjectionAnalyzer:
     name = "injection"
+    tools: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = (
+        Rule(
+            RULE,
+            Severity.CONCERN,
+            "text addressed to an AI reviewer (in an added line, the title or the description)",
+        ),
+    )
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []
@@ -166,4 +174,5 @@ class InjectionAnalyzer:
                         added[number],
                     )
                 )
+        findings += body_findings(batch.title, batch.body)  # the PR's own text is added text too
         return AnalyzerOutput(findings=findings)

@@ -1,4 +1,5 @@
-"""Python files: ruff, run once over every analysed ``.py``/``.pyi`` file of the pull request.
+"""Python files: ruff (``ruff_runner``), run once over every analysed ``.py``/``.pyi`` file of the
+pull request, its diagnostics turned into findings.
 
 Ruff sees what it would see in a checkout. Under a fresh temporary directory go: the head contents
 of the analysed files at their repository paths; every ruff configuration file on their paths
@@ -11,57 +12,43 @@ configuration always sits at the root of that directory (the repository's, or ou
 config) can leak in.
 
 Files the repository does not lint are left out (``lintconfig``). When the repository pins an
-older ruff, that ruff is run if a directory for pinned versions is configured (installed there once,
-``REVIEW_RUFF_VERSIONS``); otherwise rules that were not stable in that version are not reported
-(ruff's own rule metadata says since when each rule is stable). The summary says which ruff and
-which configuration ran.
+older ruff, that ruff is run if a directory for pinned versions is configured (installed there by
+the serving process, ``ruffpins``, and handed over as the ``ruff`` tool); otherwise rules that were
+not stable in that version are not reported (ruff's own rule metadata says since when each rule is
+stable). The summary says which ruff and which configuration ran.
+
+This runs inside the execution boundary (``isolation``): ruff gets the boundary's scrubbed
+environment and limits, and the configuration it reads is the repository's re-written with its
+path settings kept inside the repository (``lintconfig.ruff_inputs``). What ruff writes on stderr
+is never passed on: only the name of a setting it does not know, when the configuration has it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import logging
-import os
 import re
-import shutil
-import sys
-import tempfile
-import tomllib
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..lintconfig import RUFF_CONFIGS, LintConfig, RuffPin, governing_paths, version_tuple
+from ..lintconfig import LintConfig, RuffInput, governing_paths, ruff_inputs, version_tuple
 from ..model import ChangedFile, Finding, RepoTree, Severity, Skipped
-from . import AnalysisInput, AnalyzerOutput, FileUnderReview, finding, is_python
+from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding, is_python
+from .ruff_runner import (
+    DEFAULT_SELECT,
+    RUFF_TIMEOUT,
+    RuffError,
+    RuffUnavailableError,
+    find_ruff,
+    ruff_rule_since,
+    ruff_version,
+    run_ruff,
+    safe_relative,
+)
 
-__all__ = [
-    "DEFAULT_SELECT",
-    "SYNTAX_RULE",
-    "PythonAnalyzer",
-    "RuffError",
-    "RuffUnavailableError",
-    "find_ruff",
-    "ruff_rule_since",
-    "ruff_version",
-    "run_ruff",
-    "severity_for",
-]
-
-log = logging.getLogger(__name__)
+__all__ = ["SYNTAX_RULE", "PythonAnalyzer", "severity_for", "single_line_fix"]
 
 SYNTAX_RULE = "python/syntax-error"
-DEFAULT_SELECT = ("E9", "F")
-RUFF_TIMEOUT = 60.0
-DEFAULT_CONFIG = f"[lint]\nselect = [{', '.join(repr(code) for code in DEFAULT_SELECT)}]\n"
 _DEFAULTS = ", ".join(DEFAULT_SELECT)
-INSTALL_TIMEOUT = 180.0
-MIN_PINNED_RUFF = (0, 1, 0)  # older ruffs lack the command-line options used here
 MAX_DROPPED_SETTINGS = 3
-_UNKNOWN_FIELD = re.compile(r"unknown field `([A-Za-z0-9_-]+)`")
-MAX_LAYOUT_FILES = 50_000  # stand-ins written for the package layout; beyond this, __init__.py only
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _BLOCKER_CODES = frozenset({"F821", "F822", "F823"})
@@ -70,14 +57,6 @@ _CONCERN_CODES = frozenset(
     | {f"F{n}" for n in range(502, 510)}
     | {f"F{n}" for n in range(521, 526)}
 )
-
-
-class RuffError(RuntimeError):
-    """ruff ran but did not produce a usable result."""
-
-
-class RuffUnavailableError(RuffError):
-    """ruff is not installed next to this Python: a deployment problem, not a review result."""
 
 
 def severity_for(code: str | None) -> Severity:
@@ -93,191 +72,6 @@ def severity_for(code: str | None) -> Severity:
 
 def is_syntax_error(code: str | None) -> bool:
     return code is None or code in ("invalid-syntax", "E999", "syntax-error")
-
-
-def find_ruff() -> list[str]:
-    """The command that runs ruff: the binary next to this interpreter, else on PATH, else
-    ``python -m ruff``."""
-    here = Path(sys.executable).parent
-    for name in ("ruff", "ruff.exe"):
-        candidate = here / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return [str(candidate)]
-    on_path = shutil.which("ruff")
-    if on_path:
-        return [on_path]
-    import importlib.util
-
-    if importlib.util.find_spec("ruff") is not None:
-        return [sys.executable, "-m", "ruff"]
-    raise RuffUnavailableError(
-        "ruff is not installed: the built-in reviewer needs it for Python files "
-        f"(pip install ruff into the environment of {sys.executable})"
-    )
-
-
-def _safe_relative(path: str) -> PurePosixPath | None:
-    candidate = PurePosixPath(path)
-    if (
-        not path
-        or "\0" in path
-        or "\\" in path
-        or candidate.is_absolute()
-        or any(part in ("", ".", "..") for part in path.split("/"))
-    ):
-        return None
-    return candidate
-
-
-def _write(root: Path, path: str, text: str) -> None:
-    if _safe_relative(path) is None:
-        raise RuffError(f"refusing to write {path!r} outside the temporary directory")
-    target = root / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
-
-
-def _is_ruff_config(name: str, text: str | None) -> bool:
-    if text is None:
-        return False
-    if name != "pyproject.toml":
-        return True
-    try:
-        tool = tomllib.loads(text).get("tool")
-    except tomllib.TOMLDecodeError:
-        return False
-    return isinstance(tool, dict) and isinstance(tool.get("ruff"), dict)
-
-
-def _prepare(
-    tmp: str, files: Mapping[str, str], configs: Mapping[str, str] | None, layout: Sequence[str]
-) -> tuple[Path, list[str]]:
-    """Write the package layout (empty stand-ins), the configuration files, and every analysed file
-    at its repository path below ``tmp``; the resolved root and the paths to pass to ruff. Without
-    a configuration at the root, ours goes there."""
-    root = Path(tmp).resolve()
-    configs = dict(configs or {})
-    if not any(_is_ruff_config(name, configs.get(name)) for name in RUFF_CONFIGS):
-        # Ours goes first in ruff's precedence, ahead of a root pyproject.toml without [tool.ruff].
-        configs[".ruff.toml"] = DEFAULT_CONFIG
-    stand_ins = [p for p in layout if p not in files and p not in configs and _safe_relative(p) is not None]
-    if len(stand_ins) > MAX_LAYOUT_FILES:
-        stand_ins = [p for p in stand_ins if p.endswith("/__init__.py")][:MAX_LAYOUT_FILES]
-    for path in stand_ins:
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.touch()
-    for path, text in {**configs, **files}.items():
-        _write(root, path, text)
-    return root, list(files)
-
-
-def _parse_output(stdout: bytes, root: Path) -> list[dict[str, Any]]:
-    try:
-        diagnostics = json.loads(stdout or b"[]")
-    except ValueError as exc:
-        raise RuffError(f"ruff's output is not JSON: {exc}") from exc
-    if not isinstance(diagnostics, list):
-        raise RuffError("ruff's output is not a list of diagnostics")
-    out: list[dict[str, Any]] = []
-    for item in diagnostics:
-        if not isinstance(item, dict) or not isinstance(item.get("filename"), str):
-            continue
-        try:
-            repo_path = Path(os.path.realpath(item["filename"])).relative_to(root).as_posix()
-        except ValueError:
-            continue
-        out.append({**item, "filename": repo_path})
-    return out
-
-
-async def _run(cmd: Sequence[str], root: Path, time_limit: float) -> bytes:
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *cmd,
-            cwd=root,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-    except FileNotFoundError as exc:
-        raise RuffUnavailableError(f"ruff could not be started: {exc}") from exc
-    try:
-        async with asyncio.timeout(time_limit):
-            stdout, stderr = await process.communicate()
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        raise RuffError(f"ruff timed out after {time_limit:g} s") from None
-    if process.returncode != 0:
-        detail = " ".join(stderr.decode(errors="replace").split())
-        raise RuffError(f"ruff exited with status {process.returncode}: {detail[:300]}")
-    return stdout
-
-
-async def run_ruff(
-    files: Mapping[str, str],
-    configs: Mapping[str, str] | None,
-    *,
-    layout: Sequence[str] = (),
-    time_limit: float = RUFF_TIMEOUT,
-    command: Sequence[str] | None = None,
-) -> list[dict[str, Any]]:
-    """Lint ``files`` (repository path -> text) in ONE ruff invocation, with ``configs``
-    (repository path -> text; None or no root config: ours at the root) and the ``layout`` (other
-    repository paths, written empty); ruff's JSON diagnostics, with ``filename`` rewritten to the
-    repository path. Paths must be safe relative paths."""
-    if not files:
-        return []
-    cmd = list(command) if command is not None else find_ruff()
-    with tempfile.TemporaryDirectory(prefix="revbot-ruff-") as tmp:
-        root, relative = await asyncio.to_thread(_prepare, tmp, files, configs, layout)
-        args = [*cmd, "check", "--output-format", "json", "--no-cache", "--exit-zero", "--no-fix"]
-        args += ["--force-exclude", "--", *relative]  # the repository's own excludes apply
-        return _parse_output(await _run(args, root, time_limit), root)
-
-
-_VERSION_CACHE: dict[tuple[str, ...], str] = {}
-_SINCE_CACHE: dict[tuple[str, ...], dict[str, tuple[int, ...]]] = {}
-
-
-async def ruff_version(command: Sequence[str], *, time_limit: float = RUFF_TIMEOUT) -> str:
-    """``ruff --version``'s number (``"0.6.9"``), asked once per command."""
-    key = tuple(command)
-    if key not in _VERSION_CACHE:
-        out = await _run([*command, "--version"], Path(tempfile.gettempdir()), time_limit)
-        words = out.decode(errors="replace").split()
-        _VERSION_CACHE[key] = words[1] if len(words) > 1 else "unknown"
-    return _VERSION_CACHE[key]
-
-
-async def ruff_rule_since(
-    command: Sequence[str], *, time_limit: float = RUFF_TIMEOUT
-) -> dict[str, tuple[int, ...]]:
-    """Rule code -> the ruff version since which it is in its current state (stable, or preview),
-    from ``ruff rule --all``'s metadata; asked once per command. Empty when this ruff does not say."""
-    key = tuple(command)
-    if key not in _SINCE_CACHE:
-        out = await _run(
-            [*command, "rule", "--all", "--output-format", "json"], Path(tempfile.gettempdir()), time_limit
-        )
-        since: dict[str, tuple[int, ...]] = {}
-        try:
-            rules = json.loads(out or b"[]")
-        except ValueError:
-            rules = []
-        for rule in rules if isinstance(rules, list) else []:
-            status = rule.get("status") if isinstance(rule, dict) else None
-            if not isinstance(status, dict) or not isinstance(rule.get("code"), str):
-                continue
-            for state in status.values():
-                version = version_tuple(str(state.get("since", ""))) if isinstance(state, dict) else None
-                if version is not None:
-                    since[rule["code"]] = version
-        _SINCE_CACHE[key] = since
-    return _SINCE_CACHE[key]
 
 
 def _row(location: Any) -> int | None:
@@ -334,78 +128,22 @@ def _listed(paths: Sequence[str]) -> str:
     return ", ".join(f"`{p}`" for p in paths)
 
 
-_INSTALL_LOCKS: dict[str, asyncio.Lock] = {}
-
-
-def _staging_dir(directory: Path, label: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{label}-", dir=directory))
-
-
-def _publish(staging: Path, target: Path) -> None:
-    if not (staging / "bin" / "ruff").is_file():
-        raise RuffError(f"the package installed no bin/ruff in {staging}")
-    with contextlib.suppress(OSError):  # another process won the race: its copy is used
-        staging.rename(target)
-
-
-async def pinned_ruff(
-    directory: Path,
-    pin: RuffPin,
-    *,
-    installer: Sequence[str] | None = None,
-    time_limit: float = INSTALL_TIMEOUT,
-) -> list[str] | None:
-    """The command of ruff ``pin`` from ``directory``, installed there from the package index the
-    first time (``pip install --target``, a wheel, no dependencies); None when it cannot be (too
-    old for the options used here, or the install failed). The version is digits and dots only
-    (``RuffPin``), so a pull request cannot make it name anything else."""
-    if pin.version < MIN_PINNED_RUFF:
-        return None
-    label = pin.label
-    binary = directory / label / "bin" / "ruff"
-    async with _INSTALL_LOCKS.setdefault(label, asyncio.Lock()):
-        if binary.is_file():
-            return [str(binary)]
-        staging = await asyncio.to_thread(_staging_dir, directory, label)
-        command = [
-            *(
-                installer
-                or [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-            ),
-            "--no-deps",
-            "--only-binary=:all:",
-            "--target",
-            str(staging),
-            f"ruff=={label}",
-        ]
-        try:
-            await _run(command, directory, time_limit)
-            await asyncio.to_thread(_publish, staging, directory / label)
-        except (RuffError, OSError) as exc:
-            log.warning("could not install ruff %s: %s", label, exc)
-            return None
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        return [str(binary)] if binary.is_file() else None
-
-
 class PythonAnalyzer:
     name = "python"
+    tools: tuple[str, ...] = ("ruff",)  # resolved by the serving process (the pinned version, when installed)
+    rules: tuple[Rule, ...] = (
+        Rule(SYNTAX_RULE, Severity.BLOCKER, "a syntax error (the first one of a file)", file_level=True),
+        Rule(
+            "python/<ruff code>",
+            None,
+            "a ruff diagnostic, with the repository's ruff configuration (else E9 and F): undefined names "
+            "(F821-F823) are blockers, F5xx/F6xx/F7xx and redefinitions concerns, the rest nits",
+        ),
+    )
 
-    def __init__(
-        self,
-        *,
-        time_limit: float = RUFF_TIMEOUT,
-        command: Sequence[str] | None = None,
-        ruff_versions: Path | None = None,
-        installer: Sequence[str] | None = None,
-    ) -> None:
+    def __init__(self, *, time_limit: float = RUFF_TIMEOUT, command: Sequence[str] | None = None) -> None:
         self.time_limit = time_limit
         self.command = command
-        # With a directory for them, the ruff a repository pins is installed there once and run.
-        self.ruff_versions = ruff_versions
-        self.installer = installer
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         # The configuration files on their paths are read by the engine (``lintconfig.config_paths``).
@@ -419,7 +157,7 @@ class PythonAnalyzer:
             if not is_python(item.path) or not batch.linted(item):
                 continue
             reason = self._unreadable(item)
-            if reason is None and _safe_relative(item.path) is None:
+            if reason is None and safe_relative(item.path) is None:
                 reason = "unusual path"
             if reason is not None:
                 out.skipped.append(Skipped(item.path, f"Python checks not run: {reason}"))
@@ -434,23 +172,18 @@ class PythonAnalyzer:
         lint = batch.lint
         out.notes.extend(f"the repository's ruff configuration was not used: {p}" for p in lint.problems)
         used = governing_paths(lint, list(texts))
-        configs = self._configs(batch, lint)
+        inputs, dropped_paths = ruff_inputs(lint, batch.contents)
+        out.notes.extend(dropped_paths)
         layout = self._layout(batch.tree)
-        command = list(self.command) if self.command is not None else find_ruff()
-        if self.ruff_versions is not None and lint.pin is not None and used:
-            pinned = await pinned_ruff(self.ruff_versions, lint.pin, installer=self.installer)
-            if pinned is not None:
-                command = pinned
-            else:
-                out.notes.append(f"the pinned ruff {lint.pin.label} could not be installed")
+        given = self.command if self.command is not None else batch.tools.get("ruff")
+        command = list(given) if given is not None else find_ruff()
         try:
-            diagnostics = await self._run_tolerating_old_settings(texts, configs, layout, command, out)
+            diagnostics = await self._run_tolerating_old_settings(texts, inputs, layout, command, out)
         except RuffUnavailableError:
             raise
         except RuffError as exc:
             if not lint.ruff_configs:
                 return self._failed(out, targets, str(exc))
-            log.warning("ruff failed with the repository's configuration (%s); using the defaults", exc)
             out.notes.append(
                 f"ruff rejected the repository's configuration ({_listed(used) or 'its files'}); "
                 "default rules used instead"
@@ -472,16 +205,17 @@ class PythonAnalyzer:
     async def _run_tolerating_old_settings(
         self,
         texts: Mapping[str, str],
-        configs: dict[str, str],
+        inputs: Sequence[RuffInput],
         layout: Sequence[str],
         command: Sequence[str],
         out: AnalyzerOutput,
     ) -> list[dict[str, Any]]:
         """Run ruff; a setting this ruff no longer knows (``show-source``, removed after the
         repository pinned its ruff) is dropped from the configuration and said so, rather than
-        losing the whole configuration."""
+        losing the whole configuration. Only a setting the configuration has is named."""
         dropped: list[str] = []
         for _ in range(MAX_DROPPED_SETTINGS + 1):
+            configs = {item.path: item.text for item in inputs}
             try:
                 return await run_ruff(
                     texts, configs, layout=layout, time_limit=self.time_limit, command=command
@@ -489,33 +223,20 @@ class PythonAnalyzer:
             except RuffUnavailableError:
                 raise
             except RuffError as exc:
-                unknown = _UNKNOWN_FIELD.search(str(exc))
-                name = unknown.group(1) if unknown else None
-                if name is None or name in dropped or len(dropped) >= MAX_DROPPED_SETTINGS:
+                name = exc.unknown_field
+                if (
+                    name is None
+                    or name in dropped
+                    or len(dropped) >= MAX_DROPPED_SETTINGS
+                    or not any(item.without(name) != item for item in inputs)
+                ):
                     raise
-                setting = re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*=.*$", re.MULTILINE)
-                configs = {path: setting.sub("", text) for path, text in configs.items()}
+                inputs = [item.without(name) for item in inputs]
                 dropped.append(name)
                 out.notes.append(
                     f"ruff {await ruff_version(command)} no longer knows the setting `{name}`; it was ignored"
                 )
         raise RuffError("unreachable")
-
-    @staticmethod
-    def _configs(batch: AnalysisInput, lint: LintConfig) -> dict[str, str]:
-        """The ruff configurations, and the other ``pyproject.toml`` files on the paths (ruff reads
-        ``requires-python`` from them), that parse."""
-        configs = {path: config.text for path, config in lint.ruff_configs.items()}
-        for path, content in batch.contents.items():
-            if (
-                path.rsplit("/", 1)[-1] == "pyproject.toml"
-                and content is not None
-                and content.text is not None
-            ):
-                with contextlib.suppress(tomllib.TOMLDecodeError):
-                    tomllib.loads(content.text)
-                    configs.setdefault(path, content.text)
-        return configs
 
     @staticmethod
     def _layout(tree: RepoTree | None) -> list[str]:

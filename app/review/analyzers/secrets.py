@@ -30,7 +30,7 @@ from pathlib import PurePosixPath
 from urllib.parse import unquote
 
 from ..model import ChangedFile, Finding, Severity
-from . import AnalysisInput, AnalyzerOutput, finding, is_test_path
+from .base import AnalysisInput, AnalyzerOutput, Rule, finding, is_test_path
 
 __all__ = [
     "TOKEN_RULES",
@@ -275,6 +275,24 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     ),
 )
 _RULE_BY_NAME = {rule.rule: rule for rule in TOKEN_RULES}
+_TOKEN_KINDS = {  # for the rule catalogue
+    "secrets/aws-access-key": "an AWS access key id",
+    "secrets/github-token": "a GitHub token",
+    "secrets/gitlab-token": "a GitLab token",
+    "secrets/slack-token": "a Slack token",
+    "secrets/slack-webhook": "a Slack webhook URL",
+    "secrets/stripe-key": "a Stripe key (a test-mode key: a concern)",
+    "secrets/openai-key": "an OpenAI API key",
+    "secrets/anthropic-key": "an Anthropic API key",
+    "secrets/google-api-key": "a Google API key",
+    "secrets/npm-token": "an npm token",
+    "secrets/pypi-token": "a PyPI token",
+    "secrets/twilio-key": "a Twilio key",
+    "secrets/sendgrid-key": "a SendGrid key",
+    "secrets/azure-storage-key": "an Azure storage key",
+    "secrets/jwt": "a JSON Web Token (an expired one: a concern)",
+    "secrets/url-password": "a password in a URL",
+}
 
 _SEPARATOR = r"\s*(?:=>|:=|(?<![=!<>])=(?!=)|:)\s*"
 _ASSIGNMENT = re.compile(
@@ -532,6 +550,17 @@ def redact_secrets(text: str) -> str:
 
 class SecretsAnalyzer:
     name = "secrets"
+    tools: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = (
+        Rule("secrets/private-key", Severity.BLOCKER, "a private key block (a concern in tests and docs)"),
+        *(
+            Rule(token.rule, Severity.BLOCKER, f"{_TOKEN_KINDS[token.rule]} (a concern in tests and docs)")
+            for token in TOKEN_RULES
+        ),
+        Rule(
+            "secrets/generic", Severity.BLOCKER, "a random-looking value assigned to a secret-named variable"
+        ),
+    )
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []

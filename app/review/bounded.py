@@ -1,0 +1,153 @@
+"""What the built-in reviewer runs inside the execution boundary (``isolation``): every step that
+evaluates pull-request content. Each is a job, pickled into a child process, answering with plain
+data the engine checks.
+
+- ``ScopeJob``: the lint configuration files, parsed, say which ``extend`` targets to read next
+  and which ruff the repository pins (the serving process installs it: the child has no network).
+- ``EvaluateJob``: the lint scope (each configuration file's patterns a bounded stage), then every
+  analyzer (each a stage), then the findings kept on the lines the pull request changed. A stage
+  in ``left_out`` is skipped: the engine runs the job again without a stage whose limit tripped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, file_level_rules
+from .diff import PatchLines, parse_patch
+from .isolation.child import stage
+from .lintconfig import EXCLUDES_LOST, RuffPin, forget_matches, governing_paths, lint_config, missing_extends
+from .model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, Skipped
+from .selection import looks_generated
+
+__all__ = ["GENERATED_HEADER", "EvaluateJob", "Evaluation", "Scope", "ScopeJob"]
+
+GENERATED_HEADER = "generated (its header says do not edit)"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    extends: tuple[str, ...] = ()  # configuration files ``extend`` names, not read yet
+    pin: RuffPin | None = None  # the ruff the repository pins, when it governs an analysed file
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeJob:
+    contents: Mapping[str, FileContent | None]
+    python_paths: tuple[str, ...] = ()
+
+    def result_type(self) -> type[Scope]:
+        return Scope
+
+    async def run(self) -> Scope:
+        with stage("configuration", "reading the lint configuration", "it was not used"):
+            lint = lint_config(self.contents)
+            used = governing_paths(lint, self.python_paths)
+            return Scope(tuple(missing_extends(self.contents)), lint.pin if used else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    analysed: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()  # those on changed lines (and file-level ones), not deduplicated
+    skipped: tuple[Skipped, ...] = ()
+    notes: tuple[str, ...] = ()
+    incomplete: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluateJob:
+    analyzers: tuple[Analyzer, ...]
+    analysable: tuple[ChangedFile, ...]
+    unpatched: tuple[ChangedFile, ...]
+    contents: Mapping[str, FileContent | None]
+    settings: ReviewSettings = field(default_factory=ReviewSettings)
+    tree: RepoTree | None = None
+    tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    title: str = ""
+    body: str = ""
+    pattern_seconds: float = 2.0
+    left_out: frozenset[str] = frozenset()  # stages not to run (their limit tripped before)
+
+    def result_type(self) -> type[Evaluation]:
+        return Evaluation
+
+    async def run(self) -> Evaluation:
+        forget_matches()
+        with stage("configuration", "reading the lint configuration", "it was not used"):
+            lint = lint_config(self.contents).without(self.left_out)
+        paths = [f.path for f in self.analysable]
+        for source in lint.pattern_sources():
+            with stage(source.key, source.what, EXCLUDES_LOST, seconds=self.pattern_seconds):
+                for path in paths:
+                    source.check(path)
+
+        skipped: list[Skipped] = []
+        files: list[FileUnderReview] = []
+        not_linted: dict[str, int] = {}  # config file -> files it keeps out of linting
+        for changed in self.analysable:
+            content = self.contents.get(changed.path)
+            if content is not None and content.text is not None and looks_generated(content.text):
+                skipped.append(Skipped(changed.path, GENERATED_HEADER))
+                continue
+            exclusion = lint.excluded(changed.path)
+            if exclusion is not None:
+                skipped.append(Skipped(changed.path, exclusion.reason))
+                not_linted[exclusion.source] = not_linted.get(exclusion.source, 0) + 1
+            files.append(FileUnderReview(changed, parse_patch(changed.patch), content))
+        unpatched = tuple(FileUnderReview(f, PatchLines(), self.contents.get(f.path)) for f in self.unpatched)
+        batch = AnalysisInput(
+            tuple(files),
+            unpatched,
+            self.contents,
+            self.settings,
+            tree=self.tree,
+            lint=lint,
+            tools=self.tools,
+            title=self.title,
+            body=self.body,
+        )
+
+        outputs: list[AnalyzerOutput] = []
+        incomplete = False
+        for analyzer in self.analyzers:
+            key = f"analyzer:{analyzer.name}"
+            if key in self.left_out:
+                incomplete = True
+                continue
+            with stage(key, f"the {analyzer.name} checks", "they were not run"):
+                outputs.append(await analyzer.analyse(batch))
+
+        # Kept on the lines the pull request added or changed, unless the rule is file-level.
+        file_level = file_level_rules(list(self.analyzers))
+        added = {item.path: item.lines.added for item in files}
+        kept = [
+            f
+            for output in outputs
+            for f in output.findings
+            if not f.inline or f.rule in file_level or f.line in added.get(f.path, ())
+        ]
+        notes = [
+            f"{_plural(count, 'file')} not linted, as `{source}` excludes {'it' if count == 1 else 'them'}"
+            for source, count in not_linted.items()
+        ]
+        notes += [note for output in outputs for note in output.notes]
+        return Evaluation(
+            analysed=tuple(item.path for item in files),
+            findings=tuple(kept),
+            skipped=(*skipped, *(s for output in outputs for s in output.skipped)),
+            notes=tuple(notes),
+            incomplete=incomplete or any(output.incomplete for output in outputs),
+        )
+
+
+def config_contents(
+    contents: Mapping[str, FileContent | None], paths: Sequence[str]
+) -> dict[str, FileContent | None]:
+    """Only the configuration files among what was read (what ``ScopeJob`` needs)."""
+    return {p: contents.get(p) for p in paths if p in contents}

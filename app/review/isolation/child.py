@@ -1,0 +1,158 @@
+"""The child's side of the execution boundary: ``python -I -m app.review.isolation.child``.
+
+It reads length-prefixed frames on its standard input: first its setup (limits, the serving
+process's import path), then one pickled job at a time (the serving process is trusted); it
+answers each with JSON frames: ``{"stage": ...}`` as a job enters a part of its work, then
+``{"result": ...}``, ``{"tripped": ...}`` or ``{"error": ...}``. Its protocol pipes are moved off
+fds 0 and 1 first, so nothing it runs (ruff) can write into them. It never reads the network or
+the serving process's environment (it has neither), and exits when its input closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import json
+import os
+import pickle
+import resource
+import shutil
+import struct
+import sys
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from pydantic import TypeAdapter
+
+from .limits import Job, Limit, Limits, Stage
+
+__all__ = ["Setup", "stage"]
+
+HEADER = struct.Struct(">I")
+_output: BinaryIO | None = None  # the protocol pipe, in a child; None elsewhere (stages are free)
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    limits: Limits
+    sys_path: tuple[str, ...]  # so jobs defined outside the package (tests) unpickle
+
+
+def write_frame(out: BinaryIO, data: bytes) -> None:
+    out.write(HEADER.pack(len(data)) + data)
+    out.flush()
+
+
+def read_frame(source: BinaryIO) -> bytes | None:
+    header = source.read(HEADER.size)
+    if len(header) < HEADER.size:
+        return None
+    (size,) = HEADER.unpack(header)
+    data = source.read(size)
+    return data if len(data) == size else None
+
+
+def _send(message: dict[str, Any]) -> None:
+    if _output is not None:
+        write_frame(_output, json.dumps(message).encode())
+
+
+@contextlib.contextmanager
+def stage(key: str, what: str, consequence: str, *, seconds: float | None = None) -> Iterator[None]:
+    """Announce a part of the job to the serving process, which enforces its ``seconds`` and
+    names it in the note when a limit trips inside it. Outside a child: does nothing."""
+    _send({"stage": asdict(Stage(key, what, consequence, seconds))})
+    yield
+    _send({"stage": None})  # not on an exception: a limit that raised is the stage's
+
+
+def apply_limits(limits: Limits) -> None:
+    """Bounds inherited by everything this process starts (ruff included)."""
+    mb = 1024 * 1024
+    for kind, value in (
+        (resource.RLIMIT_AS, limits.memory_mb * mb),
+        (resource.RLIMIT_FSIZE, limits.file_size_mb * mb),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(kind, (value, value))
+
+
+def _cpu_budget(seconds: int) -> None:
+    """RLIMIT_CPU counts the process's whole life: each job gets ``seconds`` more than used."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = int(usage.ru_utime + usage.ru_stime) + 1
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = used + seconds
+    resource.setrlimit(
+        resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard)
+    )
+
+
+def _clear(directory: Path) -> None:
+    for entry in directory.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+
+
+async def _awaited(job: Job[Any]) -> Any:
+    return await job.run()
+
+
+def _run(job: Job[Any]) -> dict[str, Any]:
+    try:
+        result: Any = asyncio.run(_awaited(job))
+    except MemoryError:
+        return {"tripped": Limit.MEMORY.value}
+    except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            return {"tripped": Limit.FILE_SIZE.value}
+        return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+    except Exception as exc:  # noqa: BLE001 - a defect in a job: the serving process raises it
+        return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+    return {"result": TypeAdapter(job.result_type()).dump_python(result, mode="json")}
+
+
+def main() -> int:
+    # Run as ``-m``, this module is ``__main__``: jobs import it under its own name, whose
+    # ``_output`` is the one ``stage`` writes to.
+    from app.review.isolation import child
+
+    # The protocol pipes leave fds 0 and 1, which become /dev/null for whatever runs below.
+    source = os.fdopen(os.dup(0), "rb")
+    child._output = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    first = read_frame(source)
+    if first is None:
+        return 0
+    setup: Setup = pickle.loads(first)
+    apply_limits(setup.limits)
+    sys.path.extend(p for p in setup.sys_path if p not in sys.path)
+    child._send({"ready": True})  # a job's deadline counts from here, not from the start-up
+    home = Path.cwd()
+    while (frame := read_frame(source)) is not None:
+        _cpu_budget(setup.limits.cpu_seconds)
+        try:
+            job: Job[Any] = pickle.loads(frame)
+            answer = _run(job)
+        except MemoryError:
+            answer = {"tripped": Limit.MEMORY.value}
+        except Exception as exc:  # noqa: BLE001 - a job that does not unpickle here
+            answer = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        _clear(home)
+        child._send(answer)
+        if "tripped" in answer:
+            return 0  # a process that ran out of something is replaced, not reused
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

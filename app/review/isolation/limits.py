@@ -1,0 +1,89 @@
+"""The execution boundary's vocabulary: its limits, a job, and what a tripped limit says."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+__all__ = ["Job", "Limit", "Limits", "Stage", "Tripped"]
+
+R_co = TypeVar("R_co", covariant=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one child process may use (``AnalysisSettings``, read by ``pool.limits_of``; the
+    README lists them). The child imports this module: it stays free of the settings' imports."""
+
+    workers: int = 2
+    deadline_seconds: float = 120.0  # wall clock for one job, after which its process group is killed
+    cpu_seconds: int = 120  # RLIMIT_CPU for one job
+    memory_mb: int = 1024  # RLIMIT_AS
+    file_size_mb: int = 64  # RLIMIT_FSIZE
+    open_files: int = 256  # RLIMIT_NOFILE
+    pattern_seconds: float = 2.0  # one configuration file's patterns, against every path
+
+
+class Limit(enum.StrEnum):
+    TIME = "time"
+    CPU = "cpu"
+    MEMORY = "memory"
+    FILE_SIZE = "file-size"
+    OUTPUT = "output"  # the answer was larger than the boundary reads
+    CRASH = "crash"  # the process ended in another way
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """A part of a job, announced by the child before it starts: what it is (``what``, for the
+    review's note), what is lost when it trips (``consequence``), and its own time limit, if it
+    has one tighter than the job's deadline. ``key`` names it for the job that leaves it out."""
+
+    key: str
+    what: str
+    consequence: str
+    seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tripped:
+    """A limit ended the job: which one, during which stage (None: before any)."""
+
+    limit: Limit
+    stage: Stage | None
+    limits: Limits
+    detail: str = ""
+
+    def note(self) -> str:
+        """One sentence for the review's summary: what was not analysed, and why."""
+        what = self.stage.what if self.stage is not None else "the analysis"
+        consequence = self.stage.consequence if self.stage is not None else "nothing was analysed"
+        if self.limit is Limit.TIME:
+            seconds = (
+                self.stage.seconds
+                if self.stage is not None and self.stage.seconds is not None
+                else self.limits.deadline_seconds
+            )
+            why = f"took longer than {seconds:g} s"
+        elif self.limit is Limit.CPU:
+            why = f"used more than {self.limits.cpu_seconds} s of CPU"
+        elif self.limit is Limit.MEMORY:
+            why = f"needed more than {self.limits.memory_mb} MB of memory"
+        elif self.limit is Limit.FILE_SIZE:
+            why = f"wrote a file larger than {self.limits.file_size_mb} MB"
+        elif self.limit is Limit.OUTPUT:
+            why = "answered with more than the boundary reads"
+        else:
+            why = f"stopped unexpectedly{f' ({self.detail})' if self.detail else ''}"
+        return f"{what} {why}; {consequence}"
+
+
+class Job(Protocol[R_co]):
+    """Work for a child process: pickled there (the serving process is trusted), its answer
+    comes back as JSON checked against ``result_type`` (the child is not)."""
+
+    def result_type(self) -> type[R_co]: ...
+
+    def run(self) -> Awaitable[R_co]: ...

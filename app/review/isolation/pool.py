@@ -1,0 +1,319 @@
+"""The serving side of the execution boundary: a pool of child processes that run jobs.
+
+Why long-lived ``python -I -m app.review.isolation.child`` processes on pipes, and not
+``multiprocessing``: each child must get its own session (process group, so a deadline kills
+ruff with it), a scrubbed environment and its own working directory, and its answers must not be
+unpickled by the serving process (the child evaluates hostile input). ``ProcessPoolExecutor``
+gives none of that and breaks as a whole when one child is killed; here one child is replaced.
+``-I`` keeps the child's working directory (where pull-request files are written) and every
+``PYTHON*`` variable out of its imports.
+
+The pool is not bound to an event loop: a job's round trip runs in one of the pool's own threads
+(one per child), so one pool serves every loop of a process (the CLI, the tests) and a review's
+analysis never blocks the loop that serves webhooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import functools
+import json
+import logging
+import os
+import pickle
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from pydantic import TypeAdapter, ValidationError
+
+from ...config import AnalysisSettings, load_analysis_settings
+from .child import HEADER, Setup
+from .limits import Job, Limit, Limits, Stage, Tripped
+
+__all__ = ["AnalysisError", "Boundary", "ProcessPool", "child_environment", "limits_of", "shared_pool"]
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+STARTUP_SECONDS = 120.0  # an interpreter start and imports, on a loaded machine
+# The interpreter's own directory first: the child runs this Python and the ruff installed beside it.
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class AnalysisError(RuntimeError):
+    """A job failed by a defect of its own (not a limit): raised like any other exception."""
+
+
+class Boundary(Protocol):
+    """Where the engine runs what evaluates pull-request content."""
+
+    @property
+    def limits(self) -> Limits: ...
+
+    async def run(self, job: Job[R]) -> R | Tripped: ...
+
+
+def child_environment(home: Path) -> dict[str, str]:
+    """All a child (and ruff) gets: no variable of the serving process is passed on."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}",
+        "HOME": str(home),
+        "TMPDIR": str(home),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+class _Child:
+    """One child process, its private directory, and the frames it has sent but not yet read."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="revbot-analysis-"))
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-m", "app.review.isolation.child"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # nothing the child or ruff says reaches the log unread
+            cwd=self.home,
+            env=child_environment(self.home),
+            start_new_session=True,  # its own process group, killed as one
+            close_fds=True,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._in = self.process.stdin
+        self._out = self.process.stdout.fileno()
+        self._buffer = bytearray()
+        self._send(pickle.dumps(Setup(limits, tuple(os.path.abspath(p) for p in sys.path if p))))
+        try:
+            ready = self._frame(STARTUP_SECONDS)
+        except (_Late, _TooLarge):
+            ready = None
+        if ready is None or json.loads(ready) != {"ready": True}:
+            self.close()
+            raise AnalysisError("an analysis process did not start")
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _send(self, data: bytes) -> None:
+        self._in.write(HEADER.pack(len(data)) + data)
+        self._in.flush()
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        self.kill()
+        with contextlib.suppress(OSError):
+            self._in.close()
+        self.process.wait()
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def _frame(self, timeout: float) -> bytes | None:
+        """The next frame; None at end of input. Raises _Late when ``timeout`` passed first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if len(self._buffer) >= HEADER.size:
+                (size,) = HEADER.unpack(self._buffer[: HEADER.size])
+                if size > MAX_ANSWER_BYTES:
+                    raise _TooLarge
+                if len(self._buffer) >= HEADER.size + size:
+                    frame = bytes(self._buffer[HEADER.size : HEADER.size + size])
+                    del self._buffer[: HEADER.size + size]
+                    return frame
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Late
+            ready, _, _ = select.select([self._out], [], [], remaining)
+            if not ready:
+                raise _Late
+            chunk = os.read(self._out, 1 << 20)
+            if not chunk:
+                return None
+            self._buffer += chunk
+
+    def call(self, job: Job[R], limits: Limits) -> R | Tripped:
+        """Send ``job`` and read its answer, killing the process group at the job's deadline or
+        at the end of a stage's own time; a limit that trips is the answer."""
+        try:
+            self._send(pickle.dumps(job))
+        except (BrokenPipeError, OSError):
+            return self._ended(None, limits)
+        deadline = time.monotonic() + limits.deadline_seconds
+        current: Stage | None = None
+        stage_deadline: float | None = None
+        while True:
+            until = deadline if stage_deadline is None else min(deadline, stage_deadline)
+            try:
+                frame = self._frame(until - time.monotonic())
+            except _TooLarge:
+                return self._stop(Tripped(Limit.OUTPUT, current, limits))
+            except _Late:
+                return self._stop(Tripped(Limit.TIME, current, limits))
+            if frame is None:
+                return self._ended(current, limits)
+            try:
+                message = json.loads(frame)
+            except ValueError:
+                return self._stop(Tripped(Limit.CRASH, current, limits, "an unreadable answer"))
+            if "stage" in message:
+                current = None if message["stage"] is None else Stage(**message["stage"])
+                seconds = current.seconds if current is not None else None
+                stage_deadline = time.monotonic() + seconds if seconds is not None else None
+            elif "result" in message:
+                try:
+                    return TypeAdapter(job.result_type()).validate_python(message["result"])
+                except ValidationError as exc:
+                    raise AnalysisError(f"the analysis answered in an unexpected shape: {exc}") from None
+            elif "tripped" in message:
+                self.process.wait()
+                return Tripped(Limit(message["tripped"]), current, limits)
+            else:
+                raise AnalysisError(str(message.get("error", "no answer")))
+
+    def _stop(self, tripped: Tripped) -> Tripped:
+        self.kill()
+        self.process.wait()
+        return tripped
+
+    def _ended(self, current: Stage | None, limits: Limits) -> Tripped:
+        code = self.process.wait()
+        if code == -signal.SIGXCPU:
+            return Tripped(Limit.CPU, current, limits)
+        if code == -signal.SIGXFSZ:
+            return Tripped(Limit.FILE_SIZE, current, limits)
+        if code in (-signal.SIGSEGV, -signal.SIGABRT, -signal.SIGBUS):  # allocation failures
+            return Tripped(Limit.MEMORY, current, limits)
+        detail = f"signal {-code}" if code < 0 else f"exit status {code}"
+        return Tripped(Limit.CRASH, current, limits, detail)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Late(Exception):
+    pass
+
+
+@dataclass(slots=True)
+class _Running:
+    child: _Child | None = None
+    cancelled: bool = False
+
+
+class ProcessPool:
+    """``Boundary`` on ``limits.workers`` child processes, started when first needed and replaced
+    when a limit ends one."""
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self._limits = limits or Limits()
+        # Last in, first out: a child that just finished is reused before another one is started.
+        self._idle: queue.LifoQueue[_Child | None] = queue.LifoQueue()
+        for _ in range(self._limits.workers):
+            self._idle.put(None)
+        self._executor = ThreadPoolExecutor(self._limits.workers, thread_name_prefix="analysis")
+        self._children: set[_Child] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def limits(self) -> Limits:
+        return self._limits
+
+    async def run(self, job: Job[R]) -> R | Tripped:
+        running = _Running()
+        call = functools.partial(self._call, job, running)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        except asyncio.CancelledError:
+            running.cancelled = True  # the review was cancelled: its child goes, and is replaced
+            if running.child is not None:
+                running.child.kill()
+            raise
+
+    def _call(self, job: Job[R], running: _Running) -> R | Tripped:
+        child = self._idle.get()
+        try:
+            if child is None or not child.alive:
+                if child is not None:
+                    self._forget(child)
+                child = self._start()
+            running.child = child
+            if running.cancelled:
+                child.kill()
+            return child.call(job, self._limits)
+        finally:
+            if child is not None and not child.alive:
+                self._forget(child)
+                child = None
+            self._idle.put(child)
+
+    def _start(self) -> _Child:
+        with self._lock:
+            if self._closed:
+                raise AnalysisError("the analysis pool is closed")
+            child = _Child(self._limits)
+            self._children.add(child)
+            return child
+
+    def _forget(self, child: _Child) -> None:
+        with self._lock:
+            self._children.discard(child)
+        child.close()
+
+    def close(self) -> None:
+        """End every child (a job still running ends with them)."""
+        with self._lock:
+            self._closed = True
+            children = list(self._children)
+            self._children.clear()
+        for child in children:
+            child.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def limits_of(settings: AnalysisSettings) -> Limits:
+    return Limits(
+        workers=settings.review_workers,
+        deadline_seconds=settings.review_deadline_seconds,
+        cpu_seconds=settings.review_cpu_seconds,
+        memory_mb=settings.review_memory_mb,
+        file_size_mb=settings.review_file_size_mb,
+        open_files=settings.review_open_files,
+        pattern_seconds=settings.review_pattern_seconds,
+    )
+
+
+_shared: ProcessPool | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_pool(settings: AnalysisSettings | None = None) -> ProcessPool:
+    """The process's pool (``REVIEW_WORKERS`` children; created on first use, closed at exit)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = ProcessPool(limits_of(settings or load_analysis_settings()))
+            atexit.register(_shared.close)
+        return _shared

@@ -1,0 +1,130 @@
+"""Jobs and an analyzer for the execution-boundary tests: importable by the child processes
+(they unpickle them by module path), so not inside a test module."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.review.analyzers import AnalysisInput, AnalyzerOutput, Rule
+from app.review.isolation.child import stage
+from app.review.model import ChangedFile
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    environ: dict[str, str]
+    tool_environ: str  # what a program the child starts (as it starts ruff) sees
+    cwd: str
+    limits: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class LookAround:
+    def result_type(self) -> type[Seen]:
+        return Seen
+
+    async def run(self) -> Seen:
+        import resource
+
+        process = await asyncio.create_subprocess_exec("env", stdout=asyncio.subprocess.PIPE)
+        tool = (await process.communicate())[0].decode()
+        limits = {
+            "as": resource.getrlimit(resource.RLIMIT_AS)[0],
+            "fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0],
+            "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            "core": resource.getrlimit(resource.RLIMIT_CORE)[0],
+            "cpu": resource.getrlimit(resource.RLIMIT_CPU)[0],
+            "pgid_is_pid": int(os.getpgid(0) == os.getpid()),
+        }
+        return Seen(dict(os.environ), tool, os.getcwd(), limits)
+
+
+@dataclass(frozen=True, slots=True)
+class Forever:
+    """Waits on nothing (inside a stage of ``seconds``, when given): only a deadline ends it."""
+
+    seconds: float | None = None
+
+    def result_type(self) -> type[int]:
+        return int
+
+    async def run(self) -> int:
+        if self.seconds is None:
+            await asyncio.Event().wait()
+        with stage("forever", "`waiting`", "it was not done", seconds=self.seconds):
+            await asyncio.Event().wait()
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Spin:
+    def result_type(self) -> type[int]:
+        return int
+
+    async def run(self) -> int:
+        total = 0
+        while True:  # pure CPU: only RLIMIT_CPU (or the deadline) ends it
+            total += 1
+
+
+@dataclass(frozen=True, slots=True)
+class Grow:
+    def result_type(self) -> type[int]:
+        return int
+
+    async def run(self) -> int:
+        with stage("grow", "`growing`", "it was not done"):
+            blocks = [bytearray(64 * 1024 * 1024) for _ in range(1000)]
+        return len(blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class Echo:
+    value: int
+
+    def result_type(self) -> type[int]:
+        return int
+
+    async def run(self) -> int:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """An analyzer that holds the analysis until the test lets it go: it opens ``entered`` for
+    writing (which returns once the test opens it to read: the analysis is being held), then
+    reads ``release`` (which returns once the test writes to it)."""
+
+    entered: str
+    release: str
+    name: str = "gate"
+    tools: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
+
+    def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
+        return []
+
+    async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
+        # Blocking on purpose, as evaluating a hostile pattern does: where the analysis runs on
+        # the serving process's event loop, nothing else is served meanwhile.
+        with open(self.entered, "w") as held:  # noqa: ASYNC230
+            held.write("held")
+        with open(self.release) as release:  # noqa: ASYNC230
+            release.read()
+        return AnalyzerOutput()
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    megabytes: int
+
+    def result_type(self) -> type[int]:
+        return int
+
+    async def run(self) -> int:
+        with stage("write", "`writing`", "it was not done"), open("big", "wb") as out:  # noqa: ASYNC230
+            out.write(b"x" * (self.megabytes * 1024 * 1024))
+        return self.megabytes

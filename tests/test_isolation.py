@@ -1,0 +1,364 @@
+"""The execution boundary (issue 18): pull-request content is evaluated in bounded child
+processes, and a hostile pull request gets a review that says what its limits cut short.
+
+Through the pool itself (what a child sees, each limit by its own signal), through
+``python -m app review --git``, and through ``serve`` against the fake GitHub while the hostile
+analysis is held at a gate and other deliveries come in."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from app.review.analyzers import default_analyzers
+from app.review.engine import BuiltinReviewer
+from app.review.isolation.limits import Limit, Limits, Tripped
+from app.review.isolation.pool import ProcessPool
+from tests.harness import REPO, SECRET, BotHarness
+from tests.isolation_jobs import Echo, Forever, Gate, Grow, LookAround, Spin, Write
+
+LLM_KEY = "sk-test-llm-key-do-not-leak-1234"
+METRICS_TOKEN = "metrics-token-do-not-leak-5678"
+A40 = "a" * 40
+# Exponential in Python's re for a run of a's with no b (hours at 40); RE2 cannot express the
+# look-ahead, so this one runs on the bounded fallback: only the pattern limit ends it.
+BACKTRACKING = "^(a+)+(?=b)"
+LINEAR = "^(a+)+b"  # the same blow-up in re, linear on RE2
+
+
+def alias_bomb() -> str:
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for level in range(1, 10):
+        lines.append(f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * 9)}]")
+    lines.append("exclude: ''\nrepos: *a9")
+    return "\n".join(lines) + "\n"
+
+
+def hostile_files(pre_commit: str) -> dict[str, str | None]:
+    return {
+        ".pre-commit-config.yaml": pre_commit,
+        "pyproject.toml": '[tool.ruff]\nextend = "/proc/self/environ"\n',
+        "sub/pyproject.toml": '[tool.ruff]\nextend = "/dev/zero"\n',
+        f"{A40}.py": "import os\n\nvalue = undefined_name\n",
+        "sub/m.py": "def f():\n    return missing\n",
+    }
+
+
+HOSTILE = {
+    "backtracking": (
+        f"exclude: '{BACKTRACKING}'\nrepos: []\n",
+        "`.pre-commit-config.yaml`: the `exclude` pattern took longer than 0.5 s; "
+        "its excludes were not applied",
+    ),
+    "linear": (f"exclude: '{LINEAR}'\nrepos: []\n", None),
+    "alias-bomb": (
+        alias_bomb(),
+        "`.pre-commit-config.yaml` was not read (its aliases expand to more than 100,000 nodes); "
+        "its excludes were not applied",
+    ),
+}
+OUTSIDE = "the ruff setting `extend` does not name a configuration file inside the repository; it was dropped"
+DROPPED = [f"`pyproject.toml`: {OUTSIDE}", f"`sub/pyproject.toml`: {OUTSIDE}"]
+
+
+@pytest.fixture
+def secrets_in_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The serving process's environment as a deployment has it."""
+    from tests.harness import APP_KEY
+
+    monkeypatch.setenv("WEBHOOK_SECRET", SECRET)
+    monkeypatch.setenv("PRIVATE_KEY", APP_KEY)
+    monkeypatch.setenv("LLM_API_KEY", LLM_KEY)
+    monkeypatch.setenv("METRICS_TOKEN", METRICS_TOKEN)
+    yield [SECRET, APP_KEY.splitlines()[1], LLM_KEY, METRICS_TOKEN]
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[ProcessPool]:
+    boundary = ProcessPool(
+        Limits(workers=1, deadline_seconds=60, cpu_seconds=1, memory_mb=512, pattern_seconds=0.5)
+    )
+    yield boundary
+    boundary.close()
+
+
+# --- the pool -------------------------------------------------------------------------------
+
+
+async def test_a_child_sees_no_secret_of_the_server_and_lives_in_its_own_directory(
+    pool: ProcessPool, secrets_in_environment: list[str]
+) -> None:
+    seen = await pool.run(LookAround())
+    assert not isinstance(seen, Tripped)
+    assert set(seen.environ) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "PYTHONDONTWRITEBYTECODE", "PWD"}
+    everything = json.dumps(seen.environ) + seen.tool_environ
+    assert [s for s in secrets_in_environment if s in everything] == []
+    assert seen.environ["HOME"] == seen.environ["TMPDIR"] == seen.cwd
+    assert seen.cwd != os.getcwd() and Path(seen.cwd).name.startswith("revbot-analysis-")
+    assert seen.limits == {
+        "as": 512 * 1024 * 1024,
+        "fsize": 64 * 1024 * 1024,
+        "nofile": 256,
+        "core": 0,
+        "cpu": seen.limits["cpu"],
+        "pgid_is_pid": 1,
+    }
+    assert seen.limits["cpu"] != -1  # a CPU budget is set for the job
+
+
+async def test_the_deadline_kills_the_child_and_a_new_one_takes_its_place(tmp_path: Path) -> None:
+    boundary = ProcessPool(Limits(workers=1, deadline_seconds=0.5))
+    try:
+        tripped = await boundary.run(Forever())
+        assert isinstance(tripped, Tripped) and tripped.limit is Limit.TIME
+        assert tripped.note() == "the analysis took longer than 0.5 s; nothing was analysed"
+        assert await boundary.run(Echo(7)) == 7
+        staged = await boundary.run(Forever(seconds=0.2))  # a stage's own limit, tighter than the job's
+        assert (
+            isinstance(staged, Tripped)
+            and staged.note() == "`waiting` took longer than 0.2 s; it was not done"
+        )
+        assert await boundary.run(Echo(8)) == 8
+    finally:
+        boundary.close()
+
+
+async def test_cpu_and_memory_limits_are_answers(pool: ProcessPool) -> None:
+    spun = await pool.run(Spin())
+    assert isinstance(spun, Tripped) and spun.limit is Limit.CPU
+    assert spun.note() == "the analysis used more than 1 s of CPU; nothing was analysed"
+    grown = await pool.run(Grow())
+    assert isinstance(grown, Tripped) and grown.limit is Limit.MEMORY
+    assert grown.note() == "`growing` needed more than 512 MB of memory; it was not done"
+    assert await pool.run(Echo(3)) == 3
+
+
+async def test_a_file_over_the_size_limit_is_an_answer() -> None:
+    boundary = ProcessPool(Limits(workers=1, file_size_mb=1))
+    try:
+        tripped = await boundary.run(Write(2))
+        assert isinstance(tripped, Tripped) and tripped.limit is Limit.FILE_SIZE
+        assert tripped.note() == "`writing` wrote a file larger than 1 MB; it was not done"
+        assert await boundary.run(Echo(5)) == 5
+    finally:
+        boundary.close()
+
+
+# --- review --git ----------------------------------------------------------------------------
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def hostile_repo(tmp_path: Path, pre_commit: str) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    (repo / "README.md").write_text("# r\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    for path, text in hostile_files(pre_commit).items():
+        assert text is not None
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "hostile")
+    return repo
+
+
+@pytest.mark.parametrize("variant", sorted(HOSTILE))
+def test_review_git_on_a_hostile_pull_request_ends_at_its_limits_with_notes(
+    tmp_path: Path, variant: str, secrets_in_environment: list[str]
+) -> None:
+    pre_commit, note = HOSTILE[variant]
+    repo = hostile_repo(tmp_path, pre_commit)
+    env = {**os.environ, "REVIEW_PATTERN_SECONDS": "0.5", "REVIEW_WORKERS": "1"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "review",
+            "--git",
+            "HEAD~1..HEAD",
+            "--repo",
+            str(repo),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr  # the undefined names are blockers: it was reviewed
+    result = json.loads(done.stdout)
+    notes = result["notes"]
+    for dropped in DROPPED:
+        assert dropped in notes
+    if note is not None:
+        assert any(note in n for n in notes), notes
+    else:
+        assert not any("took longer" in n for n in notes)
+    rules = {(f["path"], f["rule"]) for f in result["findings"]}
+    assert {(f"{A40}.py", "python/F821"), ("sub/m.py", "python/F821")} <= rules
+    assert [s for s in secrets_in_environment if s in done.stdout + done.stderr] == []
+
+
+# --- serve -----------------------------------------------------------------------------------
+
+
+async def post_signed(url: str, event: str, payload: dict[str, object], delivery: str) -> int:
+    body = json.dumps(payload).encode()
+    headers = {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery,
+        "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest(),
+        "Content-Type": "application/json",
+    }
+    timeout = aiohttp.ClientTimeout(total=10)  # GitHub gives a delivery 10 s
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.post(url, data=body, headers=headers) as response,
+    ):
+        return response.status
+
+
+def reset_peak_rss() -> None:
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM counts from here on
+
+
+def peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.parametrize("variant", ["backtracking", "alias-bomb"])
+async def test_serve_answers_deliveries_while_a_hostile_review_is_held_and_then_posts_its_limits(
+    tmp_path: Path, variant: str, secrets_in_environment: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    pre_commit, note = HOSTILE[variant]
+    assert note is not None
+    entered, release = tmp_path / "entered", tmp_path / "release"
+    os.mkfifo(entered)
+    os.mkfifo(release)
+    reset_peak_rss()
+    bot = BotHarness(tmp_path, env={"LLM_API_KEY": LLM_KEY, "METRICS_TOKEN": METRICS_TOKEN})
+    boundary = ProcessPool(Limits(workers=1, pattern_seconds=0.5))
+    number = bot.open_pull(hostile_files(pre_commit), author="alice")
+    await bot.start()
+    assert bot.runtime is not None
+    bot.runtime.reviewer = BuiltinReviewer(
+        [Gate(str(entered), str(release)), *default_analyzers()], boundary=boundary
+    )
+    try:
+        await bot.fake.request_review(REPO, number, "revbot", by="alice")
+        await asyncio.wait_for(asyncio.to_thread(entered.read_text), 120)  # the analysis is held
+        statuses = [
+            await post_signed(
+                bot.webhook_url, "ping", {"zen": "Keep it logically awesome.", "hook_id": n}, f"held-{n}"
+            )
+            for n in range(20)
+        ]
+        assert all(200 <= status < 300 for status in statuses), statuses
+        await asyncio.to_thread(release.write_text, "go")
+        await bot.drain(within=300)
+    finally:
+        with contextlib.suppress(OSError):  # never leave the child waiting on a gate
+            os.close(os.open(release, os.O_RDWR | os.O_NONBLOCK))
+        await bot.stop()
+        boundary.close()
+
+    [review] = [
+        c for c in bot.fake.calls if c.method == "POST" and c.path.endswith("/reviews") and c.status == 200
+    ]
+    body = review.body["body"]
+    assert note.replace("`", "") in body.replace("`", "")
+    for dropped in DROPPED:
+        assert dropped.replace("`", "") in body.replace("`", "")
+    assert "undefined_name" in json.dumps(review.body["comments"])  # the rest was reviewed
+    [check] = [c for c in bot.fake.calls if c.method == "PATCH" and c.body.get("status") == "completed"]
+    assert note.replace("`", "")[:40] in json.dumps(check.body).replace("`", "")
+    assert peak_rss_mb() < 300
+
+    sent = json.dumps([(c.path, c.body) for c in bot.fake.calls])
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    with sqlite3.connect(bot.database_path) as db:
+        tables = [t for (t,) in db.execute("select name from sqlite_master where type = 'table'")]
+        rows = json.dumps([list(map(str, r)) for t in tables for r in db.execute(f'select * from "{t}"')])
+    for secret in secrets_in_environment:
+        assert secret not in sent and secret not in logged and secret not in rows
+
+
+async def test_ruffs_stderr_reaches_neither_the_log_nor_the_review(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from app.review.local import context_from_git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    (repo / "README.md").write_text("# r\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    (repo / "ruff.toml").write_text('line-length = "quoted-back-by-ruff-on-stderr"\n')
+    (repo / "m.py").write_text("value = undefined_name\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bad config")
+    caplog.set_level("DEBUG")
+    result = await BuiltinReviewer().review(await context_from_git(repo, "HEAD~1", "HEAD"))
+    assert (
+        "ruff rejected the repository's configuration (`ruff.toml`); default rules used instead"
+        in result.notes
+    )
+    assert {f.rule for f in result.findings} == {"python/F821"}
+    said = json.dumps([result.summary, *result.notes, *(r.getMessage() for r in caplog.records)])
+    assert "quoted-back" not in said
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("REVIEW_WORKERS", "0"),
+        ("REVIEW_DEADLINE_SECONDS", "-1"),
+        ("REVIEW_MEMORY_MB", "12"),
+        ("REVIEW_PATTERN_SECONDS", "soon"),
+        ("REVIEW_RUFF_KEEP", "abc"),
+    ],
+)
+def test_a_bad_analysis_setting_stops_serve_and_review_with_one_line(name: str, value: str) -> None:
+    from app.config import ConfigError, load_settings
+    from tests.harness import APP_KEY
+
+    with pytest.raises(ConfigError) as raised:
+        load_settings({"APP_ID": "1", "PRIVATE_KEY": APP_KEY, "WEBHOOK_SECRET": "s", name: value})
+    assert raised.value.setting == name
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "review", "--git", "HEAD~1..HEAD"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, name: value},
+        timeout=120,
+    )
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"revbot: configuration error: {name}: ")
