@@ -329,9 +329,9 @@ class Runtime:
             "app_slug": known.slug if known else None,
             "delivery_recovery": self.housekeeping.status() if self.housekeeping else None,
         }
-        model = getattr(self.reviewer, "health", None)
+        model = self.reviewer.health()
         if model is not None:
-            health["llm"] = model()  # the model provider's last answer: ok, or failing since when
+            health["llm"] = dict(model)  # the model provider's last answer: ok, or failing since when
         return health
 
     async def stop(self) -> None:
@@ -345,9 +345,7 @@ class Runtime:
                 await self._identity_task
         if self.session is not None:
             await self.session.close()
-        close = getattr(self.reviewer, "aclose", None)
-        if close is not None:
-            await close()
+        await self.reviewer.aclose()
         await self.store.close()
 
 

@@ -24,7 +24,7 @@ from .analyzers.injection import body_findings
 from .analyzers.python import SYNTAX_RULE
 from .diff import PatchLines, parse_patch
 from .lintconfig import config_paths, lint_config, missing_extends
-from .model import Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
+from .model import Finding, PullContext, Reviewer, ReviewResult, Severity, Skipped, Verdict
 from .selection import looks_generated, select_files
 
 __all__ = ["FILE_LEVEL_RULES", "BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
@@ -34,8 +34,8 @@ FILE_LEVEL_RULES = frozenset({SYNTAX_RULE})
 GENERATED_HEADER = "generated (its header says do not edit)"
 
 
-class BuiltinReviewer:
-    """Implements ``model.Reviewer``."""
+class BuiltinReviewer(Reviewer):
+    """The offline engine: ``model.Reviewer``'s defaults (no model, no threads to judge)."""
 
     def __init__(self, analyzers: Sequence[Analyzer] | None = None) -> None:
         self.analyzers: list[Analyzer] = list(analyzers) if analyzers is not None else default_analyzers()

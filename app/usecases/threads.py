@@ -19,11 +19,10 @@ from .. import github, metrics
 from ..github import GitHubClient, ReviewThread
 from ..guards import BotIdentity, is_bot_author, is_bot_login
 from ..review import decide, render
-from ..review.llm import LlmReviewer
 from ..review.llm.prompt import hunk_listing, numbered
 from ..review.llm.reviewer import defuse_mentions
 from ..review.markers import FindingMarker, encode
-from ..review.model import ReviewResult
+from ..review.model import Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
 from .bot import Bot
 from .pull import analyse, build_context
 
@@ -80,8 +79,8 @@ async def verify_threads(
         threads = await open_bot_threads(
             gh, bot, repo=repo, pr_number=pr_number, root_comment_id=root_comment_id
         )
-    judge = bot.reviewer if isinstance(bot.reviewer, LlmReviewer) else None
-    model_threads = [t for t in threads if not decide.verifiable(t.finding)] if judge else []
+    judge = bot.reviewer
+    model_threads = [t for t in threads if not decide.verifiable(t.finding)] if judge.judges_threads() else []
     threads = [t for t in threads if decide.verifiable(t.finding)]
     if not threads and not model_threads:
         return
@@ -90,7 +89,7 @@ async def verify_threads(
     if pull.get("state") != "open":
         return
     head_sha = str(pull["head"]["sha"])
-    if judge is not None and model_threads:
+    if model_threads:
         await verify_model_threads(
             gh,
             bot,
@@ -108,9 +107,7 @@ async def verify_threads(
         config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
         pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
         # Built-in findings are re-checked by the analyzers that made them, never by a model.
-        result = await analyse(
-            pull_context, reviewer=judge.builtin if judge else bot.reviewer, analyses=bot.analyses
-        )
+        result = await analyse(pull_context, reviewer=judge.mechanical(), analyses=bot.analyses)
     earlier_replies: list[dict[str, Any]] | None = None
     for item in threads:
         status = decide.thread_status(item.finding, result)
@@ -248,7 +245,7 @@ def finding_text(root_body: str) -> str:
 async def verify_model_threads(
     gh: GitHubClient,
     bot: Bot,
-    judge: LlmReviewer,
+    judge: Reviewer,
     *,
     repo: str,
     pr_number: int,
@@ -273,21 +270,25 @@ async def verify_model_threads(
         changed = files.get(item.finding.path)
         blob = blobs.get(item.finding.path)
         if changed is None or changed.get("status") == "removed":
-            status, reason = "fixed", "the change to this file is gone at this head"
+            status, reason = ThreadStatus.FIXED, "the change to this file is gone at this head"
         else:
-            replies = thread_replies(comments, item, bot.identity)
             answer = await judge.judge_thread(
-                finding=f"{item.finding.path}:{item.finding.line}: {finding_text(item.thread.root_body)}",
-                replies=replies,
-                code=code_at_head(
-                    blob.text if blob is not None else None,
-                    patch=str(changed.get("patch") or ""),
-                    line=item.thread.line or item.finding.line,
-                ),
-                key_parts=(repo, str(item.thread.root_comment_id), head_sha, *replies),
-                installation_id=getattr(gh, "installation_id", None),
+                ThreadQuestion(
+                    repo=repo,
+                    pr_number=pr_number,
+                    thread_id=item.thread.root_comment_id,
+                    head_sha=head_sha,
+                    finding=f"{item.finding.path}:{item.finding.line}: {finding_text(item.thread.root_body)}",
+                    code=code_at_head(
+                        blob.text if blob is not None else None,
+                        patch=str(changed.get("patch") or ""),
+                        line=item.thread.line or item.finding.line,
+                    ),
+                    replies=tuple(thread_replies(comments, item, bot.identity)),
+                    installation_id=getattr(gh, "installation_id", None),
+                )
             )
-            if answer is None or answer.status == "cannot_tell":
+            if answer is None or answer.status is ThreadStatus.CANNOT_TELL:
                 log.info(
                     "thread %s: the model cannot tell at %s; leaving it", item.thread.node_id, head_sha[:12]
                 )
@@ -301,7 +302,7 @@ async def verify_model_threads(
             pr_number=pr_number,
             item=item,
             head_sha=head_sha,
-            fixed=status == "fixed",
+            fixed=status is ThreadStatus.FIXED,
             claimed=claimed,
             acknowledge=acknowledge,
             fixed_text=f"Looks fixed at {head_sha[:12]}: {said}",

@@ -28,7 +28,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from pydantic import ValidationError
@@ -38,7 +38,20 @@ from ..analyzers.injection import RULE as INJECTION_RULE
 from ..analyzers.secrets import redact_secrets
 from ..diff import PatchLines, parse_patch
 from ..engine import BuiltinReviewer, deduplicate, summarise, verdict_for
-from ..model import ChangedFile, Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
+from ..model import (
+    ChangedFile,
+    Finding,
+    ModelInputsReader,
+    PullContext,
+    Reviewer,
+    ReviewResult,
+    Severity,
+    Skipped,
+    ThreadJudgement,
+    ThreadQuestion,
+    ThreadStatus,
+    Verdict,
+)
 from ..selection import matching_pattern
 from . import prompt
 from .memory import InMemory, Memory
@@ -156,8 +169,8 @@ def clean_message(text: str) -> str:
     return defuse_mentions(flat)
 
 
-class LlmReviewer:
-    """Implements ``model.Reviewer``; ``builtin`` is the reviewer whose findings are facts."""
+class LlmReviewer(Reviewer):
+    """``model.Reviewer`` with a model; ``builtin`` is the reviewer whose findings are facts."""
 
     def __init__(
         self,
@@ -174,9 +187,22 @@ class LlmReviewer:
         self.builtin = builtin or BuiltinReviewer()
         self.clock = clock
         self._gate = asyncio.Semaphore(self.limits.concurrency)
-        self.tokens_used = 0  # since this reviewer was made (``eval`` reads it)
+        self._tokens = 0  # since this reviewer was made (``eval`` reads it)
         self._last_ok: float | None = None
         self._failing: tuple[float, str] | None = None  # since when, and the error
+
+    async def prepare(self, context: PullContext, inputs: ModelInputsReader) -> PullContext:
+        loaded = await inputs()
+        return replace(context, model=loaded.model, prior=loaded.prior)
+
+    def mechanical(self) -> Reviewer:
+        return self.builtin
+
+    def judges_threads(self) -> bool:
+        return True
+
+    def tokens_used(self) -> int:
+        return self._tokens
 
     def health(self) -> dict[str, object]:
         """For ``/healthz``: whether the provider's last request succeeded."""
@@ -416,7 +442,7 @@ class LlmReviewer:
         outcome.requests += 1
         outcome.input_tokens += reply.input_tokens
         outcome.output_tokens += reply.output_tokens
-        self.tokens_used += reply.input_tokens + reply.output_tokens
+        self._tokens += reply.input_tokens + reply.output_tokens
         return reply
 
     async def _ask(self, context: PullContext, group: Group, outcome: Outcome) -> str | None:
@@ -594,18 +620,23 @@ class LlmReviewer:
         return tuple(lines)
 
     # ---------------------------------------------------------------------- verification
-    async def judge_thread(
-        self,
-        *,
-        finding: str,
-        replies: Sequence[str],
-        code: str,
-        key_parts: Sequence[str],
-        installation_id: int | None = None,
-    ) -> ThreadAnswer | None:
-        """fixed / not fixed / cannot tell for one thread of the bot (None: no usable answer).
-        Cached by the thread, the head, the replies and the model."""
-        key = cache_key("thread", self.provider.name, self.provider.model, prompt.PROMPT_VERSION, *key_parts)
+    async def judge_thread(self, question: ThreadQuestion) -> ThreadJudgement | None:
+        answer = await self._judge_thread(question)
+        return None if answer is None else ThreadJudgement(ThreadStatus(answer.status), answer.reason)
+
+    async def _judge_thread(self, question: ThreadQuestion) -> ThreadAnswer | None:
+        """Cached by the thread, the head, the replies and the model."""
+        installation_id = question.installation_id
+        key = cache_key(
+            "thread",
+            self.provider.name,
+            self.provider.model,
+            prompt.PROMPT_VERSION,
+            question.repo,
+            str(question.thread_id),
+            question.head_sha,
+            *question.replies,
+        )
         stored = await self.memory.answer(key)
         if stored is not None:
             cached, _ = parse(stored, ThreadAnswer)
@@ -615,7 +646,9 @@ class LlmReviewer:
         if over is not None:
             log.info("thread verification by the model skipped: %s", over)
             return None
-        request = prompt.thread_request(finding=finding, replies=replies, code=code, schema=THREAD_SCHEMA)
+        request = prompt.thread_request(
+            finding=question.finding, replies=question.replies, code=question.code, schema=THREAD_SCHEMA
+        )
         outcome = Outcome()
         answer: ThreadAnswer | None = None
         try:
@@ -644,7 +677,7 @@ class LlmReviewer:
         outcome.requests += 1
         outcome.input_tokens += reply.input_tokens
         outcome.output_tokens += reply.output_tokens
-        self.tokens_used += reply.input_tokens + reply.output_tokens
+        self._tokens += reply.input_tokens + reply.output_tokens
         return reply
 
 
