@@ -108,6 +108,16 @@ llm_usage = Table(
     Column("requests", Integer, nullable=False, default=0),
 )
 
+llm_spend = Table(
+    "llm_spend",
+    metadata,
+    Column("scope", String(10), primary_key=True),  # "pull" or "person" (llm.memory.SpendScope)
+    Column("subject", String(300), primary_key=True),  # "owner/repo#N", "installation:login"
+    Column("day", String(10), primary_key=True),  # UTC, YYYY-MM-DD
+    Column("tokens", BigInteger, nullable=False, default=0),
+    Column("requests", Integer, nullable=False, default=0),
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -163,6 +173,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         3,
         "the delivery-recovery cursor; the model reviewer's answers and daily usage",
         create_tables("recovery_state", "llm_answers", "llm_usage"),
+    ),
+    Migration(
+        4, "the model reviewer's daily usage per pull request and per person", create_tables("llm_spend")
     ),
 )
 

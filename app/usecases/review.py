@@ -212,7 +212,11 @@ async def model_inputs(
             gh, repo=pull_context.repo, pr_number=int(pull_context.pr_number or 0)
         )
         for item in threads:
-            replies = tuple(thread_replies(comments, item, bot.identity))
+            replies = tuple(
+                thread_replies(
+                    comments, item, bot.identity, pr_author=pull_context.author_login, config=config
+                )
+            )
             prior.append(
                 PriorFinding(
                     rule=item.finding.rule,

@@ -54,7 +54,7 @@ from ..model import (
 )
 from ..selection import matching_pattern
 from . import prompt
-from .memory import InMemory, Memory
+from .memory import Charge, InMemory, Memory, SpendScope
 from .providers import Completion, Provider, ProviderError, estimate_tokens
 from .schema import (
     CATEGORIES,
@@ -83,7 +83,9 @@ class Limits:
     max_output_tokens: int = 4_096
     concurrency: int = 4
     max_tokens_per_review: int = 200_000
-    daily_token_budget: int = 0  # 0: no cap
+    daily_token_budget: int = 0  # per installation; 0: no cap
+    pull_daily_token_budget: int = 0  # per pull request
+    person_daily_token_budget: int = 0  # per person (and installation)
     price_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
 
@@ -129,6 +131,26 @@ def cache_key(*parts: str) -> str:
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+BUDGET_OF = {SpendScope.PULL: "this pull request's", SpendScope.PERSON: "this person's"}
+SETTING_OF = {
+    SpendScope.PULL: "LLM_PULL_DAILY_TOKEN_BUDGET",
+    SpendScope.PERSON: "LLM_PERSON_DAILY_TOKEN_BUDGET",
+}
+
+
+def charges_for(
+    installation_id: int | None, repo: str, pr_number: int | None, person: str | None
+) -> list[Charge]:
+    """What a model call is counted against beside the installation: the pull request, and the
+    person whose activity caused it (the author for a review, whoever asked for a judgement)."""
+    charges: list[Charge] = []
+    if pr_number is not None:
+        charges.append((SpendScope.PULL, f"{repo}#{pr_number}"))
+    if person:
+        charges.append((SpendScope.PERSON, f"{installation_id or 0}:{person.casefold()}"))
+    return charges
 
 
 def skip_reason(context: PullContext) -> str | None:
@@ -223,9 +245,10 @@ class LlmReviewer(Reviewer):
     # ------------------------------------------------------------------------------ review
     async def review(self, context: PullContext) -> ReviewResult:
         base = await self.builtin.review(context)
+        charges = charges_for(context.installation_id, context.repo, context.pr_number, context.author_login)
         reason = skip_reason(context)
         if reason is None:
-            reason = await self._over_budget(context.installation_id)
+            reason = await self._over_budget(context.installation_id, charges)
         if reason is not None:
             log.info("model review skipped: %s", reason)
             return self._combine(
@@ -236,7 +259,7 @@ class LlmReviewer(Reviewer):
         sections = await self._sections(context, base, outcome)
         pending = await self._cached(sections, outcome)
         groups = await self._groups(context, pending)
-        planned = self._plan(groups, outcome, await self._allowance(context))
+        planned = self._plan(groups, outcome, await self._allowance(context.installation_id, charges))
         results = await asyncio.gather(*(self._ask(context, group, outcome) for group in planned))
         failures = [note for note in results if note]
         notes += failures
@@ -247,6 +270,7 @@ class LlmReviewer(Reviewer):
                 input_tokens=outcome.input_tokens,
                 output_tokens=outcome.output_tokens,
                 requests=outcome.requests,
+                charges=charges,
             )
         log.info(
             "model review: %d files (%d cached) in %d requests, %d input + %d output tokens, %d not reviewed",
@@ -265,29 +289,42 @@ class LlmReviewer(Reviewer):
             )
         return self._combine(context, base, outcome, notes=notes)
 
-    async def _over_budget(self, installation_id: int | None) -> str | None:
-        budget = self.limits.daily_token_budget
-        if not budget:
-            return None
-        used = await self.memory.used_today(installation_id, self.clock())
-        if used >= budget:
-            return (
-                f"this installation's daily token budget is used up ({used:,} of {budget:,}, "
-                "LLM_DAILY_TOKEN_BUDGET)"
+    async def _budgets(
+        self, installation_id: int | None, charges: Sequence[Charge]
+    ) -> list[tuple[int, int, str, str]]:
+        """Each daily budget that applies: used today, the budget, whose it is, its setting."""
+        now = self.clock()
+        budgets: list[tuple[int, int, str, str]] = []
+        if self.limits.daily_token_budget:
+            used = await self.memory.used_today(installation_id, now)
+            budgets.append(
+                (used, self.limits.daily_token_budget, "this installation's", "LLM_DAILY_TOKEN_BUDGET")
             )
+        per = {
+            SpendScope.PULL: self.limits.pull_daily_token_budget,
+            SpendScope.PERSON: self.limits.person_daily_token_budget,
+        }
+        for scope, subject in charges:
+            if per[scope]:
+                used = await self.memory.used_by(scope, subject, now)
+                budgets.append((used, per[scope], BUDGET_OF[scope], SETTING_OF[scope]))
+        return budgets
+
+    async def _over_budget(self, installation_id: int | None, charges: Sequence[Charge]) -> str | None:
+        for used, budget, whose, setting in await self._budgets(installation_id, charges):
+            if used >= budget:
+                return f"{whose} daily token budget is used up ({used:,} of {budget:,}, {setting})"
         return None
 
-    async def _allowance(self, context: PullContext) -> tuple[int, str]:
+    async def _allowance(self, installation_id: int | None, charges: Sequence[Charge]) -> tuple[int, str]:
         """Tokens this review may use, and the setting that limits it."""
         cap, why = (
             self.limits.max_tokens_per_review,
             "the review's token cap was reached (LLM_MAX_TOKENS_PER_REVIEW)",
         )
-        if self.limits.daily_token_budget:
-            used = await self.memory.used_today(context.installation_id, self.clock())
-            left = max(0, self.limits.daily_token_budget - used)
-            if left < cap:
-                cap, why = left, "the installation's daily token budget was reached (LLM_DAILY_TOKEN_BUDGET)"
+        for used, budget, whose, setting in await self._budgets(installation_id, charges):
+            if budget - used < cap:
+                cap, why = max(0, budget - used), f"{whose} daily token budget was reached ({setting})"
         return cap, why
 
     async def _sections(self, context: PullContext, base: ReviewResult, outcome: Outcome) -> list[Section]:
@@ -625,7 +662,8 @@ class LlmReviewer(Reviewer):
         return None if answer is None else ThreadJudgement(ThreadStatus(answer.status), answer.reason)
 
     async def _judge_thread(self, question: ThreadQuestion) -> ThreadAnswer | None:
-        """Cached by the thread, the head, the replies and the model."""
+        """Cached by the thread, the head, the code, the replies and the model; counted against
+        the installation, the pull request and whoever asked."""
         installation_id = question.installation_id
         key = cache_key(
             "thread",
@@ -635,6 +673,9 @@ class LlmReviewer(Reviewer):
             question.repo,
             str(question.thread_id),
             question.head_sha,
+            question.finding,
+            question.code,
+            # Only replies by people who may ask reach here (``usecases.threads.thread_replies``).
             *question.replies,
         )
         stored = await self.memory.answer(key)
@@ -642,7 +683,8 @@ class LlmReviewer(Reviewer):
             cached, _ = parse(stored, ThreadAnswer)
             if cached is not None:
                 return cached
-        over = await self._over_budget(installation_id)
+        charges = charges_for(installation_id, question.repo, question.pr_number, question.asked_by)
+        over = await self._over_budget(installation_id, charges)
         if over is not None:
             log.info("thread verification by the model skipped: %s", over)
             return None
@@ -667,6 +709,7 @@ class LlmReviewer(Reviewer):
                     input_tokens=outcome.input_tokens,
                     output_tokens=outcome.output_tokens,
                     requests=outcome.requests,
+                    charges=charges,
                 )
         if answer is not None:
             await self.memory.remember(key, answer.model_dump_json())
