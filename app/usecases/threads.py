@@ -21,8 +21,8 @@ from ..config import RepoConfig
 from ..github import GitHubClient, ReviewThread
 from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
 from ..review import decide, render
+from ..review.llm.checks import defuse_mentions
 from ..review.llm.prompt import hunk_listing, numbered
-from ..review.llm.reviewer import defuse_mentions
 from ..review.markers import FindingMarker, encode
 from ..review.model import Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
 from .bot import Bot

@@ -25,8 +25,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
+import secrets
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -53,7 +54,8 @@ from ..model import (
     Verdict,
 )
 from ..selection import matching_pattern
-from . import prompt
+from . import prompt, trust
+from .checks import clean_message
 from .memory import Charge, InMemory, Memory, SpendScope
 from .providers import Completion, Provider, ProviderError, estimate_tokens
 from .schema import (
@@ -70,11 +72,8 @@ from .schema import (
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_CHARS = 600
 MAX_SUGGESTION_LINES = 50
 SEVERITY = {"blocker": Severity.BLOCKER, "concern": Severity.CONCERN, "nit": Severity.NIT}
-_MENTION = re.compile(r"(?<![\w`])@(?=[A-Za-z0-9])")
-_CODE_SPAN = re.compile(r"(`+).+?\1", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +122,10 @@ class Outcome:
     output_tokens: int = 0
     today: str = ""  # the installation's usage today, for the footer
     line_counts: dict[str, int] = field(default_factory=dict)  # path -> lines at head, when read
+    given: list[str] = field(default_factory=list)  # the files the model was to review
+    confirmed: set[str] = field(default_factory=set)  # ... that it said "reviewed, nothing found" for
+    injection: list[Finding] = field(default_factory=list)  # untrusted answers, steering reports
+    untrusted: int = 0  # answers without their request's canary
 
 
 def cache_key(*parts: str) -> str:
@@ -170,25 +173,6 @@ def skip_reason(context: PullContext) -> str | None:
     if author and author in {a.casefold() for a in options.skip_authors}:
         return f"its author {context.author_login} is in review.llm.skip.authors"
     return None
-
-
-def defuse_mentions(text: str) -> str:
-    """``@name`` outside code spans would ping someone: a zero-width joiner keeps it readable."""
-    out: list[str] = []
-    position = 0
-    for span in _CODE_SPAN.finditer(text):
-        out.append(_MENTION.sub("@\u2060", text[position : span.start()]))
-        out.append(span.group(0))
-        position = span.end()
-    out.append(_MENTION.sub("@\u2060", text[position:]))
-    return "".join(out)
-
-
-def clean_message(text: str) -> str:
-    flat = " ".join(redact_secrets(text).split())
-    if len(flat) > MAX_MESSAGE_CHARS:
-        flat = flat[: MAX_MESSAGE_CHARS - 1].rstrip() + "\u2026"
-    return defuse_mentions(flat)
 
 
 class LlmReviewer(Reviewer):
@@ -252,11 +236,16 @@ class LlmReviewer(Reviewer):
         if reason is not None:
             log.info("model review skipped: %s", reason)
             return self._combine(
-                context, base, Outcome(), notes=[f"the model did not review this pull request: {reason}"]
+                context,
+                base,
+                Outcome(),
+                notes=[f"the model did not review this pull request: {reason}"],
+                skipped=reason,
             )
         outcome = Outcome()
         notes: list[str] = []
         sections = await self._sections(context, base, outcome)
+        outcome.given = [s.file.path for s in sections]
         pending = await self._cached(sections, outcome)
         groups = await self._groups(context, pending)
         planned = self._plan(groups, outcome, await self._allowance(context.installation_id, charges))
@@ -391,10 +380,13 @@ class LlmReviewer(Reviewer):
                 continue
             outcome.cached += 1
             outcome.reviewed += 1
-            self._take(outcome, answer.findings, [section])
+            self._take(outcome, answer, [section])
         return pending
 
-    def _request(self, context: PullContext, sections: Sequence[Section]) -> prompt.Request:
+    def _request(
+        self, context: PullContext, sections: Sequence[Section], canary: str = "0" * 16
+    ) -> prompt.Request:
+        """``canary``: the real one for a request that is sent; a stand-in of its size to measure."""
         return prompt.review_request(
             title=context.title,
             body=context.body,
@@ -402,6 +394,7 @@ class LlmReviewer(Reviewer):
             sections=[s.text for s in sections],
             schema=FINDINGS_SCHEMA,
             max_findings=max(1, context.model.max_findings),
+            canary=canary,
         )
 
     async def _measure(self, context: PullContext, sections: Sequence[Section]) -> int:
@@ -484,7 +477,8 @@ class LlmReviewer(Reviewer):
 
     async def _ask(self, context: PullContext, group: Group, outcome: Outcome) -> str | None:
         """One request (and at most one repair); a note for the summary when it failed."""
-        request = self._request(context, group.sections)
+        canary, request_id = secrets.token_hex(8), uuid.uuid4().hex[:12]
+        request = self._request(context, group.sections, canary)
         names = ", ".join(group.paths[:5]) + (
             f" and {len(group.paths) - 5} more" if len(group.paths) > 5 else ""
         )
@@ -504,21 +498,47 @@ class LlmReviewer(Reviewer):
                 Skipped(p, "the model's answer was invalid twice (skipped)") for p in group.paths
             ]
             return f"the model's answer for {names} was invalid even after one repair, so it was skipped"
+        if answer.canary.strip() != canary:
+            # Steered off its instructions by what it read: nothing of this answer is used or kept.
+            log.warning(
+                "model answer without its request's canary: request %s (%s) for %s treated as untrusted",
+                request_id,
+                self.provider.model,
+                names,
+            )
+            outcome.untrusted += 1
+            outcome.injection.append(trust.untrusted_finding(group.paths, request_id))
+            outcome.not_reviewed += [
+                Skipped(p, f"the model's answer was not trustworthy (request {request_id})")
+                for p in group.paths
+            ]
+            return f"the model's answer for {names} was not trustworthy (request {request_id})"
         outcome.reviewed += len(group.sections)
-        self._take(outcome, answer.findings, group.sections)
+        self._take(outcome, answer, group.sections)
+        matched = sorted(c.path for c in answer.files) == sorted(group.paths)  # else nothing is confirmed
         for section in group.sections:
-            mine = [f for f in answer.findings if f.path == section.file.path]
-            await self.memory.remember(section.key, ModelAnswer(findings=mine).model_dump_json())
+            path = section.file.path
+            mine = ModelAnswer(
+                files=[c for c in answer.files if c.path == path] if matched else [],
+                findings=[f for f in answer.findings if f.path == path],
+                steering=[r for r in answer.steering if r.path == path],
+            )
+            await self.memory.remember(section.key, mine.model_dump_json())
         return None
 
     @staticmethod
-    def _take(outcome: Outcome, findings: Sequence[ModelFinding], sections: Sequence[Section]) -> None:
-        paths = {s.file.path for s in sections}
-        for f in findings:
+    def _take(outcome: Outcome, answer: ModelAnswer, sections: Sequence[Section]) -> None:
+        paths = [s.file.path for s in sections]
+        for f in answer.findings:
             if f.path in paths:
                 outcome.findings.append(f)
             else:
                 outcome.outside += 1
+        outcome.confirmed |= trust.confirmed(answer, paths)
+        outcome.injection += [
+            trust.steering_finding(report, paths=paths, line_counts=outcome.line_counts)
+            for report in answer.steering
+        ]
 
     # ---------------------------------------------------------------------------- combine
     def _check(
@@ -577,8 +597,15 @@ class LlmReviewer(Reviewer):
         return kept, dropped, merged
 
     def _combine(
-        self, context: PullContext, base: ReviewResult, outcome: Outcome, *, notes: list[str]
+        self,
+        context: PullContext,
+        base: ReviewResult,
+        outcome: Outcome,
+        *,
+        notes: list[str],
+        skipped: str | None = None,
     ) -> ReviewResult:
+        """``skipped``: why the model did not review the pull request at all."""
         checked, dropped, merged = self._check(context, outcome, base.findings)
         checked.sort(key=lambda item: (-item[1].severity, -item[0], item[1].path, item[1].line))
         cap = context.model.max_findings
@@ -606,20 +633,17 @@ class LlmReviewer(Reviewer):
         order = {f.path: i for i, f in enumerate(context.files)}
         findings = deduplicate(
             sorted(
-                [*base.findings, *shown],
+                [*base.findings, *shown, *outcome.injection],  # injection reports: never capped
                 key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule),
             )
         )
         incomplete = base.verdict is not verdict_for(base.findings)
         verdict = verdict_for(findings, incomplete=incomplete)
-        withhold = None
-        if outcome.reviewed and any(f.rule == INJECTION_RULE for f in findings):
-            withhold = (
-                f"this pull request holds text addressed to an AI reviewer ({INJECTION_RULE}) and a "
-                "language model reviewed it, so a person should look at it"
-            )
-            if verdict is Verdict.APPROVE:
-                verdict = Verdict.COMMENT
+        withhold = trust.injection_withheld(
+            {f.rule for f in findings}, model_read=outcome.reviewed > 0, tripwire=INJECTION_RULE
+        ) or trust.approval_withheld(skipped=skipped, given=outcome.given, confirmed=outcome.confirmed)
+        if withhold is not None and verdict is Verdict.APPROVE:
+            verdict = Verdict.COMMENT
         all_notes = [*base.notes, *notes, *extra]
         return ReviewResult(
             verdict=verdict,
