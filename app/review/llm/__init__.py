@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from .reviewer import Limits, LlmReviewer
+from .packing import Limits
+from .reviewer import LlmReviewer
 
 if TYPE_CHECKING:
     from ...config import LlmSettings

@@ -7,7 +7,7 @@ import enum
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -207,3 +207,14 @@ def problems(error: ValidationError | ValueError) -> str:
         parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()[:8]]
         return "; ".join(parts)
     return str(error)
+
+
+Answer = TypeVar("Answer", ModelAnswer, ThreadAnswer)
+
+
+def parse(text: str, model: type[Answer]) -> tuple[Answer | None, str]:
+    """The validated answer, or None and what was wrong with it."""
+    try:
+        return model.model_validate(extract_json(text)), ""
+    except (ValidationError, ValueError) as exc:
+        return None, problems(exc)
