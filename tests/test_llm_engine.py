@@ -463,7 +463,7 @@ def test_withheld_approval_turns_every_approval_into_a_comment() -> None:
 
 
 async def test_the_models_memory_on_each_database(db_url: str) -> None:
-    from app.review.llm.memory import DatabaseMemory
+    from app.review.llm.memory import DatabaseMemory, SpendScope
     from app.store import Store
 
     store = Store(db_url)
@@ -481,6 +481,15 @@ async def test_the_models_memory_on_each_database(db_url: str) -> None:
         assert await memory.used_today(7, day) == 155
         assert await memory.used_today(7, day + 86_400) == 0
         assert await memory.used_today(None, day) == 0
+        # Per pull request and person, in the same transaction as the installation's count.
+        pull, person = (SpendScope.PULL, "o/r#1"), (SpendScope.PERSON, "7:alice")
+        await memory.spend(7, day, input_tokens=10, output_tokens=2, requests=1, charges=[pull, person])
+        await memory.spend(7, day + 60, input_tokens=3, output_tokens=1, requests=1, charges=[pull])
+        assert await memory.used_by(SpendScope.PULL, "o/r#1", day) == 16
+        assert await memory.used_by(SpendScope.PERSON, "7:alice", day) == 12
+        assert await memory.used_by(SpendScope.PERSON, "7:alice", day + 86_400) == 0
+        assert await memory.used_by(SpendScope.PULL, "o/r#2", day) == 0
+        assert await memory.used_today(7, day) == 155 + 16
     finally:
         await store.close()
 
