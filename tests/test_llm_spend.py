@@ -10,10 +10,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from app.review.llm import LlmReviewer
-from app.review.llm.memory import Memory, SpendScope
+from app.review.llm.memory import InMemory, Memory, SpendScope
+from app.review.llm.packing import Budget, Limits, charges_for
 from app.store.schema import llm_spend, llm_usage
 from tests.fake_llm import Asked, FakeModelServer
 from tests.harness import INSTALLATION, REPO, BotHarness
@@ -168,3 +170,33 @@ async def test_model_calls_are_counted_per_pull_request_and_person_and_each_budg
     assert "this person's daily token budget is used up" in by_pr[third]["body"]
     assert "LLM_PERSON_DAILY_TOKEN_BUDGET" in by_pr[third]["body"]
     assert "daily token budget" not in by_pr[fourth]["body"]
+
+
+@pytest.mark.parametrize(
+    ("used", "expected_cap", "expected_why"),
+    [
+        ({}, 200_000, "LLM_MAX_TOKENS_PER_REVIEW"),
+        ({"installation": 4_950_000}, 50_000, "LLM_DAILY_TOKEN_BUDGET"),
+        ({"pull": 900_000}, 100_000, "LLM_PULL_DAILY_TOKEN_BUDGET"),
+        ({"person": 1_990_000, "pull": 900_000}, 10_000, "LLM_PERSON_DAILY_TOKEN_BUDGET"),
+        ({"pull": 2_000_000}, 0, "LLM_PULL_DAILY_TOKEN_BUDGET"),
+    ],
+)
+async def test_a_reviews_allowance_is_the_tightest_budget_left(
+    used: dict[str, int], expected_cap: int, expected_why: str
+) -> None:
+    limits = Limits(
+        daily_token_budget=5_000_000, pull_daily_token_budget=1_000_000, person_daily_token_budget=2_000_000
+    )
+    memory, now = InMemory(), 1_800_000_000.0
+    budget = Budget(limits, memory, clock=lambda: now)
+    charges = charges_for(INSTALLATION, REPO, 3, "Alice")
+    assert charges == [(SpendScope.PULL, f"{REPO}#3"), (SpendScope.PERSON, f"{INSTALLATION}:alice")]
+    scoped = {"pull": [charges[0]], "person": [charges[1]], "installation": []}
+    for scope, tokens in used.items():
+        await memory.spend(
+            INSTALLATION, now, input_tokens=tokens, output_tokens=0, requests=1, charges=scoped[scope]
+        )
+    cap, why = await budget.allowance(INSTALLATION, charges)
+    assert cap == expected_cap and expected_why in why
+    assert (await budget.over(INSTALLATION, charges) is None) == (expected_cap > 0)
