@@ -57,6 +57,8 @@ async def spend_rows(bot: BotHarness) -> dict[tuple[str, str], int]:
     return {(str(scope), str(subject)): int(tokens) for scope, subject, tokens in rows}
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_a_strangers_replies_trigger_no_judgement_and_never_reach_the_model(
     tmp_path: Path, model: FakeModelServer
 ) -> None:
@@ -95,6 +97,8 @@ async def test_a_strangers_replies_trigger_no_judgement_and_never_reach_the_mode
     assert not thread_of(bot, number, "src/b.py")[2]
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_model_calls_are_counted_per_pull_request_and_person_and_each_budget_stops_them(
     tmp_path: Path, model: FakeModelServer
 ) -> None:
