@@ -260,9 +260,7 @@ async def _eval_run(reviewer_name: str, cases: Sequence[Case], output: str) -> i
     try:
         report = await evaluate(cases, reviewer, label=label)
     finally:
-        close = getattr(reviewer, "aclose", None)
-        if close is not None:
-            await close()
+        await reviewer.aclose()
     print(report.as_json() if output == "json" else report.as_text())
     return 0
 

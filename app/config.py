@@ -156,6 +156,8 @@ class LlmSettings(BaseSettings):
     llm_concurrency: int = Field(default=4, ge=1, le=64)
     llm_max_tokens_per_review: int = Field(default=200_000, ge=1_000)
     llm_daily_token_budget: int = Field(default=5_000_000, ge=0)  # per installation; 0: no cap
+    llm_pull_daily_token_budget: int = Field(default=1_000_000, ge=0)  # per pull request; 0: no cap
+    llm_person_daily_token_budget: int = Field(default=2_000_000, ge=0)  # per person; 0: no cap
     llm_temperature: float | None = Field(default=None, ge=0, le=2)  # unset: the model's default
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     llm_max_retries: int = Field(default=4, ge=0, le=10)

@@ -304,9 +304,9 @@ class Runtime:
             "app_slug": known.slug if known else None,
             "delivery_recovery": self.housekeeping.status() if self.housekeeping else None,
         }
-        model = getattr(self.reviewer, "health", None)
+        model = self.reviewer.health()
         if model is not None:
-            health["llm"] = model()  # the model provider's last answer: ok, or failing since when
+            health["llm"] = dict(model)  # the model provider's last answer: ok, or failing since when
         return health
 
     async def stop(self) -> None:
@@ -323,9 +323,7 @@ class Runtime:
             await cancel_and_wait(self._identity_task, within=STOP_MARGIN)
         if self.session is not None:
             await self._bounded("the HTTP session", self.session.close())
-        close = getattr(self.reviewer, "aclose", None)
-        if close is not None:
-            await self._bounded("the reviewer", close())
+        await self._bounded("the reviewer", self.reviewer.aclose())
         await self._bounded("the database connections", self.store.close())
 
     @staticmethod

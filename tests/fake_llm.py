@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from aiohttp import web
 
 FILE_HEADER = re.compile(r"^### FILE (?P<path>\S+) \(", re.MULTILINE)
 ADDED_LINE = re.compile(r"^\s*(?P<line>\d+) \+ (?P<text>.*)$")
+CANARY = re.compile(r"check value is (?P<canary>[0-9a-f]+)\.")
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,11 @@ class Asked:
     system: str
     user: str
     raw: dict[str, Any]
+
+    def canary(self) -> str:
+        """The check value the system part asks the answer to echo ("" when there is none)."""
+        found = CANARY.search(self.system)
+        return found.group("canary") if found else ""
 
     def files(self) -> dict[str, list[tuple[int, str]]]:
         """Each file section of a review request: its added lines (head number, text)."""
@@ -54,10 +60,24 @@ class Reply:
 Script = Callable[[Asked], Reply]
 
 
+def answer(
+    asked: Asked, findings: Sequence[dict[str, Any]] = (), *, steering: Sequence[dict[str, Any]] = ()
+) -> Reply:
+    """An obedient model's answer: the request's canary echoed, and every file of the request in
+    the coverage list ("findings" where it reports some, "nothing_found" otherwise)."""
+    flagged = {f["path"] for f in findings}
+    files = [
+        {"path": path, "status": "findings" if path in flagged else "nothing_found"} for path in asked.files()
+    ]
+    return Reply(
+        {"canary": asked.canary(), "files": files, "findings": list(findings), "steering": list(steering)}
+    )
+
+
 def no_findings(asked: Asked) -> Reply:
     if asked.schema == "judge_thread":
         return Reply({"status": "cannot_tell", "reason": "no idea"})
-    return Reply({"findings": []})
+    return answer(asked)
 
 
 def proposed(path: str, line: int, **extra: Any) -> dict[str, Any]:
@@ -85,7 +105,7 @@ def flag_marked_lines(asked: Asked, marker: str = "# BUG") -> Reply:
         for number, text in lines
         if marker in text
     ]
-    return Reply({"findings": findings})
+    return answer(asked, findings)
 
 
 def free_port() -> int:

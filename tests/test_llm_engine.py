@@ -16,10 +16,11 @@ from app.config import Settings
 from app.review.analyzers.injection import scan_text
 from app.review.analyzers.secrets import base62_crc32, redact_secrets
 from app.review.llm import build_reviewer
+from app.review.llm.checks import defuse_mentions
 from app.review.llm.memory import InMemory
-from app.review.llm.reviewer import LlmReviewer, defuse_mentions, skip_reason
+from app.review.llm.reviewer import LlmReviewer, skip_reason
 from app.review.model import ChangedFile, FileContent, ModelOptions, PullContext, Severity, Verdict
-from tests.fake_llm import Asked, FakeModelServer, Reply, flag_marked_lines, proposed
+from tests.fake_llm import Asked, FakeModelServer, Reply, answer, flag_marked_lines, proposed
 
 
 def settings(model: FakeModelServer, provider: str = "openai", **extra: Any) -> Settings:
@@ -194,7 +195,7 @@ async def test_a_request_that_keeps_failing_is_named_and_the_builtin_review_stan
 
 def answering(*findings: dict[str, Any]) -> Any:
     def script(asked: Asked) -> Reply:
-        return Reply({"findings": list(findings)})
+        return answer(asked, findings)
 
     return script
 
@@ -397,7 +398,7 @@ async def test_requests_run_at_most_llm_concurrency_at_once(model: FakeModelServ
 
     model.hold = hold
     files = {f"src/m{n}.py": module(n) for n in range(12)}
-    reviewer = build_reviewer(settings(model, llm_max_input_tokens=1_500, llm_concurrency=2))
+    reviewer = build_reviewer(settings(model, llm_max_input_tokens=2_000, llm_concurrency=2))
     try:
         await reviewer.review(pull(files))
     finally:
@@ -408,9 +409,9 @@ async def test_requests_run_at_most_llm_concurrency_at_once(model: FakeModelServ
 
 
 async def test_plain_json_mode_sends_no_schema_format_and_reads_json_in_prose(model: FakeModelServer) -> None:
-    answer = proposed("src/a.py", 1, severity="nit")
+    found = proposed("src/a.py", 1, severity="nit")
     model.script = lambda asked: Reply(
-        text=f'Here you go:\n```json\n{{"findings": [{json.dumps(answer)}]}}\n```'
+        text=f"Here you go:\n```json\n{json.dumps(answer(asked, [found]).answer)}\n```"
     )
     reviewer = build_reviewer(settings(model, llm_structured_output="json", llm_temperature=0))
     try:
@@ -419,7 +420,7 @@ async def test_plain_json_mode_sends_no_schema_format_and_reads_json_in_prose(mo
         await reviewer.aclose()
     [asked] = model.reviews() or model.asked
     assert "response_format" not in asked.raw and asked.raw["temperature"] == 0
-    assert '"required":["findings"]' in asked.system, "the schema is in the instruction instead"
+    assert '"required":["canary","files","findings","steering"]' in asked.system, "schema in the text"
     assert [(f.rule, f.severity) for f in result.findings] == [("llm/logic", Severity.NIT)]
 
 
@@ -471,7 +472,7 @@ def test_withheld_approval_turns_every_approval_into_a_comment() -> None:
 
 @pytest.mark.slow
 async def test_the_models_memory_on_each_database(db_url: str) -> None:
-    from app.review.llm.memory import DatabaseMemory
+    from app.review.llm.memory import DatabaseMemory, SpendScope
     from app.store import Store
 
     store = Store(db_url)
@@ -489,6 +490,15 @@ async def test_the_models_memory_on_each_database(db_url: str) -> None:
         assert await memory.used_today(7, day) == 155
         assert await memory.used_today(7, day + 86_400) == 0
         assert await memory.used_today(None, day) == 0
+        # Per pull request and person, in the same transaction as the installation's count.
+        pull, person = (SpendScope.PULL, "o/r#1"), (SpendScope.PERSON, "7:alice")
+        await memory.spend(7, day, input_tokens=10, output_tokens=2, requests=1, charges=[pull, person])
+        await memory.spend(7, day + 60, input_tokens=3, output_tokens=1, requests=1, charges=[pull])
+        assert await memory.used_by(SpendScope.PULL, "o/r#1", day) == 16
+        assert await memory.used_by(SpendScope.PERSON, "7:alice", day) == 12
+        assert await memory.used_by(SpendScope.PERSON, "7:alice", day + 86_400) == 0
+        assert await memory.used_by(SpendScope.PULL, "o/r#2", day) == 0
+        assert await memory.used_today(7, day) == 155 + 16
     finally:
         await store.close()
 

@@ -17,7 +17,7 @@ from app.config import load_llm_settings
 from app.review.diff import parse_patch
 from app.review.evaluate import DEFAULT_CASES, evaluate, load_cases
 from app.review.llm import build_reviewer
-from tests.fake_llm import Asked, FakeModelServer, Reply, proposed
+from tests.fake_llm import Asked, FakeModelServer, Reply, answer, proposed
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED_KINDS = {
@@ -60,7 +60,7 @@ def scripted_model(wanted: set[tuple[str, str]]) -> object:
             for number, text in lines
             if (path, text.strip()) in wanted
         ]
-        return Reply({"findings": findings})
+        return answer(asked, findings)
 
     return script
 

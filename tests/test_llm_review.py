@@ -15,7 +15,7 @@ from app.review.llm import LlmReviewer
 from app.review.markers import FindingMarker
 from app.sandbox import Call
 from app.usecases.pull import AnalysisCache
-from tests.fake_llm import Asked, FakeModelServer, Reply, flag_marked_lines, no_findings, proposed
+from tests.fake_llm import Asked, FakeModelServer, Reply, answer, flag_marked_lines, no_findings, proposed
 from tests.harness import INSTALLATION, REPO, BotHarness
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -154,7 +154,9 @@ async def test_malformed_output_is_repaired_once_then_skipped_with_a_note(
         assert "comments" not in post.body
         assert "was invalid even after one repair, so it was skipped" in body
         assert "**Not reviewed by the model** (1 file):" in body
-        assert post.body["event"] == "APPROVE"  # the built-in review found nothing
+        # The built-in review found nothing, but the model's silence never approves (issue 22).
+        assert post.body["event"] == "COMMENT"
+        assert "**Not approving:** the model did not confirm 1 file as reviewed with nothing found" in body
 
 
 INJECTION_BODY = (
@@ -246,7 +248,9 @@ async def test_skip_rules_keep_the_builtin_review_and_say_why(tmp_path: Path, mo
         await bot.stop()
     assert model.asked == []
     assert "model did not review this pull request: its title contains '[chore]'" in post.body["body"]
-    assert post.body["event"] == "APPROVE"
+    # A skip rule the PR's title can trigger must not turn the built-in review into an approval.
+    assert post.body["event"] == "COMMENT"
+    assert "**Not approving:** the model did not review this pull request" in post.body["body"]
 
 
 async def test_over_the_daily_budget_the_builtin_review_runs_and_says_why(
@@ -268,7 +272,7 @@ async def test_over_the_daily_budget_the_builtin_review_runs_and_says_why(
         await bot.stop()
     assert model.asked == []
     assert "daily token budget is used up (50,000 of 50,000, LLM_DAILY_TOKEN_BUDGET)" in post.body["body"]
-    assert post.body["event"] == "APPROVE"
+    assert post.body["event"] == "COMMENT"  # the model's silence never approves
 
 
 def judge_by_code(asked: Asked) -> Reply:
@@ -376,14 +380,13 @@ async def test_a_model_finding_off_the_changed_lines_goes_to_the_body(
     tmp_path: Path, model: FakeModelServer
 ) -> None:
     base = "".join(f"value_{n} = {n}\n" for n in range(1, 41))
-    model.script = lambda asked: Reply(
-        {
-            "findings": [
-                proposed("src/values.py", 20, severity="concern"),  # the changed line: inline
-                proposed("src/values.py", 18),  # an unchanged line inside the hunk: body
-                proposed("src/values.py", 5),  # outside the diff: body
-            ]
-        }
+    model.script = lambda asked: answer(
+        asked,
+        [
+            proposed("src/values.py", 20, severity="concern"),  # the changed line: inline
+            proposed("src/values.py", 18),  # an unchanged line inside the hunk: body
+            proposed("src/values.py", 5),  # outside the diff: body
+        ],
     )
     bot = await start_bot(tmp_path, llm_env(model))
     bot.fake.push(REPO, "main", {"src/values.py": base})
@@ -454,4 +457,5 @@ async def test_a_120_file_pr_through_github_names_what_the_cap_left_unreviewed(
     assert unreviewed and sorted(sent + unreviewed) == sorted(files)
     assert f"**Not reviewed by the model** ({len(unreviewed)} files):" in body
     assert f"{len(unreviewed)} files not reviewed by the model" in body
-    assert post.body["event"] == "APPROVE"
+    assert post.body["event"] == "COMMENT"  # files the cap kept from the model are not approved
+    assert f"the model did not confirm {len(unreviewed)} files as reviewed with nothing found" in body

@@ -7,10 +7,9 @@ re-review (``usecases.review``); what checking means is ``usecases.threads.verif
 from __future__ import annotations
 
 from .. import github
-from ..commands import claims_fix
 from ..events import PullRequestEvent, ReviewCommentEvent
 from ..guards import is_bot_login
-from ..usecases.threads import verify_threads
+from ..usecases.threads import answer_reply, verify_threads
 from .concern import OrderedRouter
 from .context import Context
 
@@ -19,20 +18,23 @@ router = OrderedRouter()
 
 @router.register("pull_request_review_comment", action="created")
 async def on_thread_reply(event: ReviewCommentEvent, ctx: Context) -> None:
-    """A reply in a thread the bot opened is a cue to check that thread at the current head."""
+    """A reply in a thread the bot opened is a cue to check that thread at the current head
+    (if the replier may ask: ``answer_reply``)."""
     if event.in_reply_to_id is None or event.repo is None:
         return
     root = await github.get_review_comment(ctx.gh, repo=event.repo, comment_id=event.in_reply_to_id)
     if not is_bot_login((root.get("user") or {}).get("login"), ctx.bot.identity):
         return
-    await verify_threads(
+    await answer_reply(
         ctx.gh,
         ctx.bot,
         repo=event.repo,
         pr_number=event.pr_number,
         root_comment_id=event.in_reply_to_id,
-        claimed=claims_fix(event.body),
-        acknowledge=True,
+        body=event.body,
+        commenter=event.commenter_login,
+        association=event.commenter_association,
+        pr_author=event.author_login,
     )
 
 

@@ -27,7 +27,7 @@ from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob, config_contents
 from .isolation.limits import Tripped
 from .isolation.pool import Boundary, shared_pool
 from .lintconfig import config_paths
-from .model import Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
+from .model import Finding, PullContext, Reviewer, ReviewResult, Severity, Skipped, Verdict
 from .ruffpins import RuffPins
 from .selection import select_files
 
@@ -36,9 +36,10 @@ __all__ = ["BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
 MAX_TRIPS = 3  # stages left out, one by one, before the analysis is given up
 
 
-class BuiltinReviewer:
-    """Implements ``model.Reviewer``. Reads from GitHub in the serving process; evaluates what it
-    read only inside ``boundary`` (default: the process's pool, ``REVIEW_*`` settings)."""
+class BuiltinReviewer(Reviewer):
+    """The offline engine: ``model.Reviewer``'s defaults (no model, no threads to judge). Reads
+    from GitHub in the serving process; evaluates what it read only inside ``boundary`` (default:
+    the process's pool, ``REVIEW_*`` settings)."""
 
     def __init__(
         self,

@@ -176,13 +176,8 @@ async def _materialise(case: Case, repo: Path) -> None:
     await git(repo, "commit", "-q", "-m", "change")
 
 
-def tokens_used(reviewer: Reviewer) -> int:
-    """What the reviewer's model has used so far (the built-in reviewer uses none)."""
-    return int(getattr(reviewer, "tokens_used", 0))
-
-
 async def run_case(case: Case, reviewer: Reviewer) -> CaseResult:
-    before = tokens_used(reviewer)
+    before = reviewer.tokens_used()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="revbot-eval-") as tmp:
         repo = Path(tmp)
@@ -200,7 +195,7 @@ async def run_case(case: Case, reviewer: Reviewer) -> CaseResult:
         found=sum(1 for d in case.defects if d.found_by(result.findings)),
         blockers=sum(1 for f in result.findings if f.severity is Severity.BLOCKER),
         findings=len(result.findings),
-        tokens=tokens_used(reviewer) - before,
+        tokens=reviewer.tokens_used() - before,
         seconds=seconds,
     )
 

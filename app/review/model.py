@@ -172,5 +172,82 @@ class ReviewResult:
     usage: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ModelInputs:
+    """What only a reviewer that asks a model reads (gathered from GitHub by the use case, on
+    request: the built-in reviewer never pays for it)."""
+
+    model: ModelOptions = field(default_factory=ModelOptions)
+    prior: tuple[PriorFinding, ...] = ()
+
+
+ModelInputsReader = Callable[[], Awaitable[ModelInputs]]
+
+
+class ThreadStatus(enum.StrEnum):
+    FIXED = "fixed"
+    NOT_FIXED = "not_fixed"
+    CANNOT_TELL = "cannot_tell"
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadQuestion:
+    """One of the bot's open threads on a finding only a model can re-check (``llm/...``).
+
+    The judgement rests on ``code`` (the file at head around the line, and its diff); ``replies``
+    are untrusted context ("login: text", from people who may ask), never evidence, and never
+    part of what the answer is cached by."""
+
+    repo: str
+    pr_number: int
+    thread_id: int  # the thread's root comment id
+    head_sha: str
+    finding: str
+    code: str
+    replies: tuple[str, ...] = ()
+    installation_id: int | None = None
+    asked_by: str | None = None  # whose reply or command asked for the judgement (their limit)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadJudgement:
+    status: ThreadStatus
+    reason: str
+
+
 class Reviewer(Protocol):
+    """A review engine, chosen once (``runtime``, the CLI); callers use only these methods.
+
+    The bodies are the honest defaults of an engine without a model: subclass this protocol and
+    write ``review`` to add an engine; override the rest when it asks a model."""
+
     async def review(self, context: PullContext) -> ReviewResult: ...
+
+    async def prepare(self, context: PullContext, inputs: ModelInputsReader) -> PullContext:
+        """The context this engine reviews: a model reviewer reads ``inputs`` into it."""
+        return context
+
+    def mechanical(self) -> Reviewer:
+        """The engine whose findings are re-checked at head by the analyzers that made them
+        (a model never judges a built-in finding)."""
+        return self
+
+    def judges_threads(self) -> bool:
+        """Whether ``judge_thread`` can say more than "cannot tell" (worth reading the code)."""
+        return False
+
+    async def judge_thread(self, question: ThreadQuestion) -> ThreadJudgement | None:
+        """Fixed / not fixed / cannot tell for one thread on a model finding; None: no answer."""
+        return None
+
+    def health(self) -> Mapping[str, object] | None:
+        """For ``/healthz``: the state of what the engine depends on (None: nothing)."""
+        return None
+
+    def tokens_used(self) -> int:
+        """Model tokens used since the engine was made (``eval``)."""
+        return 0
+
+    async def aclose(self) -> None:
+        """Release what the engine holds (a model client's connections)."""
+        return None

@@ -112,6 +112,16 @@ llm_usage = Table(
     Column("requests", Integer, nullable=False, default=0),
 )
 
+llm_spend = Table(
+    "llm_spend",
+    metadata,
+    Column("scope", String(10), primary_key=True),  # "pull" or "person" (llm.memory.SpendScope)
+    Column("subject", String(300), primary_key=True),  # "owner/repo#N", "installation:login"
+    Column("day", String(10), primary_key=True),  # UTC, YYYY-MM-DD
+    Column("tokens", BigInteger, nullable=False, default=0),
+    Column("requests", Integer, nullable=False, default=0),
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -175,6 +185,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         create_tables("recovery_state", "llm_answers", "llm_usage"),
     ),
     Migration(4, "the body's digest on each delivery: a replayed body is a duplicate", _version_4),
+    Migration(
+        5, "the model reviewer's daily usage per pull request and per person", create_tables("llm_spend")
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version if MIGRATIONS else 1

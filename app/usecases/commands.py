@@ -57,7 +57,9 @@ async def answer_command(
                 gh, bot, repo=repo, pr_number=pr_number, trigger="mention", received_at=received_at
             )
         case Command.RESOLVE:
-            await verify_threads(gh, bot, repo=repo, pr_number=pr_number, claimed=True)
+            await verify_threads(
+                gh, bot, repo=repo, pr_number=pr_number, claimed=True, asked_by=comment.commenter_login
+            )
         case Command.HELP:
             text = HELP_TEXT.format(slug=bot.identity.slug, decoy=bot.identity.decoy_login)
             key = f"help:{comment.comment_id}"

@@ -25,9 +25,8 @@ from ..github import GitHubClient
 from ..guards import BotIdentity, is_bot_login
 from ..review import decide, render
 from ..review.diff import parse_patch
-from ..review.llm import LlmReviewer
 from ..review.markers import ReviewMarker
-from ..review.model import ModelOptions, PriorFinding, PullContext, ReviewResult
+from ..review.model import ModelInputs, ModelOptions, PriorFinding, PullContext, ReviewResult
 from .bot import Bot
 from .decoy import drop_decoy
 from .pull import analyse, build_context
@@ -123,9 +122,13 @@ async def review_pull(
     check_run_id = await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
     pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
     open_threads: list[OpenThread] | None = None
-    if isinstance(bot.reviewer, LlmReviewer):
+
+    async def read_model_inputs() -> ModelInputs:
+        nonlocal open_threads
         open_threads = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number)
-        pull_context = await with_model_inputs(gh, bot, pull_context, config=config, threads=open_threads)
+        return await model_inputs(gh, bot, pull_context, config=config, threads=open_threads)
+
+    pull_context = await bot.reviewer.prepare(pull_context, read_model_inputs)
     result = await analyse(pull_context, reviewer=bot.reviewer, analyses=bot.analyses)
     policy = policy_for(
         pull_context, config=config, approve=bot.settings.review_approve, identity=bot.identity
@@ -182,18 +185,18 @@ async def review_pull(
         )
 
 
-async def with_model_inputs(
+async def model_inputs(
     gh: GitHubClient,
     bot: Bot,
     pull_context: PullContext,
     *,
     config: RepoConfig,
     threads: Sequence[OpenThread],
-) -> PullContext:
-    """What only the model reviewer needs: the repository's options and review instructions (the
-    config's ``review.instructions`` and ``.github/{slug}-instructions.md``, both from the default
-    branch, never from the PR's head, and capped), and the bot's open findings with the replies in
-    their threads."""
+) -> ModelInputs:
+    """What only a model reviewer reads (``Reviewer.prepare`` asks for it): the repository's
+    options and review instructions (the config's ``review.instructions`` and
+    ``.github/{slug}-instructions.md``, both from the default branch, never from the PR's head,
+    and capped), and the bot's open findings with the replies in their threads."""
     inline = (config.review.instructions or "")[:MAX_INSTRUCTIONS_CHARS]
     from_file = await github.get_file_text(
         gh, repo=pull_context.repo, path=f".github/{bot.identity.slug}-instructions.md"
@@ -208,7 +211,11 @@ async def with_model_inputs(
             gh, repo=pull_context.repo, pr_number=int(pull_context.pr_number or 0)
         )
         for item in threads:
-            replies = tuple(thread_replies(comments, item, bot.identity))
+            replies = tuple(
+                thread_replies(
+                    comments, item, bot.identity, pr_author=pull_context.author_login, config=config
+                )
+            )
             prior.append(
                 PriorFinding(
                     rule=item.finding.rule,
@@ -218,8 +225,7 @@ async def with_model_inputs(
                     replies=replies[-5:],
                 )
             )
-    return replace(
-        pull_context,
+    return ModelInputs(
         model=ModelOptions(
             blockers=llm.blockers,
             max_findings=llm.max_findings,

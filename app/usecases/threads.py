@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import github, metrics
+from ..commands import claims_fix
+from ..config import RepoConfig
 from ..github import GitHubClient, ReviewThread
-from ..guards import BotIdentity, is_bot_author, is_bot_login
+from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
 from ..review import decide, render
-from ..review.llm import LlmReviewer
+from ..review.llm.checks import defuse_mentions
 from ..review.llm.prompt import hunk_listing, numbered
-from ..review.llm.reviewer import defuse_mentions
 from ..review.markers import FindingMarker, carries, encode
-from ..review.model import ReviewResult
+from ..review.model import Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
 from .bot import Bot
 from .pull import analyse, build_context
 
@@ -68,20 +69,22 @@ async def verify_threads(
     pull: Mapping[str, Any] | None = None,
     result: ReviewResult | None = None,
     threads: Sequence[OpenThread] | None = None,
+    asked_by: str | None = None,
 ) -> None:
     """Check the bot's open threads at the PR's head; resolve the fixed ones.
 
     ``claimed``: someone said the problems are fixed, so a problem still there is answered in
     its thread (once per head). ``acknowledge``: after resolving, say in the thread which commit
     fixed it (useful when someone replied; a push needs no words). ``threads``: the bot's open
-    threads when the caller has just read them.
+    threads when the caller has just read them. ``asked_by``: who asked (a reply, a command),
+    whose model budget a judgement counts against; the PR's author otherwise.
     """
     if threads is None:
         threads = await open_bot_threads(
             gh, bot, repo=repo, pr_number=pr_number, root_comment_id=root_comment_id
         )
-    judge = bot.reviewer if isinstance(bot.reviewer, LlmReviewer) else None
-    model_threads = [t for t in threads if not decide.verifiable(t.finding)] if judge else []
+    judge = bot.reviewer
+    model_threads = [t for t in threads if not decide.verifiable(t.finding)] if judge.judges_threads() else []
     threads = [t for t in threads if decide.verifiable(t.finding)]
     if not threads and not model_threads:
         return
@@ -90,7 +93,7 @@ async def verify_threads(
     if pull.get("state") != "open":
         return
     head_sha = str(pull["head"]["sha"])
-    if judge is not None and model_threads:
+    if model_threads:
         await verify_model_threads(
             gh,
             bot,
@@ -101,6 +104,8 @@ async def verify_threads(
             threads=model_threads,
             claimed=claimed,
             acknowledge=acknowledge,
+            asked_by=asked_by or (pull.get("user") or {}).get("login"),
+            pr_author=(pull.get("user") or {}).get("login"),
         )
     if not threads:
         return
@@ -108,9 +113,7 @@ async def verify_threads(
         config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
         pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
         # Built-in findings are re-checked by the analyzers that made them, never by a model.
-        result = await analyse(
-            pull_context, reviewer=judge.builtin if judge else bot.reviewer, analyses=bot.analyses
-        )
+        result = await analyse(pull_context, reviewer=judge.mechanical(), analyses=bot.analyses)
     earlier_replies: list[dict[str, Any]] | None = None
     for item in threads:
         status = decide.thread_status(item.finding, result)
@@ -141,6 +144,42 @@ async def verify_threads(
             ),
             earlier=earlier_replies,
         )
+
+
+async def answer_reply(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pr_number: int,
+    root_comment_id: int,
+    body: str,
+    commenter: str | None,
+    association: str | None,
+    pr_author: str | None,
+) -> None:
+    """A reply in one of the bot's threads: checked at head, if the replier may ask. A reply from
+    anyone else triggers nothing (no thread judgement, no model call: a stranger cannot spend
+    the installation's budget or steer a judgement)."""
+    config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
+    if not may_ask(
+        commenter=commenter,
+        association=association,
+        pr_author=pr_author,
+        allowed=config.review.allowed_associations,
+    ):
+        log.info("reply by %s in thread %s: may not ask; not checking it", commenter, root_comment_id)
+        return
+    await verify_threads(
+        gh,
+        bot,
+        repo=repo,
+        pr_number=pr_number,
+        root_comment_id=root_comment_id,
+        claimed=claims_fix(body),
+        acknowledge=True,
+        asked_by=commenter,
+    )
 
 
 async def conclude(
@@ -228,14 +267,27 @@ MAX_REPLY_CHARS = 800
 
 
 def thread_replies(
-    comments: Sequence[Mapping[str, Any]], item: OpenThread, identity: BotIdentity
+    comments: Sequence[Mapping[str, Any]],
+    item: OpenThread,
+    identity: BotIdentity,
+    *,
+    pr_author: str | None,
+    config: RepoConfig,
 ) -> list[str]:
-    """The replies of others in one of the bot's threads, "login: text", oldest first (capped)."""
+    """The replies in one of the bot's threads by people who may ask (the PR's author, and the
+    associations the repository allows), "login: text", oldest first (capped). A stranger's reply
+    is never shown to a model, nor part of what its answer is cached by."""
     return [
         f"{(c.get('user') or {}).get('login')}: {str(c.get('body') or '')[:MAX_REPLY_CHARS]}"
         for c in comments
         if c.get("in_reply_to_id") == item.thread.root_comment_id
         and not is_bot_login((c.get("user") or {}).get("login"), identity)
+        and may_ask(
+            commenter=(c.get("user") or {}).get("login"),
+            association=c.get("author_association"),
+            pr_author=pr_author,
+            allowed=config.review.allowed_associations,
+        )
     ]
 
 
@@ -248,7 +300,7 @@ def finding_text(root_body: str) -> str:
 async def verify_model_threads(
     gh: GitHubClient,
     bot: Bot,
-    judge: LlmReviewer,
+    judge: Reviewer,
     *,
     repo: str,
     pr_number: int,
@@ -256,6 +308,8 @@ async def verify_model_threads(
     threads: Sequence[OpenThread],
     claimed: bool,
     acknowledge: bool,
+    asked_by: str | None,
+    pr_author: str | None,
 ) -> None:
     """The model's findings (``llm/...``) can only be judged by a model: for each open thread it
     answers fixed / not fixed / cannot tell, given the finding, the replies and the code at head.
@@ -263,6 +317,7 @@ async def verify_model_threads(
     nothing. A reply is evidence of nothing: the model is told so, and judges the code."""
     files = {str(f["filename"]): f for f in await github.list_pull_files(gh, repo=repo, pr_number=pr_number)}
     comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
+    config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
     wanted = [
         t.finding.path
         for t in threads
@@ -273,21 +328,28 @@ async def verify_model_threads(
         changed = files.get(item.finding.path)
         blob = blobs.get(item.finding.path)
         if changed is None or changed.get("status") == "removed":
-            status, reason = "fixed", "the change to this file is gone at this head"
+            status, reason = ThreadStatus.FIXED, "the change to this file is gone at this head"
         else:
-            replies = thread_replies(comments, item, bot.identity)
             answer = await judge.judge_thread(
-                finding=f"{item.finding.path}:{item.finding.line}: {finding_text(item.thread.root_body)}",
-                replies=replies,
-                code=code_at_head(
-                    blob.text if blob is not None else None,
-                    patch=str(changed.get("patch") or ""),
-                    line=item.thread.line or item.finding.line,
-                ),
-                key_parts=(repo, str(item.thread.root_comment_id), head_sha, *replies),
-                installation_id=getattr(gh, "installation_id", None),
+                ThreadQuestion(
+                    repo=repo,
+                    pr_number=pr_number,
+                    thread_id=item.thread.root_comment_id,
+                    head_sha=head_sha,
+                    finding=f"{item.finding.path}:{item.finding.line}: {finding_text(item.thread.root_body)}",
+                    code=code_at_head(
+                        blob.text if blob is not None else None,
+                        patch=str(changed.get("patch") or ""),
+                        line=item.thread.line or item.finding.line,
+                    ),
+                    replies=tuple(
+                        thread_replies(comments, item, bot.identity, pr_author=pr_author, config=config)
+                    ),
+                    installation_id=getattr(gh, "installation_id", None),
+                    asked_by=asked_by,
+                )
             )
-            if answer is None or answer.status == "cannot_tell":
+            if answer is None or answer.status is ThreadStatus.CANNOT_TELL:
                 log.info(
                     "thread %s: the model cannot tell at %s; leaving it", item.thread.node_id, head_sha[:12]
                 )
@@ -301,7 +363,7 @@ async def verify_model_threads(
             pr_number=pr_number,
             item=item,
             head_sha=head_sha,
-            fixed=status == "fixed",
+            fixed=status is ThreadStatus.FIXED,
             claimed=claimed,
             acknowledge=acknowledge,
             fixed_text=f"Looks fixed at {head_sha[:12]}: {said}",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from .reviewer import Limits, LlmReviewer
+from .packing import Limits
+from .reviewer import LlmReviewer
 
 if TYPE_CHECKING:
     from ...config import LlmSettings
@@ -22,6 +23,8 @@ def limits_from(settings: LlmSettings) -> Limits:
         concurrency=settings.llm_concurrency,
         max_tokens_per_review=settings.llm_max_tokens_per_review,
         daily_token_budget=settings.llm_daily_token_budget,
+        pull_daily_token_budget=settings.llm_pull_daily_token_budget,
+        person_daily_token_budget=settings.llm_person_daily_token_budget,
         price_input_per_mtok=settings.llm_price_input_per_mtok,
         price_output_per_mtok=settings.llm_price_output_per_mtok,
     )

@@ -1,15 +1,16 @@
 """What the model reviewer keeps: answers by what was asked (so an unchanged file costs no
-tokens twice) and tokens used per installation and day (the daily budget).
+tokens twice) and tokens used per day by installation, by pull request and by person (the daily budgets).
 
-Two tables of the store's schema (``app/store/schema.py``, migration 3), used through
+Three tables of the store's schema (``app/store/schema.py``, migrations 3 and 4), used through
 ``store.engine`` off the ledger's hot path (single-statement upserts). ``InMemory`` is the same
 thing for the command line (``review``, ``eval``), where there is no database.
 """
 
 from __future__ import annotations
 
+import enum
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -17,11 +18,21 @@ from typing import Any, Protocol
 from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ...store.schema import llm_answers, llm_usage
+from ...store.schema import llm_answers, llm_spend, llm_usage
 
 
 def today(now: float) -> str:
     return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+
+
+class SpendScope(enum.StrEnum):
+    """Who else a model call is counted against, beside the installation."""
+
+    PULL = "pull"  # subject: "owner/repo#N"
+    PERSON = "person"  # subject: "installation:login" (casefolded)
+
+
+Charge = tuple[SpendScope, str]
 
 
 class Memory(Protocol):
@@ -31,8 +42,17 @@ class Memory(Protocol):
 
     async def used_today(self, installation_id: int | None, now: float) -> int: ...
 
+    async def used_by(self, scope: SpendScope, subject: str, now: float) -> int: ...
+
     async def spend(
-        self, installation_id: int | None, now: float, *, input_tokens: int, output_tokens: int, requests: int
+        self,
+        installation_id: int | None,
+        now: float,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        requests: int,
+        charges: Sequence[Charge] = (),
     ) -> None: ...
 
 
@@ -63,9 +83,34 @@ class DatabaseMemory:
             value = (await conn.execute(query)).scalar()
         return int(value or 0)
 
+    async def used_by(self, scope: SpendScope, subject: str, now: float) -> int:
+        query = select(llm_spend.c.tokens).where(
+            llm_spend.c.scope == scope.value, llm_spend.c.subject == subject, llm_spend.c.day == today(now)
+        )
+        async with self.engine.connect() as conn:
+            value = (await conn.execute(query)).scalar()
+        return int(value or 0)
+
     async def spend(
-        self, installation_id: int | None, now: float, *, input_tokens: int, output_tokens: int, requests: int
+        self,
+        installation_id: int | None,
+        now: float,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        requests: int,
+        charges: Sequence[Charge] = (),
     ) -> None:
+        tokens = input_tokens + output_tokens
+        charged = [
+            self._insert(llm_spend)
+            .values(scope=scope.value, subject=subject, day=today(now), tokens=tokens, requests=requests)
+            .on_conflict_do_update(
+                index_elements=[llm_spend.c.scope, llm_spend.c.subject, llm_spend.c.day],
+                set_={"tokens": llm_spend.c.tokens + tokens, "requests": llm_spend.c.requests + requests},
+            )
+            for scope, subject in charges
+        ]
         statement = self._insert(llm_usage).values(
             installation_id=installation_id or 0,
             day=today(now),
@@ -84,12 +129,15 @@ class DatabaseMemory:
                     },
                 )
             )
+            for each in charged:  # the same transaction: every budget counts the call, or none
+                await conn.execute(each)
 
 
 @dataclass
 class InMemory:
     answers: dict[str, str] = field(default_factory=dict)
     usage: dict[tuple[int, str], int] = field(default_factory=dict)
+    charged: dict[tuple[SpendScope, str, str], int] = field(default_factory=dict)
 
     async def answer(self, key: str) -> str | None:
         return self.answers.get(key)
@@ -100,8 +148,21 @@ class InMemory:
     async def used_today(self, installation_id: int | None, now: float) -> int:
         return self.usage.get((installation_id or 0, today(now)), 0)
 
+    async def used_by(self, scope: SpendScope, subject: str, now: float) -> int:
+        return self.charged.get((scope, subject, today(now)), 0)
+
     async def spend(
-        self, installation_id: int | None, now: float, *, input_tokens: int, output_tokens: int, requests: int
+        self,
+        installation_id: int | None,
+        now: float,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        requests: int,
+        charges: Sequence[Charge] = (),
     ) -> None:
         key = (installation_id or 0, today(now))
         self.usage[key] = self.usage.get(key, 0) + input_tokens + output_tokens
+        for scope, subject in charges:
+            day = (scope, subject, today(now))
+            self.charged[day] = self.charged.get(day, 0) + input_tokens + output_tokens

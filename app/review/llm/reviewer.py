@@ -1,23 +1,29 @@
 """The language-model reviewer (``REVIEWER=llm``): the built-in reviewer, plus a model.
 
+This module runs a review; the rest of the package holds the parts: ``prompt`` (what the model
+is shown), ``schema`` (what it must answer), ``packing`` (limits, daily budgets, requests),
+``client`` (the provider behind a gate, its health and usage), ``checks`` (model findings
+checked before posting), ``trust`` (canary, coverage and steering: what may approve),
+``judge`` (thread judgement) and ``memory`` (answers and usage kept).
+
 1. The built-in review runs first and always; its findings are never dropped and are given to
    the model as facts. Repository skip rules (drafts, title keywords, labels, authors) and the
-   installation's daily token budget may stop the model, never the built-in review: the summary
-   says why.
+   daily token budgets (installation, pull request, author) may stop the model, never the
+   built-in review: the summary says why.
 2. Each analysed file (minus ``review.llm.skip.paths``) becomes a section (``prompt``); a file
    whose answer is cached under (blob sha, its diff, prompt version, model; plus the replies in
    the bot's threads on that file, which the model must hear) costs nothing.
 3. The other sections are packed into requests under ``LLM_MAX_INPUT_TOKENS`` (the provider's
    tokenizer when its SDK has one, else bytes/4), planned in order against
-   ``LLM_MAX_TOKENS_PER_REVIEW`` (input plus the output allowance, so the cap holds), and sent
-   ``LLM_CONCURRENCY`` at a time. An invalid answer gets one repair request, then its files are
-   named as not reviewed.
-4. Every model finding is checked mechanically: a file of its request, a line of that file, a
-   known category, a capped message with secrets redacted and mentions defused. Severities are
-   capped at concern unless ``review.llm.blockers``; one on the line of a built-in finding merges
-   into it; the ``review.llm.max_findings`` most important are kept.
-5. The verdict comes from severities exactly as for the built-in reviewer; a PR holding text
-   addressed to an AI reviewer is never approved once the model has read it.
+   ``LLM_MAX_TOKENS_PER_REVIEW`` and the budgets (input plus the output allowance, so the cap
+   holds), and sent ``LLM_CONCURRENCY`` at a time. An invalid answer gets one repair request,
+   then its files are named as not reviewed; an answer without its request's canary is dropped.
+4. Every model finding is checked mechanically (``checks``); the ``review.llm.max_findings``
+   most important are kept; steering the model reports and untrusted answers are ``injection/``
+   concerns, never capped.
+5. The verdict comes from severities exactly as for the built-in reviewer, but approval also
+   needs the model to have confirmed every file it was given as reviewed with nothing found,
+   and a PR that tried to steer the model is never approved (``trust``).
 """
 
 from __future__ import annotations
@@ -25,72 +31,40 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
+import secrets
 import time
+import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 
-from ..analyzers import finding as make_finding
 from ..analyzers.injection import RULE as INJECTION_RULE
-from ..analyzers.secrets import redact_secrets
-from ..diff import PatchLines, parse_patch
+from ..diff import parse_patch
 from ..engine import BuiltinReviewer, deduplicate, summarise, verdict_for
-from ..model import ChangedFile, Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
-from ..selection import matching_pattern
-from . import prompt
-from .memory import InMemory, Memory
-from .providers import Completion, Provider, ProviderError, estimate_tokens
-from .schema import (
-    CATEGORIES,
-    FINDINGS_SCHEMA,
-    THREAD_SCHEMA,
-    ModelAnswer,
-    ModelFinding,
-    OutputSchema,
-    ThreadAnswer,
-    extract_json,
-    problems,
+from ..model import (
+    ChangedFile,
+    Finding,
+    ModelInputsReader,
+    PullContext,
+    Reviewer,
+    ReviewResult,
+    Skipped,
+    ThreadJudgement,
+    ThreadQuestion,
+    Verdict,
 )
+from ..selection import matching_pattern
+from . import prompt, trust
+from .checks import check_findings
+from .client import ModelClient, Tally, cache_key
+from .judge import ThreadJudge
+from .memory import InMemory, Memory
+from .packing import Budget, Group, Limits, Section, charges_for, pack, plan
+from .providers import Provider, ProviderError, estimate_tokens
+from .schema import FINDINGS_SCHEMA, ModelAnswer, ModelFinding, parse
 
 log = logging.getLogger(__name__)
-
-MAX_MESSAGE_CHARS = 600
-MAX_SUGGESTION_LINES = 50
-SEVERITY = {"blocker": Severity.BLOCKER, "concern": Severity.CONCERN, "nit": Severity.NIT}
-_MENTION = re.compile(r"(?<![\w`])@(?=[A-Za-z0-9])")
-_CODE_SPAN = re.compile(r"(`+).+?\1", re.DOTALL)
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    max_input_tokens: int = 24_000
-    max_output_tokens: int = 4_096
-    concurrency: int = 4
-    max_tokens_per_review: int = 200_000
-    daily_token_budget: int = 0  # 0: no cap
-    price_input_per_mtok: float = 0.0
-    price_output_per_mtok: float = 0.0
-
-
-@dataclass(slots=True)
-class Section:
-    file: ChangedFile
-    text: str
-    tokens: int
-    key: str  # cache key
-
-
-@dataclass(slots=True)
-class Group:
-    sections: list[Section]
-    tokens: int = 0
-
-    @property
-    def paths(self) -> list[str]:
-        return [s.file.path for s in self.sections]
 
 
 @dataclass(slots=True)
@@ -98,24 +72,17 @@ class Outcome:
     """What one review's model work produced."""
 
     findings: list[ModelFinding] = field(default_factory=list)
-    paths: dict[int, str] = field(default_factory=dict)  # id(finding) -> path it belongs to
     not_reviewed: list[Skipped] = field(default_factory=list)
     reviewed: int = 0
     outside: int = 0  # findings on a file the request did not show: dropped
     cached: int = 0
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    tally: Tally = field(default_factory=Tally)  # the requests sent and their tokens
     today: str = ""  # the installation's usage today, for the footer
     line_counts: dict[str, int] = field(default_factory=dict)  # path -> lines at head, when read
-
-
-def cache_key(*parts: str) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part.encode())
-        digest.update(b"\0")
-    return digest.hexdigest()
+    given: list[str] = field(default_factory=list)  # the files the model was to review
+    confirmed: set[str] = field(default_factory=set)  # ... that it said "reviewed, nothing found" for
+    injection: list[Finding] = field(default_factory=list)  # untrusted answers, steering reports
+    untrusted: int = 0  # answers without their request's canary
 
 
 def skip_reason(context: PullContext) -> str | None:
@@ -137,27 +104,8 @@ def skip_reason(context: PullContext) -> str | None:
     return None
 
 
-def defuse_mentions(text: str) -> str:
-    """``@name`` outside code spans would ping someone: a zero-width joiner keeps it readable."""
-    out: list[str] = []
-    position = 0
-    for span in _CODE_SPAN.finditer(text):
-        out.append(_MENTION.sub("@\u2060", text[position : span.start()]))
-        out.append(span.group(0))
-        position = span.end()
-    out.append(_MENTION.sub("@\u2060", text[position:]))
-    return "".join(out)
-
-
-def clean_message(text: str) -> str:
-    flat = " ".join(redact_secrets(text).split())
-    if len(flat) > MAX_MESSAGE_CHARS:
-        flat = flat[: MAX_MESSAGE_CHARS - 1].rstrip() + "\u2026"
-    return defuse_mentions(flat)
-
-
-class LlmReviewer:
-    """Implements ``model.Reviewer``; ``builtin`` is the reviewer whose findings are facts."""
+class LlmReviewer(Reviewer):
+    """``model.Reviewer`` with a model; ``builtin`` is the reviewer whose findings are facts."""
 
     def __init__(
         self,
@@ -173,96 +121,81 @@ class LlmReviewer:
         self.memory: Memory = memory or InMemory()
         self.builtin = builtin or BuiltinReviewer()
         self.clock = clock
-        self._gate = asyncio.Semaphore(self.limits.concurrency)
-        self.tokens_used = 0  # since this reviewer was made (``eval`` reads it)
-        self._last_ok: float | None = None
-        self._failing: tuple[float, str] | None = None  # since when, and the error
+        self.client = ModelClient(provider, concurrency=self.limits.concurrency, clock=clock)
+        self.budget = Budget(self.limits, self.memory, clock)
+        self.judge = ThreadJudge(self.client, budget=self.budget, memory=self.memory)
+
+    async def prepare(self, context: PullContext, inputs: ModelInputsReader) -> PullContext:
+        loaded = await inputs()
+        return replace(context, model=loaded.model, prior=loaded.prior)
+
+    def mechanical(self) -> Reviewer:
+        return self.builtin
+
+    def judges_threads(self) -> bool:
+        return True
+
+    async def judge_thread(self, question: ThreadQuestion) -> ThreadJudgement | None:
+        return await self.judge.judge(question)
+
+    def tokens_used(self) -> int:
+        return self.client.tokens_used
 
     def health(self) -> dict[str, object]:
         """For ``/healthz``: whether the provider's last request succeeded."""
-        if self._failing is not None:
-            since, error = self._failing
-            return {"status": "failing", "since": since, "error": error, "model": self.provider.model}
-        return {"status": "ok" if self._last_ok else "unused", "model": self.provider.model}
-
-    def _record(self, error: ProviderError | None) -> None:
-        if error is None:
-            self._last_ok, self._failing = self.clock(), None
-        elif self._failing is None:
-            self._failing = (self.clock(), str(error))
+        return self.client.health()
 
     async def aclose(self) -> None:
-        await self.provider.aclose()
+        await self.client.aclose()
 
     # ------------------------------------------------------------------------------ review
     async def review(self, context: PullContext) -> ReviewResult:
         base = await self.builtin.review(context)
+        charges = charges_for(context.installation_id, context.repo, context.pr_number, context.author_login)
         reason = skip_reason(context)
         if reason is None:
-            reason = await self._over_budget(context.installation_id)
+            reason = await self.budget.over(context.installation_id, charges)
         if reason is not None:
             log.info("model review skipped: %s", reason)
             return self._combine(
-                context, base, Outcome(), notes=[f"the model did not review this pull request: {reason}"]
+                context,
+                base,
+                Outcome(),
+                notes=[f"the model did not review this pull request: {reason}"],
+                skipped=reason,
             )
         outcome = Outcome()
         notes: list[str] = []
         sections = await self._sections(context, base, outcome)
+        outcome.given = [s.file.path for s in sections]
         pending = await self._cached(sections, outcome)
-        groups = await self._groups(context, pending)
-        planned = self._plan(groups, outcome, await self._allowance(context))
+        overhead = self._request(context, [])
+        groups = await pack(
+            pending,
+            limit=self.limits.max_input_tokens,
+            overhead=estimate_tokens(overhead.system + overhead.user),
+            measure=lambda sections: self._measure(context, sections),
+        )
+        planned, left_out = plan(
+            groups, self.limits, await self.budget.allowance(context.installation_id, charges)
+        )
+        outcome.not_reviewed += left_out
         results = await asyncio.gather(*(self._ask(context, group, outcome) for group in planned))
         failures = [note for note in results if note]
         notes += failures
-        if outcome.requests:
-            await self.memory.spend(
-                context.installation_id,
-                self.clock(),
-                input_tokens=outcome.input_tokens,
-                output_tokens=outcome.output_tokens,
-                requests=outcome.requests,
-            )
+        await self.budget.spend(context.installation_id, outcome.tally, charges)
         log.info(
             "model review: %d files (%d cached) in %d requests, %d input + %d output tokens, %d not reviewed",
             outcome.reviewed,
             outcome.cached,
-            outcome.requests,
-            outcome.input_tokens,
-            outcome.output_tokens,
+            outcome.tally.requests,
+            outcome.tally.input_tokens,
+            outcome.tally.output_tokens,
             len(outcome.not_reviewed),
         )
-        budget = self.limits.daily_token_budget
-        if budget and (outcome.requests or outcome.cached):
-            used = await self.memory.used_today(context.installation_id, self.clock())
-            outcome.today = (
-                f"today for this installation: {used:,} of {budget:,} tokens (LLM_DAILY_TOKEN_BUDGET)"
-            )
+        if outcome.tally.requests or outcome.cached:
+            outcome.today = await self.budget.today(context.installation_id)
         return self._combine(context, base, outcome, notes=notes)
-
-    async def _over_budget(self, installation_id: int | None) -> str | None:
-        budget = self.limits.daily_token_budget
-        if not budget:
-            return None
-        used = await self.memory.used_today(installation_id, self.clock())
-        if used >= budget:
-            return (
-                f"this installation's daily token budget is used up ({used:,} of {budget:,}, "
-                "LLM_DAILY_TOKEN_BUDGET)"
-            )
-        return None
-
-    async def _allowance(self, context: PullContext) -> tuple[int, str]:
-        """Tokens this review may use, and the setting that limits it."""
-        cap, why = (
-            self.limits.max_tokens_per_review,
-            "the review's token cap was reached (LLM_MAX_TOKENS_PER_REVIEW)",
-        )
-        if self.limits.daily_token_budget:
-            used = await self.memory.used_today(context.installation_id, self.clock())
-            left = max(0, self.limits.daily_token_budget - used)
-            if left < cap:
-                cap, why = left, "the installation's daily token budget was reached (LLM_DAILY_TOKEN_BUDGET)"
-        return cap, why
 
     async def _sections(self, context: PullContext, base: ReviewResult, outcome: Outcome) -> list[Section]:
         analysed = set(base.analysed)
@@ -328,10 +261,13 @@ class LlmReviewer:
                 continue
             outcome.cached += 1
             outcome.reviewed += 1
-            self._take(outcome, answer.findings, [section])
+            self._take(outcome, answer, [section])
         return pending
 
-    def _request(self, context: PullContext, sections: Sequence[Section]) -> prompt.Request:
+    def _request(
+        self, context: PullContext, sections: Sequence[Section], canary: str = "0" * 16
+    ) -> prompt.Request:
+        """``canary``: the real one for a request that is sent; a stand-in of its size to measure."""
         return prompt.review_request(
             title=context.title,
             body=context.body,
@@ -339,6 +275,7 @@ class LlmReviewer:
             sections=[s.text for s in sections],
             schema=FINDINGS_SCHEMA,
             max_findings=max(1, context.model.max_findings),
+            canary=canary,
         )
 
     async def _measure(self, context: PullContext, sections: Sequence[Section]) -> int:
@@ -348,89 +285,24 @@ class LlmReviewer:
         )
         return counted if counted is not None else estimate_tokens(request.system + request.user)
 
-    async def _groups(self, context: PullContext, sections: Sequence[Section]) -> list[Group]:
-        """Greedy packing in the PR's order on estimates; each request then measured (with the
-        provider's tokenizer where it has one) and halved while over the limit."""
-        if not sections:
-            return []
-        limit = self.limits.max_input_tokens
-        overhead = estimate_tokens(self._request(context, []).system + self._request(context, []).user)
-        groups: list[Group] = []
-        current: list[Section] = []
-        size = overhead
-        for section in sections:
-            if current and size + section.tokens > limit:
-                groups.append(Group(current))
-                current, size = [], overhead
-            current.append(section)
-            size += section.tokens
-        groups.append(Group(current))
-        measured: list[Group] = []
-        while groups:
-            group = groups.pop(0)
-            try:
-                group.tokens = await self._measure(context, group.sections)
-            except ProviderError:
-                group.tokens = overhead + sum(s.tokens for s in group.sections)
-            if group.tokens > limit and len(group.sections) > 1:
-                half = len(group.sections) // 2
-                groups[:0] = [Group(group.sections[:half]), Group(group.sections[half:])]
-                continue
-            measured.append(group)
-        return measured
-
-    def _plan(self, groups: Sequence[Group], outcome: Outcome, allowance: tuple[int, str]) -> list[Group]:
-        """The requests that fit, in order: a request is sent only if its input plus its output
-        allowance fits in what is left of the review's cap; the rest are named as not reviewed."""
-        planned: list[Group] = []
-        left, why = allowance
-        for group in groups:
-            if len(group.sections) == 1 and group.tokens > self.limits.max_input_tokens:
-                outcome.not_reviewed.append(
-                    Skipped(group.paths[0], "too large for one model request (LLM_MAX_INPUT_TOKENS)")
-                )
-                continue
-            cost = group.tokens + self.limits.max_output_tokens
-            if cost > left:
-                outcome.not_reviewed += [Skipped(path, why) for path in group.paths]
-                left = 0  # stop here: later requests must not jump the queue
-                continue
-            left -= cost
-            planned.append(group)
-        return planned
-
-    async def _call(self, request: prompt.Request, schema: OutputSchema, max_tokens: int) -> Completion:
-        async with self._gate:
-            try:
-                reply = await self.provider.complete(
-                    system=request.system, user=request.user, schema=schema, max_tokens=max_tokens
-                )
-            except ProviderError as exc:
-                self._record(exc)
-                raise
-        self._record(None)
-        return reply
-
-    async def _complete(self, request: prompt.Request, outcome: Outcome) -> Completion:
-        reply = await self._call(request, FINDINGS_SCHEMA, self.limits.max_output_tokens)
-        outcome.requests += 1
-        outcome.input_tokens += reply.input_tokens
-        outcome.output_tokens += reply.output_tokens
-        self.tokens_used += reply.input_tokens + reply.output_tokens
-        return reply
-
     async def _ask(self, context: PullContext, group: Group, outcome: Outcome) -> str | None:
         """One request (and at most one repair); a note for the summary when it failed."""
-        request = self._request(context, group.sections)
+        canary, request_id = secrets.token_hex(8), uuid.uuid4().hex[:12]
+        request = self._request(context, group.sections, canary)
         names = ", ".join(group.paths[:5]) + (
             f" and {len(group.paths) - 5} more" if len(group.paths) > 5 else ""
         )
         try:
-            reply = await self._complete(request, outcome)
+            reply = await self.client.ask(
+                request, FINDINGS_SCHEMA, self.limits.max_output_tokens, outcome.tally
+            )
             answer, problem = parse(reply.text, ModelAnswer)
             if answer is None:
                 log.warning("model answer invalid (%s); asking once to repair it", problem)
-                reply = await self._complete(prompt.repair_request(request, reply.text, problem), outcome)
+                repair = prompt.repair_request(request, reply.text, problem)
+                reply = await self.client.ask(
+                    repair, FINDINGS_SCHEMA, self.limits.max_output_tokens, outcome.tally
+                )
                 answer, problem = parse(reply.text, ModelAnswer)
         except ProviderError as exc:
             outcome.not_reviewed += [Skipped(p, f"the model request failed ({exc})") for p in group.paths]
@@ -441,82 +313,66 @@ class LlmReviewer:
                 Skipped(p, "the model's answer was invalid twice (skipped)") for p in group.paths
             ]
             return f"the model's answer for {names} was invalid even after one repair, so it was skipped"
+        if answer.canary.strip() != canary:
+            # Steered off its instructions by what it read: nothing of this answer is used or kept.
+            log.warning(
+                "model answer without its request's canary: request %s (%s) for %s treated as untrusted",
+                request_id,
+                self.provider.model,
+                names,
+            )
+            outcome.untrusted += 1
+            outcome.injection.append(trust.untrusted_finding(group.paths, request_id))
+            outcome.not_reviewed += [
+                Skipped(p, f"the model's answer was not trustworthy (request {request_id})")
+                for p in group.paths
+            ]
+            return f"the model's answer for {names} was not trustworthy (request {request_id})"
         outcome.reviewed += len(group.sections)
-        self._take(outcome, answer.findings, group.sections)
+        self._take(outcome, answer, group.sections)
+        matched = sorted(c.path for c in answer.files) == sorted(group.paths)  # else nothing is confirmed
         for section in group.sections:
-            mine = [f for f in answer.findings if f.path == section.file.path]
-            await self.memory.remember(section.key, ModelAnswer(findings=mine).model_dump_json())
+            path = section.file.path
+            mine = ModelAnswer(
+                files=[c for c in answer.files if c.path == path] if matched else [],
+                findings=[f for f in answer.findings if f.path == path],
+                steering=[r for r in answer.steering if r.path == path],
+            )
+            await self.memory.remember(section.key, mine.model_dump_json())
         return None
 
     @staticmethod
-    def _take(outcome: Outcome, findings: Sequence[ModelFinding], sections: Sequence[Section]) -> None:
-        paths = {s.file.path for s in sections}
-        for f in findings:
+    def _take(outcome: Outcome, answer: ModelAnswer, sections: Sequence[Section]) -> None:
+        paths = [s.file.path for s in sections]
+        for f in answer.findings:
             if f.path in paths:
                 outcome.findings.append(f)
             else:
                 outcome.outside += 1
-
-    # ---------------------------------------------------------------------------- combine
-    def _check(
-        self, context: PullContext, outcome: Outcome, builtin: Sequence[Finding]
-    ) -> tuple[list[tuple[float, Finding]], int, int]:
-        """Model findings that pass the mechanical checks, with their confidence; and how many
-        were dropped and how many merged into built-in findings."""
-        by_path = {s.path: s for s in context.files}
-        builtin_lines = {(f.path, f.line) for f in builtin} | {
-            (f.path, n) for f in builtin if f.start_line for n in range(f.start_line, f.line + 1)
-        }
-        texts: dict[str, PatchLines] = {}
-        kept: list[tuple[float, Finding]] = []
-        dropped, merged = outcome.outside, 0
-        for m in outcome.findings:
-            changed = by_path.get(m.path)
-            category = m.category.strip().lower()
-            message = clean_message(m.message)
-            if changed is None or category not in CATEGORIES or not message:
-                dropped += 1
-                continue
-            lines = texts.setdefault(m.path, parse_patch(changed.patch))
-            first, last = m.line, m.end_line if m.end_line and m.end_line >= m.line else m.line
-            if last > outcome.line_counts.get(m.path, last):
-                dropped += 1  # not a line of the file
-                continue
-            if last - first > MAX_SUGGESTION_LINES:
-                first = last
-            if (m.path, last) in builtin_lines or (m.path, first) in builtin_lines:
-                merged += 1
-                continue
-            severity = SEVERITY[m.severity]
-            if severity is Severity.BLOCKER and not context.model.blockers:
-                severity = Severity.CONCERN
-            suggestion = m.suggestion
-            if suggestion is not None and (
-                "<!--" in suggestion or "-->" in suggestion or redact_secrets(suggestion) != suggestion
-            ):
-                suggestion = None
-            flagged = "\n".join(lines.added_text.get(n, "") for n in range(first, last + 1)) or message
-            kept.append(
-                (
-                    m.confidence,
-                    make_finding(
-                        m.path,
-                        last,
-                        severity,
-                        f"llm/{category}",
-                        f"{message} (confidence {round(m.confidence * 100)}%)",
-                        flagged,
-                        start_line=first if first < last else None,
-                        suggestion=suggestion,
-                    ),
-                )
-            )
-        return kept, dropped, merged
+        outcome.confirmed |= trust.confirmed(answer, paths)
+        outcome.injection += [
+            trust.steering_finding(report, paths=paths, line_counts=outcome.line_counts)
+            for report in answer.steering
+        ]
 
     def _combine(
-        self, context: PullContext, base: ReviewResult, outcome: Outcome, *, notes: list[str]
+        self,
+        context: PullContext,
+        base: ReviewResult,
+        outcome: Outcome,
+        *,
+        notes: list[str],
+        skipped: str | None = None,
     ) -> ReviewResult:
-        checked, dropped, merged = self._check(context, outcome, base.findings)
+        """``skipped``: why the model did not review the pull request at all."""
+        checked, dropped, merged = check_findings(
+            outcome.findings,
+            files=context.files,
+            builtin=base.findings,
+            line_counts=outcome.line_counts,
+            blockers=context.model.blockers,
+        )
+        dropped += outcome.outside
         checked.sort(key=lambda item: (-item[1].severity, -item[0], item[1].path, item[1].line))
         cap = context.model.max_findings
         shown = [f for _, f in checked[:cap]]
@@ -543,20 +399,17 @@ class LlmReviewer:
         order = {f.path: i for i, f in enumerate(context.files)}
         findings = deduplicate(
             sorted(
-                [*base.findings, *shown],
+                [*base.findings, *shown, *outcome.injection],  # injection reports: never capped
                 key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule),
             )
         )
         incomplete = base.verdict is not verdict_for(base.findings)
         verdict = verdict_for(findings, incomplete=incomplete)
-        withhold = None
-        if outcome.reviewed and any(f.rule == INJECTION_RULE for f in findings):
-            withhold = (
-                f"this pull request holds text addressed to an AI reviewer ({INJECTION_RULE}) and a "
-                "language model reviewed it, so a person should look at it"
-            )
-            if verdict is Verdict.APPROVE:
-                verdict = Verdict.COMMENT
+        withhold = trust.injection_withheld(
+            {f.rule for f in findings}, model_read=outcome.reviewed > 0, tripwire=INJECTION_RULE
+        ) or trust.approval_withheld(skipped=skipped, given=outcome.given, confirmed=outcome.confirmed)
+        if withhold is not None and verdict is Verdict.APPROVE:
+            verdict = Verdict.COMMENT
         all_notes = [*base.notes, *notes, *extra]
         return ReviewResult(
             verdict=verdict,
@@ -577,83 +430,19 @@ class LlmReviewer:
         )
 
     def _usage(self, outcome: Outcome) -> tuple[str, ...]:
-        if not (outcome.requests or outcome.cached):
+        tally = outcome.tally
+        if not (tally.requests or outcome.cached):
             return ()
         lines = [
             f"model: {self.provider.name} {self.provider.model}",
-            f"requests: {outcome.requests} ({outcome.cached} file"
+            f"requests: {tally.requests} ({outcome.cached} file"
             f"{'s' if outcome.cached != 1 else ''} from cache)",
-            f"tokens: {outcome.input_tokens:,} input, {outcome.output_tokens:,} output",
+            f"tokens: {tally.input_tokens:,} input, {tally.output_tokens:,} output",
         ]
         price_in, price_out = self.limits.price_input_per_mtok, self.limits.price_output_per_mtok
         if price_in or price_out:
-            cost = (outcome.input_tokens * price_in + outcome.output_tokens * price_out) / 1_000_000
+            cost = (tally.input_tokens * price_in + tally.output_tokens * price_out) / 1_000_000
             lines.append(f"cost: ${cost:.4f}")
         if outcome.today:
             lines.append(outcome.today)
         return tuple(lines)
-
-    # ---------------------------------------------------------------------- verification
-    async def judge_thread(
-        self,
-        *,
-        finding: str,
-        replies: Sequence[str],
-        code: str,
-        key_parts: Sequence[str],
-        installation_id: int | None = None,
-    ) -> ThreadAnswer | None:
-        """fixed / not fixed / cannot tell for one thread of the bot (None: no usable answer).
-        Cached by the thread, the head, the replies and the model."""
-        key = cache_key("thread", self.provider.name, self.provider.model, prompt.PROMPT_VERSION, *key_parts)
-        stored = await self.memory.answer(key)
-        if stored is not None:
-            cached, _ = parse(stored, ThreadAnswer)
-            if cached is not None:
-                return cached
-        over = await self._over_budget(installation_id)
-        if over is not None:
-            log.info("thread verification by the model skipped: %s", over)
-            return None
-        request = prompt.thread_request(finding=finding, replies=replies, code=code, schema=THREAD_SCHEMA)
-        outcome = Outcome()
-        answer: ThreadAnswer | None = None
-        try:
-            reply = await self._judge(request, outcome)
-            answer, problem = parse(reply.text, ThreadAnswer)
-            if answer is None:
-                reply = await self._judge(prompt.repair_request(request, reply.text, problem), outcome)
-                answer, problem = parse(reply.text, ThreadAnswer)
-        except ProviderError as exc:
-            log.warning("thread verification by the model failed: %s", exc)
-        finally:
-            if outcome.requests:
-                await self.memory.spend(
-                    installation_id,
-                    self.clock(),
-                    input_tokens=outcome.input_tokens,
-                    output_tokens=outcome.output_tokens,
-                    requests=outcome.requests,
-                )
-        if answer is not None:
-            await self.memory.remember(key, answer.model_dump_json())
-        return answer
-
-    async def _judge(self, request: prompt.Request, outcome: Outcome) -> Completion:
-        reply = await self._call(request, THREAD_SCHEMA, 512)
-        outcome.requests += 1
-        outcome.input_tokens += reply.input_tokens
-        outcome.output_tokens += reply.output_tokens
-        self.tokens_used += reply.input_tokens + reply.output_tokens
-        return reply
-
-
-M = TypeVar("M", ModelAnswer, ThreadAnswer)
-
-
-def parse(text: str, model: type[M]) -> tuple[M | None, str]:
-    """The validated answer, or None and what was wrong with it."""
-    try:
-        return model.model_validate(extract_json(text)), ""
-    except (ValidationError, ValueError) as exc:
-        return None, problems(exc)
