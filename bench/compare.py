@@ -74,7 +74,7 @@ def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path
     the event loop ``loop`` (``EVENT_LOOP``)."""
     port = free_port()
     if database == "sqlite":
-        url = f"sqlite:///{work / f'bench-{rnd}.sqlite3'}"
+        url = f"sqlite:///{work / f'bench-{rnd}-{loop}.sqlite3'}"
     else:
         url = PG_URL
         reset_postgres(url)
