@@ -18,6 +18,7 @@ Ratios within one round; ``--rounds`` shows the noise. A script, not a test:
     cp -r ../shared/bench /tmp/bench && cp -r ../shared/conformance /tmp/conformance
     (cd /tmp/bench && ./setup.sh)
     python bench/door_during_reviews.py [--rounds 3] [--duration 10] [--reviews 8] [--files 250]
+                                        [--profile]   # py-spy the server during the reviews
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from review_latency import REPO, SLUG, files_for  # this script's directory is on sys.path
+from profile_ack import PY_SPY, tally  # this script's directory is on sys.path
+from review_latency import REPO, SLUG, files_for
 from webhook_ack import free_port
 
 from app.sandbox import FakeGitHub
@@ -110,6 +112,7 @@ async def main() -> int:
     parser.add_argument("--conns", type=int, default=16)
     parser.add_argument("--reviews", type=int, default=8)
     parser.add_argument("--files", type=int, default=250)
+    parser.add_argument("--profile", action="store_true", help="py-spy the server while the reviews run")
     args = parser.parse_args()
     if not (HARNESS / ".work" / "payload.json").exists():
         print(f"needs the shared harness set up in {HARNESS} (see this script's docstring)", file=sys.stderr)
@@ -182,10 +185,20 @@ async def one_round(rnd: int, args: argparse.Namespace, work: Path) -> tuple[flo
             all_posted.set()
 
         watcher = asyncio.create_task(watch())
+        spy = None
+        if args.profile:
+            spy = await asyncio.create_subprocess_exec(
+                str(PY_SPY), "record", "--pid", str(server.pid), "--rate", "100", "--format", "raw",
+                "--output", str(work / "during.txt"), "--nonblocking", "--subprocesses",
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+            )  # fmt: skip
         load_started = time.monotonic()
         busy, asked = await asyncio.gather(wrk(port, args.conns, REVIEW_BOUND, all_posted), request_reviews())
         load_ended = time.monotonic()
         await asyncio.wait_for(watcher, timeout=REVIEW_BOUND)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            await spy.wait()
         posted = sorted(t - asked for t in seen.values())
         in_window = sum(1 for t in posted if asked + t <= load_ended)
         await drain(database)
@@ -209,6 +222,11 @@ async def one_round(rnd: int, args: argparse.Namespace, work: Path) -> tuple[flo
         f"round {rnd}: reviews posted {posted[0]:.1f}-{posted[-1]:.1f} s after they were asked, "
         f"{in_window} of {len(numbers)} within the {window:.1f} s load window"
     )
+    if args.profile:
+        samples, own, _total = tally(work / "during.txt")
+        print(f"round {rnd}: py-spy while the reviews ran, {samples} samples, top own time:")
+        for name, n in own.most_common(15):
+            print(f"  {100 * n / samples:5.1f}%  {name}")
     return p99_idle, p99_busy
 
 

@@ -34,6 +34,24 @@ def frame_name(frame: str) -> str:
     return f"{name} ({Path(where.rstrip(')').rsplit(':', 1)[0]).name})" if where else name
 
 
+def tally(raw: Path) -> tuple[int, Counter[str], Counter[str]]:
+    """py-spy's raw (collapsed) output: samples, and per function its own and its total samples."""
+    own: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    samples = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = [frame_name(f) for f in stack.split(";") if f]
+        if not frames:
+            continue
+        n = int(count)
+        samples += n
+        own[frames[-1]] += n
+        for name in set(frames):
+            total[name] += n
+    return samples, own, total
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=8)
@@ -82,19 +100,7 @@ def main() -> int:
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)
-        own: Counter[str] = Counter()
-        total: Counter[str] = Counter()
-        samples = 0
-        for line in raw.read_text().splitlines():
-            stack, _, count = line.rpartition(" ")
-            frames = [frame_name(f) for f in stack.split(";") if f]
-            if not frames:
-                continue
-            n = int(count)
-            samples += n
-            own[frames[-1]] += n
-            for name in set(frames):
-                total[name] += n
+        samples, own, total = tally(raw)
     bench = next((line for line in out.splitlines() if line.startswith("BENCH")), "BENCH (none)")
     which = "GIL held" if args.gil else "all threads"
     print(f"{samples} samples over {args.seconds} s at c64 ({which}); {bench}")
