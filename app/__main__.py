@@ -47,20 +47,22 @@ def _settings_or_exit() -> tuple[Settings, str]:
 def _run_service(command: str) -> int:
     """``serve`` or ``worker`` until SIGTERM. A failure to start (or an unexpected stop) is one
     line on stderr naming the problem, exit status 1; the traceback only with LOG_LEVEL=debug."""
+    from . import eventloop
     from .runtime import Runtime, StartupError, one_line, serve, work
 
     settings, pem = _settings_or_exit()
-    problem = ephemeral_sqlite_problem(settings, os.environ)
-    if problem is not None:
+    loop = eventloop.chosen(settings.event_loop, installed=eventloop.uvloop_installed())
+    problem = ephemeral_sqlite_problem(settings, os.environ) or (None if loop else eventloop.NOT_INSTALLED)
+    if problem is not None or loop is None:
         print(f"revbot: configuration error: {problem}", file=sys.stderr)
         return EXIT_CONFIG
     setup_logging(settings.log_level_number)
     try:
         runtime = Runtime(settings, pem)
         if command == "serve":
-            asyncio.run(serve(runtime, host=settings.host, port=settings.port))
+            eventloop.run(serve(runtime, host=settings.host, port=settings.port), loop=loop)
         else:
-            asyncio.run(work(runtime))
+            eventloop.run(work(runtime), loop=loop)
     except Exception as exc:  # noqa: BLE001 - the process boundary: one line, not a traceback
         reason = str(exc) if isinstance(exc, StartupError) else f"stopped unexpectedly: {one_line(exc)}"
         print(f"revbot: {reason}", file=sys.stderr)

@@ -29,6 +29,8 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
+from .eventloop import EventLoop
+
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_DATABASE_PATH = Path("data") / "revbot.sqlite3"
 MAX_BODY_BYTES = 25 * 1024 * 1024
@@ -244,6 +246,7 @@ class Settings(LlmSettings, AnalysisSettings):
     health_worker_stall_seconds: float = Field(default=60.0, gt=0)
     health_queue_delay_seconds: float = Field(default=600.0, gt=0)
     database_startup_timeout: float = Field(default=30.0, ge=0)
+    event_loop: EventLoop = EventLoop.AUTO
 
     @field_validator(
         "private_key",

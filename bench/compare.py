@@ -12,6 +12,7 @@ the ratios, and those checks. A script, not a test.
     cp -r ../shared/bench /tmp/bench && cp -r ../shared/conformance /tmp/conformance
     (cd /tmp/bench && ./setup.sh)
     python bench/compare.py [--databases sqlite postgresql] [--conns 16,64] [--rounds 1] [--rss]
+                            [--loops uvloop,asyncio]
 
 PostgreSQL: ``BENCH_DATABASE_URL_PG`` (default: the local server's ``revbot_bench`` database,
 which is emptied first).
@@ -68,11 +69,12 @@ def reset_postgres(url: str) -> None:
     subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {name}"], check=True)
 
 
-def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path) -> None:
-    """One round: a fresh revbot (empty database, idle while the floor and Probot are loaded)."""
+def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path, loop: str) -> None:
+    """One round: a fresh revbot (empty database, idle while the floor and Probot are loaded) on
+    the event loop ``loop`` (``EVENT_LOOP``)."""
     port = free_port()
     if database == "sqlite":
-        url = f"sqlite:///{work / f'bench-{rnd}.sqlite3'}"
+        url = f"sqlite:///{work / f'bench-{rnd}-{loop}.sqlite3'}"
     else:
         url = PG_URL
         reset_postgres(url)
@@ -87,6 +89,7 @@ def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path
         "HOST": "127.0.0.1",
         "PORT": str(port),
         "LOG_LEVEL": "warning",
+        "EVENT_LOOP": loop,
     }
     server = subprocess.Popen(
         ["taskset", "-c", "0", sys.executable, "-m", "app", "serve"],
@@ -100,7 +103,7 @@ def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path
         # One harness run per connection count, so that the queue's drain is timed after each
         # load (the issue's target: drained within 10 s after the load stops).
         for conns in args.conns.split(","):
-            load_and_drain(database, rnd, url, port, conns, server.pid)
+            load_and_drain(database, f"{database} [{loop}] round {rnd}", url, port, conns, server.pid)
         if args.rss and rnd == args.rounds:
             subprocess.run(
                 ["taskset", "-c", "1", "wrk", "-t2", "-c64", "-d60s", "-s", str(HARNESS / "post_webhook.lua"),
@@ -108,7 +111,8 @@ def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path
                  str(HARNESS / ".work/payload.sig"), os.urandom(4).hex()],
                 capture_output=True, check=True,
             )  # fmt: skip
-            print(f"{database} round {rnd}: RSS after 60 s more load at c64: {rss_mb(server.pid):.0f} MB")
+            rss = rss_mb(server.pid)
+            print(f"{database} [{loop}] round {rnd}: RSS after 60 s more load at c64: {rss:.0f} MB")
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -117,7 +121,7 @@ def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path
             server.kill()
 
 
-def load_and_drain(database: str, rnd: int, url: str, port: int, conns: str, pid: int) -> None:
+def load_and_drain(database: str, label: str, url: str, port: int, conns: str, pid: int) -> None:
     rows_before = sum(counts(url).values())
     cpu_before = cpu_seconds(pid)
     harness = subprocess.run(
@@ -156,9 +160,9 @@ def load_and_drain(database: str, rnd: int, url: str, port: int, conns: str, pid
             bench = re.search(r"BENCH requests=(\d+) \S+ non2xx=(\d+)", raw.read_text())
             if bench:
                 answered += int(bench.group(1)) - int(bench.group(2))
-    summarise(database, rnd, table, conns)
+    summarise(database, label, table, conns)
     print(
-        f"{database} round {rnd} c{conns}: {recorded} rows for {answered} 2xx in the measured run "
+        f"{label} c{conns}: {recorded} rows for {answered} 2xx in the measured run "
         "(+ warm-up): "
         f"{'every 2xx has its row' if recorded >= answered else 'MISSING ROWS'}; statuses {status}; "
         f"{backlog} jobs left when the load stopped, queue drained {drained}; "
@@ -166,7 +170,7 @@ def load_and_drain(database: str, rnd: int, url: str, port: int, conns: str, pid
     )
 
 
-def summarise(database: str, rnd: int, table: list[str], conns: str) -> None:
+def summarise(database: str, label: str, table: list[str], conns: str) -> None:
     """Ratios within each round: revbot against Probot (req/s) and against the floor (p99)."""
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in table]
     for c in conns.split(","):
@@ -177,7 +181,7 @@ def summarise(database: str, rnd: int, table: list[str], conns: str) -> None:
         rps = float(ours[4]) / float(probot[4])
         p99 = float(ours[7]) / float(floor[7])
         print(
-            f"{database} round {rnd} c{c}: {float(ours[4]):.0f} req/s = {rps:.2f}x Probot "
+            f"{label} c{c}: {float(ours[4]):.0f} req/s = {rps:.2f}x Probot "
             f"({float(probot[4]):.0f}), p99 {ours[7]} ms = {p99:.2f}x the floor's ({floor[7]} ms), "
             f"non-2xx {ours[8]}"
         )
@@ -189,6 +193,9 @@ def main() -> int:
     parser.add_argument("--conns", default="16,64")
     parser.add_argument("--rounds", type=int, default=1, help="each with a fresh revbot and database")
     parser.add_argument("--rss", action="store_true", help="then load 60 s more and report RSS")
+    parser.add_argument(
+        "--loops", default="auto", help="EVENT_LOOP values, comma list: a fresh revbot (and run) each"
+    )
     args = parser.parse_args()
     if not (HARNESS / "run_webhook_bench.py").exists() or not (HARNESS / ".work" / "payload.json").exists():
         print(f"needs the shared harness set up in {HARNESS} (see this script's docstring)", file=sys.stderr)
@@ -196,7 +203,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="revbot-compare-") as tmp:
         for database in args.databases:
             for rnd in range(1, args.rounds + 1):
-                run(database, rnd, args, HARNESS / ".work" / "probot-key.pem", Path(tmp))
+                for loop in args.loops.split(","):
+                    run(database, rnd, args, HARNESS / ".work" / "probot-key.pem", Path(tmp), loop)
     return 0
 
 

@@ -6,7 +6,9 @@ defects), and prints, per size: seconds from the ``review_requested`` delivery t
 POST being answered, to the check run's completion, and the API calls the job made by kind.
 It is a script, not a test:
 
-    python bench/review_latency.py [--runs 3]
+    python bench/review_latency.py [--runs 3] [--loops asyncio,uvloop]
+
+(each loop in turn, in one run: ``serve`` runs on uvloop where installed, ``app/eventloop.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from pathlib import Path
 
 from aiohttp import web
 
+from app import eventloop
 from app.config import load_settings
+from app.eventloop import EventLoop
 from app.runtime import Runtime
 from app.sandbox import FakeGitHub
 from app.worker import WorkerOptions
@@ -114,18 +118,30 @@ async def one_run(size: int, work: Path) -> tuple[float, float, Counter[str]]:
     return reviewed, completed, calls
 
 
-async def main() -> int:
+def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--loops", default="asyncio,uvloop", help="event loops to run it on, in turn")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    for name in args.loops.split(","):
+        loop = eventloop.chosen(EventLoop(name), installed=eventloop.uvloop_installed())
+        if loop is None:
+            print(eventloop.NOT_INSTALLED, file=sys.stderr)
+            return 2
+        print(f"on {loop}:")
+        eventloop.run(sizes(args.runs), loop=loop)
+    return 0
+
+
+async def sizes(runs: int) -> None:
     with tempfile.TemporaryDirectory(prefix="revbot-review-bench-") as tmp:
         print(
             f"{'files':>6} {'review posted s (median)':>26} {'check done s':>13} {'API calls':>10}  by kind"
         )
         for size in (10, 250):
             posted, done, calls = [], [], Counter[str]()
-            for _ in range(args.runs):
+            for _ in range(runs):
                 reviewed, completed, calls = await one_run(size, Path(tmp))
                 posted.append(reviewed)
                 done.append(completed)
@@ -134,8 +150,7 @@ async def main() -> int:
                 f"{size:>6} {statistics.median(posted):>26.3f} {statistics.median(done):>13.3f}"
                 f" {sum(calls.values()):>10}  {breakdown}"
             )
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(main())

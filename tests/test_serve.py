@@ -29,8 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
 def test_serve_records_deliveries_with_github_down_and_stops_cleanly_on_sigterm(
-    tmp_path: Path, private_key_pem: str
+    tmp_path: Path, private_key_pem: str, loop: str
 ) -> None:
     port = free_port()
     database = tmp_path / "serve.sqlite3"
@@ -44,6 +45,7 @@ def test_serve_records_deliveries_with_github_down_and_stops_cleanly_on_sigterm(
         "HOST": "127.0.0.1",
         "PORT": str(port),
         "METRICS_TOKEN": "serve test token",
+        "EVENT_LOOP": loop,
     }
     server = subprocess.Popen(
         [sys.executable, "-m", "app", "serve"], env=env, cwd=ROOT, stderr=subprocess.PIPE
@@ -85,7 +87,9 @@ def test_serve_records_deliveries_with_github_down_and_stops_cleanly_on_sigterm(
             "SELECT status FROM deliveries WHERE delivery_id = 'while-github-is-down'"
         ).fetchall()
     assert rows == [("queued",)]
-    assert server.stderr is not None and "shutting down" in server.stderr.read().decode()
+    assert server.stderr is not None
+    logged = server.stderr.read().decode()
+    assert f"event loop: {loop}" in logged and "shutting down" in logged
 
 
 def service_env(tmp_path: Path, private_key_pem: str, **changes: str) -> dict[str, str]:
@@ -107,6 +111,7 @@ def service_env(tmp_path: Path, private_key_pem: str, **changes: str) -> dict[st
     ("command", "changes", "exit_status", "line"),
     [
         ("serve", {"APP_ID": "abc"}, 2, r"revbot: configuration error: APP_ID: .+"),
+        ("worker", {"EVENT_LOOP": "trio"}, 2, r"revbot: configuration error: EVENT_LOOP: .+"),
         (
             "serve",
             {"HTTP_BODY_BUDGET_BYTES": "1000"},
