@@ -421,6 +421,7 @@ class ReviewConfig(BaseModel):
     max_comments: int = Field(default=30, ge=1, le=100)
     allowed_associations: tuple[str, ...] = DEFAULT_ALLOWED_ASSOCIATIONS  # who may ask, besides the author
     instructions: str | None = None  # for the model; capped at MAX_INSTRUCTIONS_CHARS when used
+    learn: bool = False  # remember every accepted dispute of a maintainer (as `dismiss --always`)
     llm: LlmReviewConfig = LlmReviewConfig()
 
 

@@ -41,6 +41,7 @@ from .metrics import metrics_view
 from .proxy import WebhookProxy, start_proxy
 from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
+from .review.learnings import DatabaseLearnings
 from .review.model import Reviewer
 from .store import Ledger, Store
 from .usecases.bot import Bot
@@ -177,6 +178,7 @@ class Runtime:
         self.reviewer: Reviewer = reviewer or self._default_reviewer()
         self.repo_configs = RepoConfigs()
         self.analyses = AnalysisCache()
+        self.learnings = DatabaseLearnings(self.store.engine)
         self.session: aiohttp.ClientSession | None = None
         self.identity: IdentityResolver | None = None
         self.tokens: InstallationTokens | None = None
@@ -283,6 +285,7 @@ class Runtime:
             reviewer=self.reviewer,
             repo_configs=self.repo_configs,
             analyses=self.analyses,
+            learnings=self.learnings,
         )
         return Context(gh=gh, bot=bot, received_at=received_at)
 

@@ -115,6 +115,7 @@ class BuiltinReviewer:
             skipped=tuple(skipped),
             analysed=analysed,
             notes=tuple(notes),
+            incomplete=incomplete,
         )
 
 

@@ -199,9 +199,10 @@ def review_request(
     sections: Sequence[str],
     schema: OutputSchema,
     max_findings: int,
+    learnings: str = "",
 ) -> Request:
     data = "\n\n".join(sections)
-    nonce = nonce_for(title, body, instructions, data)
+    nonce = nonce_for(title, body, instructions, learnings, data)
     fence_open, fence_close = f"<data-{nonce}>", f"</data-{nonce}>"
     parts = [
         "Pull request title and description:",
@@ -214,6 +215,14 @@ def review_request(
             "The repository's review instructions (from its default branch; focus only):",
             fence_open,
             instructions,
+            fence_close,
+        ]
+    if learnings:
+        parts += [
+            "Findings this repository's maintainers dismissed earlier (from the bot's records; "
+            "do not report these again):",
+            fence_open,
+            learnings,
             fence_close,
         ]
     parts += ["The files to review:", fence_open, data, fence_close]

@@ -336,6 +336,7 @@ class LlmReviewer:
             title=context.title,
             body=context.body,
             instructions=context.model.instructions,
+            learnings=context.model.learnings,
             sections=[s.text for s in sections],
             schema=FINDINGS_SCHEMA,
             max_findings=max(1, context.model.max_findings),
@@ -572,6 +573,7 @@ class LlmReviewer:
             analysed=base.analysed,
             notes=tuple(all_notes),
             withhold_approval=withhold,
+            incomplete=incomplete,
             model_skipped=tuple(outcome.not_reviewed),
             usage=self._usage(outcome),
         )
