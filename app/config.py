@@ -205,6 +205,8 @@ class Settings(LlmSettings):
     allow_ephemeral_sqlite: bool = False
     shutdown_timeout: float = Field(default=DEFAULT_SHUTDOWN_SECONDS, gt=0, le=3600)
     metrics_token: SecretStr | None = None
+    # ``python -m app worker`` serves its own /metrics here (a separate process counts its own jobs)
+    worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
     payload_retention_days: int = Field(default=30, ge=1, le=36500)
     webhook_proxy_url: str | None = None
     # Bounds against hostile or broken clients, health thresholds and the database at boot
@@ -228,6 +230,7 @@ class Settings(LlmSettings):
         "decoy_login",
         "metrics_token",
         "webhook_proxy_url",
+        "worker_metrics_port",
         mode="before",
     )
     @classmethod

@@ -18,7 +18,7 @@ import logging
 import signal
 import socket
 import sqlite3
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import aiohttp
@@ -311,8 +311,18 @@ class Runtime:
             ),
             ack_first=self.ack_first,
         )
+        app.router.add_get("/metrics", self._metrics_view())
+        return app
+
+    def _metrics_view(self) -> Callable[[web.Request], Awaitable[web.Response]]:
         token = self.settings.metrics_token.get_secret_value() if self.settings.metrics_token else None
-        app.router.add_get("/metrics", metrics_view(self.store, token=token))
+        return metrics_view(self.store, token=token)
+
+    def metrics_app(self) -> web.Application:
+        """What a separate ``worker`` process serves on ``WORKER_METRICS_PORT``: its own
+        ``/metrics`` (its jobs, reviews and GitHub calls are counted in its own process)."""
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics_view())
         return app
 
     def http_limits(self) -> HttpLimits:
@@ -447,12 +457,31 @@ async def serve(runtime: Runtime, *, host: str, port: int) -> None:
 
 
 async def work(runtime: Runtime) -> None:
-    """Run only the worker (``python -m app worker``) until SIGTERM/SIGINT."""
+    """Run only the worker (``python -m app worker``) until SIGTERM/SIGINT; with
+    ``WORKER_METRICS_PORT``, serve its ``/metrics`` there (bound first, like ``serve``'s port)."""
+    port = runtime.settings.worker_metrics_port
+    host = runtime.settings.host
+    sock = None
+    if port is not None:
+        try:
+            sock = bind(host, port, backlog=128)
+        except OSError as exc:
+            raise _cannot_listen(host, port, exc) from exc
     stop = _stop_on_signals()
+    runner: web.AppRunner | None = None
     try:
         if await _unless_stopped(stop, runtime.start()):
+            if sock is not None:
+                runner = web.AppRunner(runtime.metrics_app(), access_log=None)
+                await runner.setup()
+                await web.SockSite(runner, sock).start()
+                log.info("worker metrics on http://%s:%d/metrics", host, port)
             settle_garbage_collector()
             await stop.wait()
         log.info("shutting down")
     finally:
+        if runner is not None:
+            await runner.cleanup()
+        if sock is not None:
+            sock.close()
         await runtime.stop()
