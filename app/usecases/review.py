@@ -171,7 +171,6 @@ async def review_pull(
             open_threads = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number)
         rereview = await prepare_rereview(
             gh,
-            bot,
             repo=repo,
             pr_number=pr_number,
             block=block,
@@ -187,7 +186,6 @@ async def review_pull(
         # (Withheld approval keeps the block too: a person should look at this PR.)
         outcome = await dismiss_blocks(
             gh,
-            bot,
             repo=repo,
             pr_number=pr_number,
             mine=mine,
@@ -200,7 +198,6 @@ async def review_pull(
         )
     posted = await post_review(
         gh,
-        bot,
         repo=repo,
         pr_number=pr_number,
         head_sha=head_sha,
@@ -224,7 +221,7 @@ async def review_pull(
         head_sha[:12],
     )
     await finish_check_run(
-        gh, bot, repo=repo, check_run_id=check_run_id, result=result, plan=plan, note=loaded.problem_note()
+        gh, repo=repo, check_run_id=check_run_id, result=result, plan=plan, note=loaded.problem_note()
     )
     if rereview is not None:
         # The threads read before posting; those this review opened hold current findings.
@@ -289,7 +286,6 @@ async def with_model_inputs(
 
 async def prepare_rereview(
     gh: GitHubClient,
-    bot: Bot,
     *,
     repo: str,
     pr_number: int,
@@ -322,7 +318,6 @@ def overrules_marker(overrule: Overrule, marker: FindingMarker) -> bool:
 
 async def dismiss_blocks(
     gh: GitHubClient,
-    bot: Bot,
     *,
     repo: str,
     pr_number: int,
@@ -351,7 +346,6 @@ async def dismiss_blocks(
 
 async def post_review(
     gh: GitHubClient,
-    bot: Bot,
     *,
     repo: str,
     pr_number: int,
@@ -397,7 +391,6 @@ async def start_check_run(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: i
 
 async def finish_check_run(
     gh: GitHubClient,
-    bot: Bot,
     *,
     repo: str,
     check_run_id: int,
