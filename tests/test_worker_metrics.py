@@ -41,12 +41,15 @@ async def test_a_separate_worker_serves_its_own_metrics(tmp_path: Path) -> None:
     number = web.open_pull({"src/a.py": "x = 1\n"})
     await web.start()
     port = free_port()
+    metrics = f"http://127.0.0.1:{port}/metrics"
+    reviewed = 'revbot_reviews_total{verdict="approve"}'
+    web_metrics = f"http://127.0.0.1:{web.bot_port}/metrics"
+    # The test's process holds the web side, and its registry what earlier tests counted.
+    before = sample((await scrape(web_metrics))[1], reviewed)
     env = {**os.environ, **web.env(), "WORKER_METRICS_PORT": str(port), "HOST": "127.0.0.1"}
     worker = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "app", "worker", env=env, cwd=ROOT, stderr=subprocess.DEVNULL
     )
-    metrics = f"http://127.0.0.1:{port}/metrics"
-    reviewed = 'revbot_reviews_total{verdict="approve"}'
     try:
         await web.fake.comment(REPO, number, "@revbot review", by="alice")
         await until(lambda: web.fake.review_decision(REPO, number) == "APPROVED", "the worker's review")
@@ -61,8 +64,7 @@ async def test_a_separate_worker_serves_its_own_metrics(tmp_path: Path) -> None:
         assert sample(text, "revbot_queue_depth") == 0
         assert (await scrape(metrics, token=None))[0] == 401  # METRICS_TOKEN holds here too
         # The web process ran no job: its own /metrics cannot show the review.
-        _, served = await scrape(f"http://127.0.0.1:{web.bot_port}/metrics")
-        assert sample(served, reviewed) == 0
+        assert sample((await scrape(web_metrics))[1], reviewed) == before
     finally:
         worker.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(worker.wait(), 60) == 0
