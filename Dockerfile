@@ -11,7 +11,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN useradd --create-home --uid 10001 revbot && mkdir /data && chown revbot:revbot /data
 
 WORKDIR /app
-# The pinned dependencies first (a cached layer), then the project itself, without test extras.
+# The pinned dependencies first (a cached layer; they include the model reviewer's SDKs, so
+# REVIEWER=llm needs no rebuild), then the project itself, without test extras.
 COPY requirements.txt ./
 RUN pip install -r requirements.txt
 COPY pyproject.toml README.md app.yml ./

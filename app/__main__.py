@@ -1,11 +1,12 @@
-"""Command line: ``python -m app serve | worker | doctor | setup | review | eval | demo``.
+"""Command line: ``python -m app serve | worker | doctor | setup | review | eval | learnings | demo``.
 
 ``serve`` runs the webhook server with the worker in-process (Procfile ``web:``); ``worker`` runs
 the worker alone (Procfile ``worker:``, for scaling out on PostgreSQL); ``doctor`` checks the
 settings, the database and GitHub, and says what is wrong in plain words; ``setup`` registers
 the App from ``app.yml`` and writes ``.env``; ``review`` prints
 the review the bot would post, for a real PR or a local git range, without posting; ``eval``
-measures a reviewer on a corpus of cases; ``demo``
+measures a reviewer on a corpus of cases; ``learnings`` lists (and ``--forget`` removes) the
+disputes remembered for a repository; ``demo``
 plays a pull request's story against a fake GitHub, offline.
 """
 
@@ -285,6 +286,46 @@ def _eval(args: argparse.Namespace) -> int:
     return asyncio.run(_eval_run(name, cases, args.format))
 
 
+async def _learnings_run(url: str, repo: str, forget: int | None) -> int:
+    from .review.learnings import DatabaseLearnings
+    from .store import Store
+
+    store = Store(url)
+    try:
+        await store.create_schema()
+        learnings = DatabaseLearnings(store.engine)
+        if forget is not None:
+            removed = await learnings.forget(repo, forget)
+            if removed is None:
+                print(f"revbot: {repo} has no learning #{forget}", file=sys.stderr)
+                return 1
+            print(f"forgot {removed.describe()}")
+            return 0
+        found = await learnings.of_repo(repo)
+        for item in found:
+            print(item.describe())
+        if not found:
+            print(f"{repo} has no learnings")
+    finally:
+        await store.close()
+    return 0
+
+
+def _learnings(args: argparse.Namespace) -> int:
+    from .config import DEFAULT_DATABASE_PATH, async_database_url
+
+    if re.fullmatch(r"[\w.-]+/[\w.-]+", args.repo) is None:
+        print(f"revbot: --repo expects OWNER/NAME, got {args.repo!r}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        raw = os.environ.get("DATABASE_URL", "").strip()
+        url = async_database_url(raw) if raw else f"sqlite+aiosqlite:///{DEFAULT_DATABASE_PATH}"
+    except ConfigError as exc:
+        print(f"revbot: configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    return asyncio.run(_learnings_run(url, args.repo, args.forget))
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import DemoOptions, run_demo
 
@@ -352,6 +393,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--reviewer", choices=("builtin", "llm"), help="default: the REVIEWER setting (builtin when unset)"
     )
     evaluation.set_defaults(run=_eval)
+    learnings = commands.add_parser(
+        "learnings",
+        help="list the disputes remembered for a repository (what later reviews leave out)",
+        description="List the repository's learnings from the database (DATABASE_URL), numbered; "
+        "--forget N removes one, as @revbot forget N does.",
+    )
+    learnings.add_argument("--repo", required=True, help="OWNER/NAME")
+    learnings.add_argument("--forget", type=int, metavar="N", help="remove learning N")
+    learnings.set_defaults(run=_learnings)
     demo = commands.add_parser(
         "demo",
         help="play a story: the real bot against a sandbox GitHub, printed as a timeline",
@@ -374,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     demo.set_defaults(run=_demo)
     args = parser.parse_args(argv)
-    if args.command in ("serve", "worker", "doctor"):
+    if args.command in ("serve", "worker", "doctor", "learnings"):
         load_env_file(Path.cwd() / ".env")  # what ``setup`` wrote; real environment variables win
     result: int = args.run(args)
     return result

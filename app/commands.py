@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import enum
 import re
+from dataclasses import dataclass
 
 
 class Command(enum.StrEnum):
     REVIEW = "review"
     HELP = "help"
     RESOLVE = "resolve"
+    DISMISS = "dismiss"  # in a thread of the bot: overrule its finding (usecases.disputes)
+    LEARNINGS = "learnings"
+    FORGET = "forget"
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -30,13 +34,18 @@ Commands (mention me in a pull request comment):
 | --- | --- |
 | `@{slug} review` | I review the current head and post one review with inline comments. |
 | `@{slug} resolve` | I check my open threads at the current head and resolve those whose problem is fixed. |
+| `@{slug} dismiss <reason>` | In my thread: withdraw its finding here (`--always`: remember it). |
+| `@{slug} learnings` | The findings this repository's maintainers told me to leave out, numbered. |
+| `@{slug} forget N` | Stop leaving out learning N (write access). |
 | `@{slug} help` | This list. |
 
 A plain request that mentions me works too, for example "@{slug} can you take a look?".
 
 You can also request a review from **{decoy}**: I answer with a review and then remove that request.
 I take requests from the pull request's author and from the repository's owners, members and collaborators.
-Reply in one of my threads when you have fixed its problem: I check the code and resolve the thread."""
+Reply in one of my threads when you have fixed its problem: I check the code and resolve the thread.
+A reply such as "false positive" or "won't fix" (or a 👎 on my comment, read when I next look at my
+threads) from someone with write access (the author: concerns and nits only) withdraws it."""
 
 
 def prose(body: str) -> str:
@@ -80,6 +89,8 @@ def parse_command(body: str | None, slug: str) -> Command | None:
         return Command.HELP
     if first == "resolve":
         return Command.RESOLVE
+    if first in (Command.DISMISS, Command.LEARNINGS, Command.FORGET):
+        return Command(first)
     if first == "review":
         return Command.REVIEW
     remainder = mention.sub(" ", text)
@@ -96,6 +107,12 @@ _CLAIM = re.compile(
 _DISPUTE = re.compile(
     r"\b(intentional|on purpose|by design|false positive|won'?t fix|not a bug|disagree)\b", re.IGNORECASE
 )
+# A dispute that overrules (the words above minus a mere "disagree", which argues without deciding).
+_OVERRULE = re.compile(
+    r"\b(intentional(ly)?|on purpose|by design|false[ -]positive|won'?t ?fix|not a bug|ignore this)\b",
+    re.IGNORECASE,
+)
+_ALWAYS = re.compile(r"(?<!\S)--always(?!\S)")
 
 
 def claims_fix(body: str | None) -> bool:
@@ -103,3 +120,41 @@ def claims_fix(body: str | None) -> bool:
     never proof). An argument ("this is intentional because ...") is not a claim of a fix."""
     text = prose(body or "")
     return bool(_CLAIM.search(text)) and not _DISPUTE.search(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Dispute:
+    """A reply in one of the bot's threads that disputes its finding."""
+
+    reason: str  # what the person said (one line, capped); "" when they gave no words
+    always: bool = False  # ``--always``: remember it for the repository
+
+
+MAX_DISPUTE_REASON = 300
+
+
+def parse_dispute(body: str | None, slug: str) -> Dispute | None:
+    """``@slug dismiss [--always] <reason>``, or a reply with words such as "false positive",
+    "intentional", "won't fix". None for anything else (a claimed fix, an argument, a question)."""
+    text = prose(body or "")
+    found = _mention(slug).search(text)
+    if found is not None:
+        after = text[found.end() :].lstrip(" \t:,;-")
+        word, _, rest = after.partition(" ")
+        if word.strip(".,:;!?").lower() == Command.DISMISS:
+            always = bool(_ALWAYS.search(rest))
+            reason = " ".join(_ALWAYS.sub(" ", rest).split())[:MAX_DISPUTE_REASON]
+            return Dispute(reason=reason, always=always)
+    if _OVERRULE.search(text):
+        return Dispute(reason=" ".join(text.split())[:MAX_DISPUTE_REASON])
+    return None
+
+
+def parse_forget(body: str | None, slug: str) -> int | None:
+    """The learning number of ``@slug forget N`` (``#N`` too); None without a number."""
+    text = prose(body or "")
+    found = _mention(slug).search(text)
+    if found is None:
+        return None
+    match = re.match(r"\s*forget\s+#?(\d{1,18})\b", text[found.end() :], re.IGNORECASE)
+    return int(match.group(1)) if match else None

@@ -233,6 +233,8 @@ class Settings(LlmSettings, AnalysisSettings):
     metrics_token: SecretStr | None = None
     metrics_public: bool = False  # /metrics without a token: closed unless opened on purpose
     github_client_secret: SecretStr | None = None  # written by setup, unused: known so it is masked
+    # ``python -m app worker`` serves its own /metrics here (a separate process counts its own jobs)
+    worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
     payload_retention_days: int = Field(default=30, ge=1, le=36500)
     webhook_proxy_url: str | None = None
     # Bounds against hostile or broken clients, health thresholds and the database at boot
@@ -257,6 +259,7 @@ class Settings(LlmSettings, AnalysisSettings):
         "decoy_login",
         "metrics_token",
         "webhook_proxy_url",
+        "worker_metrics_port",
         mode="before",
     )
     @classmethod
@@ -460,6 +463,7 @@ class ReviewConfig(BaseModel):
     max_comments: int = Field(default=30, ge=1, le=100)
     allowed_associations: tuple[str, ...] = DEFAULT_ALLOWED_ASSOCIATIONS  # who may ask, besides the author
     instructions: str | None = None  # for the model; capped at MAX_INSTRUCTIONS_CHARS when used
+    learn: bool = False  # remember every accepted dispute of a maintainer (as `dismiss --always`)
     llm: LlmReviewConfig = LlmReviewConfig()
 
 

@@ -321,6 +321,27 @@ async def react(gh: GitHubClient, *, repo: str, target: str, target_id: int, con
     await gh.post(paths[target], data={"content": content})
 
 
+async def list_review_comment_reactions(
+    gh: GitHubClient, *, repo: str, comment_id: int, content: str
+) -> list[dict[str, Any]]:
+    """Who reacted with ``content`` (e.g. ``-1``) on an inline review comment. GitHub sends no
+    webhook for reactions: they are read when the bot looks at its threads."""
+    url = f"/repos/{repo}/pulls/comments/{comment_id}/reactions?content={quote(content)}&per_page={PER_PAGE}"
+    return [r async for r in gh.getiter(url)]
+
+
+async def get_permission(gh: GitHubClient, *, repo: str, login: str) -> str:
+    """Someone's role on the repository, re-read from GitHub (``role_name``: admin, maintain,
+    write, triage, read; ``none`` when GitHub does not know them as a collaborator)."""
+    try:
+        data = await gh.getitem(f"/repos/{repo}/collaborators/{quote(login, safe='')}/permission")
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) == 404:
+            return "none"
+        raise
+    return str(data.get("role_name") or data.get("permission") or "none")
+
+
 async def get_file_text(gh: GitHubClient, *, repo: str, path: str) -> str | None:
     """A file on the default branch through the contents API; None if it does not exist."""
     try:

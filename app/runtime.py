@@ -16,7 +16,7 @@ import gc
 import logging
 import signal
 import socket
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import aiohttp
@@ -38,6 +38,7 @@ from .pacing import AckFirst, backoff_delay
 from .proxy import WebhookProxy, start_proxy
 from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
+from .review.learnings import DatabaseLearnings
 from .review.model import Reviewer
 from .store import Ledger, Store, describe_database
 from .store.backend import root_cause
@@ -151,6 +152,7 @@ class Runtime:
         self.reviewer: Reviewer = reviewer or self._default_reviewer()
         self.repo_configs = RepoConfigs()
         self.analyses = AnalysisCache()
+        self.learnings = DatabaseLearnings(self.store.engine)
         self.session: aiohttp.ClientSession | None = None
         self.identity: IdentityResolver | None = None
         self.tokens: InstallationTokens | None = None
@@ -257,6 +259,7 @@ class Runtime:
             reviewer=self.reviewer,
             repo_configs=self.repo_configs,
             analyses=self.analyses,
+            learnings=self.learnings,
         )
         return Context(gh=gh, bot=bot, received_at=received_at)
 
@@ -284,7 +287,18 @@ class Runtime:
             ack_first=self.ack_first,
             details_token=token,
         )
-        app.router.add_get("/metrics", metrics_view(self.store, token=token, public=s.metrics_public))
+        app.router.add_get("/metrics", self._metrics_view())
+        return app
+
+    def _metrics_view(self) -> Callable[[web.Request], Awaitable[web.Response]]:
+        token = self.settings.metrics_token.get_secret_value() if self.settings.metrics_token else None
+        return metrics_view(self.store, token=token, public=self.settings.metrics_public)
+
+    def metrics_app(self) -> web.Application:
+        """What a separate ``worker`` process serves on ``WORKER_METRICS_PORT``: its own
+        ``/metrics`` (its jobs, reviews and GitHub calls are counted in its own process)."""
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics_view())
         return app
 
     def http_limits(self) -> HttpLimits:
@@ -427,12 +441,31 @@ async def serve(runtime: Runtime, *, host: str, port: int) -> None:
 
 
 async def work(runtime: Runtime) -> None:
-    """Run only the worker (``python -m app worker``) until SIGTERM/SIGINT."""
+    """Run only the worker (``python -m app worker``) until SIGTERM/SIGINT; with
+    ``WORKER_METRICS_PORT``, serve its ``/metrics`` there (bound first, like ``serve``'s port)."""
+    port = runtime.settings.worker_metrics_port
+    host = runtime.settings.host
+    sock = None
+    if port is not None:
+        try:
+            sock = bind(host, port, backlog=128)
+        except OSError as exc:
+            raise _cannot_listen(host, port, exc) from exc
     stop = _stop_on_signals()
+    runner: web.AppRunner | None = None
     try:
         if await _unless_stopped(stop, runtime.start()):
+            if sock is not None:
+                runner = web.AppRunner(runtime.metrics_app(), access_log=None)
+                await runner.setup()
+                await web.SockSite(runner, sock).start()
+                log.info("worker metrics on http://%s:%d/metrics", host, port)
             settle_garbage_collector()
             await stop.wait()
         log.info("shutting down")
     finally:
+        if runner is not None:
+            await runner.cleanup()
+        if sock is not None:
+            sock.close()
         await runtime.stop()

@@ -1,7 +1,9 @@
-"""Write ``requirements.txt``: every package ``pip install .`` would install, pinned.
+"""Write ``requirements.txt``: every package ``pip install ".[llm]"`` would install, pinned.
 
 Heroku's Python buildpack (and anyone who wants the exact set the project was tested with)
-reads ``requirements.txt``; ``pyproject.toml`` stays the source of truth. Run after changing
+reads ``requirements.txt``, and so does the Docker image (and Fly, which builds it): the model
+reviewer's SDKs (the ``llm`` extra) are in it, so ``REVIEWER=llm`` runs on every platform with no
+file edited. ``pyproject.toml`` stays the source of truth. Run after changing
 its dependencies (``tests/test_deploy.py`` fails until you do):
 
     python scripts/lock_requirements.py
@@ -18,12 +20,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = """\
 # Generated from pyproject.toml by scripts/lock_requirements.py: do not edit by hand.
-# Heroku's Python buildpack installs these; the app runs from the checkout (python -m app serve).
+# The project with its llm extra (the model reviewer's SDKs): Heroku's Python buildpack and the
+# Dockerfile (so Fly too) install these; the app runs from the checkout (python -m app serve).
 """
 
 
 def resolve() -> list[tuple[str, str]]:
-    """(name, version) of everything pip would install for the project, without installing it."""
+    """(name, version) of everything pip would install for the project and its ``llm`` extra,
+    without installing it."""
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.json"
         subprocess.run(
@@ -37,7 +41,7 @@ def resolve() -> list[tuple[str, str]]:
                 "--quiet",
                 "--report",
                 str(report),
-                str(ROOT),
+                f"{ROOT}[llm]",
             ],
             check=True,
         )

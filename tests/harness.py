@@ -60,6 +60,7 @@ class BotHarness(BotAndFake):
         fake_port: int = 0,
         start_fake: bool = True,
         run_worker: bool = True,
+        enterprise: bool = False,
     ) -> None:
         fake = FakeGitHub(
             app_id=APP_ID,
@@ -67,6 +68,7 @@ class BotHarness(BotAndFake):
             webhook_secret=SECRET,
             validator=GitHubConformance(),
             private_key_pem=APP_KEY,
+            enterprise=enterprise,  # served under /api/v3 and /api/graphql, as GHES is
         )
         super().__init__(
             tmp_path,

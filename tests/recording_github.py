@@ -23,6 +23,7 @@ from app.config import Settings
 from app.github import GitHubClient
 from app.guards import BotIdentity
 from app.review.engine import BuiltinReviewer
+from app.review.learnings import InMemoryLearnings
 from app.review.model import Reviewer
 from app.usecases.bot import Bot
 from app.usecases.pull import AnalysisCache, RepoConfigs
@@ -90,6 +91,7 @@ def make_bot(*, reviewer: Reviewer | None = None, **settings: Any) -> Bot:
         reviewer=reviewer or BuiltinReviewer(),
         repo_configs=RepoConfigs(),
         analyses=AnalysisCache(),
+        learnings=InMemoryLearnings(),
     )
 
 

@@ -4,6 +4,7 @@ bot needs, parsed the way each platform reads them; and the settings they rely o
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -25,10 +26,12 @@ from app.config import (
     async_database_url,
     ephemeral_sqlite_problem,
     load_env_file,
+    load_llm_settings,
     load_settings,
     postgres_engine_options,
     shutdown_budget,
 )
+from app.review.llm.providers import make_provider
 from app.store import Store
 from app.store.postgres import split_pool
 from tests.conftest import PG_ENV
@@ -155,20 +158,71 @@ def _closure(requirements: list[str]) -> set[str]:
     return {k.split("[")[0] for k in seen}
 
 
-def test_requirements_txt_pins_exactly_what_pyproject_needs() -> None:
-    """Heroku's buildpack reads requirements.txt; regenerate it with scripts/lock_requirements.py."""
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+def declared_requirements() -> list[str]:
+    """What the deploy files must install: the dependencies and the ``llm`` extra (the SDKs)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return [*project["dependencies"], *project["optional-dependencies"]["llm"]]
+
+
+def pinned(path: Path) -> dict[str, str]:
     pins: dict[str, str] = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
+    for line in path.read_text().splitlines():
         if line and not line.startswith("#"):
             name, _, version = line.partition("==")
             assert version, f"not pinned: {line}"
             pins[canonicalize_name(name)] = version
+    return pins
+
+
+def test_requirements_txt_pins_exactly_what_pyproject_needs() -> None:
+    """Heroku's buildpack and the Dockerfile read requirements.txt; regenerate it with
+    scripts/lock_requirements.py."""
+    declared = declared_requirements()
+    pins = pinned(ROOT / "requirements.txt")
     for spec in declared:
         req = Requirement(spec)
         assert canonicalize_name(req.name) in pins, f"{req.name} missing: run scripts/lock_requirements.py"
         assert req.specifier.contains(pins[canonicalize_name(req.name)]), f"{spec} vs the pin"
     assert set(pins) == _closure(declared), "requirements.txt is stale: run scripts/lock_requirements.py"
+
+
+def install_sets() -> dict[str, dict[str, str]]:
+    """Per platform, the pinned packages it installs, read as the platform reads its files: the
+    Dockerfile's ``pip install`` steps (``-r FILE``; the project itself goes ``--no-deps``),
+    Heroku's Python buildpack ``requirements.txt`` (app.json names that buildpack), Fly the image
+    its fly.toml builds."""
+    docker: dict[str, str] = {}
+    for instruction, command in dockerfile():
+        if instruction == "RUN" and "pip install" in command:
+            args = command.split("pip install", 1)[1].split()
+            assert "--no-deps" in args or "-r" in args, f"an unpinned install: {command}"
+            for flag, value in itertools.pairwise(args):
+                if flag == "-r":
+                    docker.update(pinned(ROOT / value))
+    manifest = json.loads((ROOT / "app.json").read_text())
+    assert manifest["buildpacks"] == [{"url": "heroku/python"}]
+    fly = tomllib.loads((ROOT / "fly.toml").read_text())
+    assert fly["build"]["dockerfile"] == "Dockerfile"
+    return {"docker": docker, "heroku": pinned(ROOT / "requirements.txt"), "fly": docker}
+
+
+@pytest.mark.parametrize("platform", ["docker", "heroku", "fly"])
+def test_every_platform_installs_the_model_sdks_and_they_import(platform: str) -> None:
+    """REVIEWER=llm with no file edited: each platform's install set holds both SDKs and what they
+    need, at versions the llm extra allows; those exact versions import and build both providers."""
+    installs = install_sets()[platform]
+    llm = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["llm"]
+    for spec in llm:
+        req = Requirement(spec)
+        name = canonicalize_name(req.name)
+        assert name in installs and req.specifier.contains(installs[name]), f"{platform}: {spec}"
+        assert distribution(req.name).version == installs[name], "the tested SDK is not the one deployed"
+    assert _closure(llm) <= set(installs), f"{platform} misses a dependency of the SDKs"
+    for provider, sdk in (("openai", "openai"), ("anthropic", "anthropic")):
+        built = make_provider(
+            load_llm_settings({"LLM_PROVIDER": provider, "LLM_MODEL": "m", "LLM_API_KEY": "k"})
+        )
+        assert type(built.client).__module__.split(".")[0] == sdk  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------------------ settings the deploy files rely on

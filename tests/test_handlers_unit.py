@@ -256,6 +256,7 @@ async def test_commands(
             ("GET", COMMENTS): posted,
             ("POST", COMMENTS): {"id": 10},
             ("POST", "/graphql"): THREADS,
+            ("GET", f"/repos/{REPO}/pulls/1/comments"): [],  # 👎s on the bot's comments: none
         }
     )
     event = comment(body, commenter=commenter, association=association)

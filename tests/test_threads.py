@@ -119,9 +119,22 @@ async def test_a_second_claim_for_the_same_head_gets_no_second_answer(
 async def test_an_argument_is_not_a_fix(reviewed: tuple[BotHarness, int]) -> None:
     bot, number = reviewed
     c = bot_thread(bot, number, "src/c.py")
-    await bot.fake.reply(REPO, number, c.root, "This is intentional because of the plugin loader.", by=AUTHOR)
+    await bot.fake.reply(REPO, number, c.root, "I disagree, the plugin loader defines it.", by=AUTHOR)
     await bot.drain()
     assert replies(bot) == [] and resolutions(bot) == []
+
+
+async def test_the_author_disputing_a_blocker_is_told_once_who_can_overrule_it(
+    reviewed: tuple[BotHarness, int],
+) -> None:
+    bot, number = reviewed
+    c = bot_thread(bot, number, "src/c.py")
+    await bot.fake.reply(REPO, number, c.root, "This is intentional because of the plugin loader.", by=AUTHOR)
+    await bot.fake.reply(REPO, number, c.root, "Really, it is on purpose.", by=AUTHOR)
+    await bot.drain()
+    [answer] = replies(bot)
+    assert "cannot overrule a blocker" in answer.body["body"]
+    assert resolutions(bot) == [] and bot_thread(bot, number, "src/c.py").resolved is False
 
 
 @pytest.mark.e2e

@@ -62,6 +62,7 @@ def github(
             ("GET", PULL_1): the_pull,
             ("GET", f"{PULL_1}/reviews"): reviews or [],
             ("GET", f"{PULL_1}/files"): files,
+            ("GET", f"{PULL_1}/comments"): [],  # overrules recorded in the bot's threads: none
             ("GET", f"/repos/{REPO}/commits/{HEAD}/check-runs"): {"total_count": 0, "check_runs": []},
             ("GET", f"/repos/{REPO}/git/trees/{HEAD}"): {
                 "tree": [{"path": "docs/notes.txt", "type": "blob", "mode": "100644"}],

@@ -22,6 +22,7 @@ from ..config import Settings, load_settings
 from ..handlers.concern import OrderedRouter
 from ..runtime import Runtime, listen
 from ..sandbox import FakeGitHub
+from ..sandbox.server import ENTERPRISE_REST
 from ..worker import WorkerOptions
 
 APP_ID = 4242
@@ -79,11 +80,12 @@ class BotAndFake:
 
     def env(self) -> dict[str, str]:
         """The bot's settings, as a deployment would set them (also a worker process's env)."""
+        prefix = ENTERPRISE_REST if self.fake.enterprise else ""
         return {
             "APP_ID": str(APP_ID),
             "PRIVATE_KEY": self.fake.private_key_pem,
             "WEBHOOK_SECRET": self.secret,
-            "GITHUB_API_URL": f"http://127.0.0.1:{self.fake_port}",
+            "GITHUB_API_URL": f"http://127.0.0.1:{self.fake_port}{prefix}",
             "DATABASE_URL": f"sqlite:///{self.database_path}",
             **self.extra_env,
         }

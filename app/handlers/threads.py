@@ -1,5 +1,8 @@
 """Thread resolution triggers: a reply in one of the bot's threads, and new commits.
 
+A reply that disputes the finding (``commands.parse_dispute``) goes to ``usecases.disputes``
+instead: someone who may overrule it withdraws it.
+
 The bot also checks its threads when asked with ``@slug resolve`` (``mentions.py``) and after a
 re-review (``usecases.review``); what checking means is ``usecases.threads.verify_threads``.
 """
@@ -7,8 +10,10 @@ re-review (``usecases.review``); what checking means is ``usecases.threads.verif
 from __future__ import annotations
 
 from .. import github
+from ..commands import parse_dispute
 from ..events import PullRequestEvent, ReviewCommentEvent
 from ..guards import is_bot_login
+from ..usecases.disputes import dispute_finding
 from ..usecases.threads import answer_reply, verify_threads
 from .concern import OrderedRouter
 from .context import Context
@@ -24,6 +29,19 @@ async def on_thread_reply(event: ReviewCommentEvent, ctx: Context) -> None:
         return
     root = await github.get_review_comment(ctx.gh, repo=event.repo, comment_id=event.in_reply_to_id)
     if not is_bot_login((root.get("user") or {}).get("login"), ctx.bot.identity):
+        return
+    dispute = parse_dispute(event.body, ctx.bot.identity.slug)
+    if dispute is not None and event.commenter_login:
+        await dispute_finding(
+            ctx.gh,
+            ctx.bot,
+            repo=event.repo,
+            pr_number=event.pr_number,
+            root_comment_id=event.in_reply_to_id,
+            login=event.commenter_login,
+            dispute=dispute,
+            received_at=ctx.received_at,
+        )
         return
     await answer_reply(
         ctx.gh,

@@ -136,6 +136,7 @@ class BuiltinReviewer(Reviewer):
             skipped=tuple(skipped),
             analysed=evaluation.analysed,
             notes=tuple(notes),
+            incomplete=evaluation.incomplete,
         )
 
     async def _evaluate(self, job: EvaluateJob, notes: list[str]) -> Evaluation:

@@ -113,6 +113,7 @@ class ModelOptions:
     skip_labels: tuple[str, ...] = ()
     skip_authors: tuple[str, ...] = ()
     skip_paths: tuple[str, ...] = ()
+    learnings: str = ""  # disputes remembered for the repository (from the database), one per line
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +171,11 @@ class ReviewResult:
     withhold_approval: str | None = None
     model_skipped: tuple[Skipped, ...] = ()
     usage: tuple[str, ...] = ()
+    incomplete: bool = False  # a check could not run: an unchecked file is not approved
+    # Withdrawn (``review.overrule``): disputed on this PR by someone who may, or left out by the
+    # repository's learnings. Counted in the review and the check run, never posted as findings.
+    overruled: tuple[Finding, ...] = ()
+    learned: tuple[Finding, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

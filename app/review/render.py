@@ -25,6 +25,7 @@ from .analyzers.injection import PR_BODY_PATH
 from .analyzers.secrets import redact_secrets
 from .markers import FindingMarker, ReviewMarker, problem_key
 from .model import Finding, ReviewResult, Severity, Verdict
+from .overrule import Overrule
 
 ANNOTATION_LEVEL = {Severity.BLOCKER: "failure", Severity.CONCERN: "warning", Severity.NIT: "notice"}
 HEADLINE = {
@@ -51,6 +52,7 @@ class Rereview:
     that are gone from, or still in, the current findings. Findings whose fingerprint an open bot
     thread already carries are not posted inline again. ``dismissal`` is what happened to the
     earlier block when approval is disabled: "dismissed" or "forbidden" (GitHub answered 403).
+    ``overruled``: the earlier blockers someone who may has withdrawn on this PR.
     """
 
     prior_head_sha: str
@@ -58,6 +60,7 @@ class Rereview:
     still_open: tuple[FindingMarker, ...] = ()
     open_thread_fingerprints: frozenset[str] = frozenset()
     dismissal: str | None = None
+    overruled: tuple[Overrule, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +359,12 @@ def _rereview_lines(rereview: Rereview, *, event: str, head_sha: str) -> list[st
     lines = [f"Re-review: I requested changes at {rereview.prior_head_sha[:12]}; this is {short}."]
     if rereview.fixed:
         lines += ["", f"**Verified fixed** at {short}:", *(_marker_line(m) for m in rereview.fixed)]
+    if rereview.overruled:
+        lines += [
+            "",
+            "**Overruled** on this pull request:",
+            *(f"- {code(o.rule)} {code(f'{o.path}:{o.line}')} by {code(o.by)}" for o in rereview.overruled),
+        ]
     if rereview.still_open:
         lines += [
             "",
@@ -386,15 +395,21 @@ def check_conclusion(result: ReviewResult) -> str:
 
 
 def check_title(result: ReviewResult) -> str:
+    withdrawn = [
+        f"{len(found)} {why}"
+        for found, why in ((result.overruled, "overruled"), (result.learned, "learned"))
+        if found
+    ]
+    suffix = f" ({', '.join(withdrawn)})" if withdrawn else ""
     if not result.findings:
-        return "No problems found"
+        return f"No problems found{suffix}"
     counts = Counter(f.severity for f in result.findings)
     parts = [
         f"{counts[s]} {s.label}{'s' if counts[s] != 1 else ''}"
         for s in sorted(Severity, reverse=True)
         if counts[s]
     ]
-    return ", ".join(parts)
+    return ", ".join(parts) + suffix
 
 
 def check_summary(plan: ReviewPlan) -> str:

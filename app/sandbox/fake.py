@@ -26,7 +26,7 @@ from .errors import ApiError
 from .hooklog import HookLog
 from .payloads import AppInfo, Shapes
 from .recording import Call, Validator
-from .server import WRITE_METHODS, Delay, Fault, Server
+from .server import ENTERPRISE_GRAPHQL, ENTERPRISE_REST, WRITE_METHODS, Delay, Fault, Server
 from .state import Installation, NotFound, Pull, Repo, World, iso, node_id
 from .webhooks import Attempt, Dispatcher, Outgoing
 
@@ -61,6 +61,7 @@ class FakeGitHub:
         webhook_url: str | None = None,
         validator: Validator | None = None,
         token_lifetime: float = 3600.0,
+        enterprise: bool = False,
     ) -> None:
         self.app_id = app_id
         self.app_slug = app_slug
@@ -70,6 +71,11 @@ class FakeGitHub:
         self.webhook_url = webhook_url
         self.validator = validator
         self.base_url = "http://127.0.0.1:0"
+        # As GitHub Enterprise Server: REST only under /api/v3, GraphQL only at /api/graphql (its
+        # uploads host, /api/uploads, is not served: the bot uploads nothing), the web pages at
+        # the root, and the URLs in answers say so. Otherwise (github.com) paths are taken with or
+        # without that prefix.
+        self.enterprise = enterprise
         self.calls: list[Call] = []
         self.problems: list[str] = []
         self.webhooks_sent: list[tuple[str, str, dict[str, Any], int]] = []
@@ -80,7 +86,10 @@ class FakeGitHub:
         self._manifest_codes: dict[str, tuple[dict[str, Any], float]] = {}
         self.world = World()
         self.shapes = Shapes(
-            self.world, AppInfo(app_id, app_slug, f"{app_slug}-developer", iso()), self._base
+            self.world,
+            AppInfo(app_id, app_slug, f"{app_slug}-developer", iso()),
+            self._base,
+            api_url=lambda: self.api_url,
         )
         self.actions = Actions(self.world, self.shapes)
         self.tokens = TokenStore(token_lifetime)
@@ -97,8 +106,13 @@ class FakeGitHub:
         return f"{self.app_slug}[bot]"
 
     @property
+    def api_url(self) -> str:
+        """What the bot's ``GITHUB_API_URL`` is set to."""
+        return f"{self.base_url}{ENTERPRISE_REST}" if self.enterprise else self.base_url
+
+    @property
     def graphql_url(self) -> str:
-        return f"{self.base_url}/graphql"
+        return f"{self.base_url}{ENTERPRISE_GRAPHQL}" if self.enterprise else f"{self.base_url}/graphql"
 
     def _base(self) -> str:
         return self.base_url

@@ -68,15 +68,23 @@ class AppInfo:
 
 
 class Shapes:
-    def __init__(self, world: World, app: AppInfo, base_url: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        world: World,
+        app: AppInfo,
+        base_url: Callable[[], str],
+        *,
+        api_url: Callable[[], str] | None = None,
+    ) -> None:
         self.world = world
         self.app_info = app
         self._base = base_url
+        self._api = api_url or base_url  # Enterprise Server: {base}/api/v3
 
     # ---------------------------------------------------------------- urls
     @property
     def api(self) -> str:
-        return self._base()
+        return self._api()
 
     @property
     def web(self) -> str:

@@ -3,7 +3,8 @@
 record the call -> configured delay -> request validation (the test's validator) -> injected
 fault -> route -> authentication -> handler -> GitHub's headers -> send the answer -> only then
 queue the webhooks the write caused. Paths are taken with or without GHES's ``/api/v3`` prefix
-(and ``/api/graphql``), and recorded without it.
+(and ``/api/graphql``), and recorded without it; a fake made with ``enterprise=True`` answers
+the API only there, as Enterprise Server does (anything else but its web pages is a 404).
 """
 
 from __future__ import annotations
@@ -59,12 +60,24 @@ def _method_matches(wanted: str, method: str) -> bool:
     return wanted in ("*", method)
 
 
+ENTERPRISE_REST = "/api/v3"
+ENTERPRISE_GRAPHQL = "/api/graphql"
+
+
 def normalise_path(raw: str) -> str:
-    if raw == "/api/graphql":
+    if raw == ENTERPRISE_GRAPHQL:
         return "/graphql"
-    if raw.startswith("/api/v3/") or raw == "/api/v3":
-        return raw[len("/api/v3") :] or "/"
+    if raw.startswith(ENTERPRISE_REST + "/") or raw == ENTERPRISE_REST:
+        return raw[len(ENTERPRISE_REST) :] or "/"
     return raw
+
+
+def enterprise_path(raw: str) -> str | None:
+    """The API path of a request to an Enterprise Server, None when it is not an API address
+    (GHES serves REST only under /api/v3 and GraphQL only at /api/graphql)."""
+    if raw == ENTERPRISE_GRAPHQL or raw.startswith(ENTERPRISE_REST + "/"):
+        return normalise_path(raw)
+    return None
 
 
 class Server:
@@ -84,9 +97,16 @@ class Server:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         fake = self.fake
         method = request.method.upper()
-        path = normalise_path(request.path)
-        if method == "POST" and NEW_APP_FORM.fullmatch(path):
-            return await self._new_app_form(request)
+        if method == "POST" and NEW_APP_FORM.fullmatch(request.path):
+            return await self._new_app_form(request)  # a web page, at the root on every GitHub
+        if fake.enterprise:
+            found = enterprise_path(request.path)
+            if found is None:
+                fake.problems.append(f"{method} {request.path}: not an Enterprise Server API address")
+                return web.json_response({"message": "Not Found"}, status=404)
+            path = found
+        else:
+            path = normalise_path(request.path)
         query = {k: v for k, v in request.query.items()}
         raw = await request.read()
         body: Any = None

@@ -123,6 +123,26 @@ llm_spend = Table(
 )
 
 
+# Disputes remembered for a repository (app/review/learnings.py): a later review leaves out a
+# finding of the same rule, path pattern and code line. Version 4.
+learnings = Table(
+    "learnings",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("repo", String(300), nullable=False),  # owner/name, lower case
+    Column("rule", String(200), nullable=False),
+    Column("path_dir", String(1000), nullable=False),  # the pattern: files of this directory
+    Column("path_ext", String(100), nullable=False),  # ... with this extension
+    Column("line_sha", String(64), nullable=False),  # sha256 of the normalised code line
+    Column("example", Text, nullable=False),  # the line, secrets redacted, capped: what is listed
+    Column("reason", Text, nullable=False),
+    Column("created_by", String(100), nullable=False),
+    Column("source", String(400), nullable=False),  # owner/name#N where it was disputed
+    Column("created_at", Float, nullable=False),
+    Index("ux_learnings_key", "repo", "rule", "path_dir", "path_ext", "line_sha", unique=True),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     """One step from ``version - 1`` to ``version``, run on a sync connection inside the upgrade's
@@ -188,6 +208,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         5, "the model reviewer's daily usage per pull request and per person", create_tables("llm_spend")
     ),
+    Migration(6, "disputes remembered for a repository (learnings)", create_tables("learnings")),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version if MIGRATIONS else 1

@@ -10,16 +10,19 @@ from dataclasses import dataclass
 
 from ..config import Settings
 from ..guards import BotIdentity
+from ..review.learnings import Learnings
 from ..review.model import Reviewer
 from .pull import AnalysisCache, RepoConfigs
 
 
 @dataclass(frozen=True, slots=True)
 class Bot:
-    """Who the bot is, the deployment's settings, the review engine, and the shared caches."""
+    """Who the bot is, the deployment's settings, the review engine, the shared caches, and what it
+    remembers per repository."""
 
     identity: BotIdentity
     settings: Settings
     reviewer: Reviewer
     repo_configs: RepoConfigs
     analyses: AnalysisCache
+    learnings: Learnings  # disputes remembered per repository (in the database)

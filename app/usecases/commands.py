@@ -12,12 +12,13 @@ import logging
 from typing import assert_never
 
 from .. import github
-from ..commands import HELP_TEXT, Command, parse_command
+from ..commands import HELP_TEXT, Command, parse_command, parse_forget
 from ..events import IssueCommentEvent, ReviewCommentEvent
 from ..github import GitHubClient
 from ..guards import is_bot_login, may_ask
 from ..review.markers import carries, encode
 from .bot import Bot
+from .disputes import forget_text, learnings_text, take_thumbs_down
 from .review import review_pull
 from .threads import verify_threads
 
@@ -40,6 +41,8 @@ async def answer_command(
     command = parse_command(comment.body, bot.identity.slug)
     if command is None:
         return
+    if command is Command.DISMISS and thread_root is not None:
+        return  # a dispute in a thread: the threads concern answers it (usecases.disputes)
     config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
     if not may_ask(
         commenter=comment.commenter_login,
@@ -57,8 +60,41 @@ async def answer_command(
                 gh, bot, repo=repo, pr_number=pr_number, trigger="mention", received_at=received_at
             )
         case Command.RESOLVE:
+            await take_thumbs_down(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
             await verify_threads(
                 gh, bot, repo=repo, pr_number=pr_number, claimed=True, asked_by=comment.commenter_login
+            )
+        case Command.DISMISS:
+            await say_once(
+                gh,
+                bot,
+                repo=repo,
+                pr_number=pr_number,
+                key=f"dismiss:{comment.comment_id}",
+                text=f"To overrule a finding, reply `@{bot.identity.slug} dismiss <reason>` in its thread.",
+                thread_root=None,
+            )
+        case Command.LEARNINGS:
+            await say_once(
+                gh,
+                bot,
+                repo=repo,
+                pr_number=pr_number,
+                key=f"learnings:{comment.comment_id}",
+                text=await learnings_text(bot, repo=repo),
+                thread_root=thread_root,
+            )
+        case Command.FORGET:
+            number = parse_forget(comment.body, bot.identity.slug)
+            text = await forget_text(gh, bot, repo=repo, login=comment.commenter_login or "", number=number)
+            await say_once(
+                gh,
+                bot,
+                repo=repo,
+                pr_number=pr_number,
+                key=f"forget:{comment.comment_id}",
+                text=text,
+                thread_root=thread_root,
             )
         case Command.HELP:
             text = HELP_TEXT.format(slug=bot.identity.slug, decoy=bot.identity.decoy_login)

@@ -25,10 +25,13 @@ from ..github import GitHubClient
 from ..guards import BotIdentity, is_bot_login
 from ..review import decide, render
 from ..review.diff import parse_patch
-from ..review.markers import ReviewMarker
-from ..review.model import ModelInputs, ModelOptions, PriorFinding, PullContext, ReviewResult
+from ..review.learnings import Learning, prompt_context
+from ..review.markers import FindingMarker, ReviewMarker
+from ..review.model import ModelInputs, ModelOptions, PriorFinding, PullContext, ReviewResult, Verdict
+from ..review.overrule import Overrule, withdraw
 from .bot import Bot
 from .decoy import drop_decoy
+from .overrules import recorded_overrules, take_reactions
 from .pull import analyse, build_context
 from .threads import OpenThread, finding_text, open_bot_threads, thread_replies, verify_threads
 
@@ -89,12 +92,16 @@ async def review_pull(
     received_at: float,
     force: bool = False,
     only_if_blocked: bool = False,
+    only_if_unblocks: bool = False,
 ) -> None:
     """Review the PR's current head, re-reading everything from GitHub first. ``received_at``
     (epoch seconds) is when the delivery that asked for it reached the webhook endpoint.
 
     If the bot's latest decision on the PR requested changes, this is a re-review and must
     re-decide: request changes again, approve, or (approval disabled) dismiss the old block.
+    ``only_if_unblocks`` (after a finding was overruled): post nothing unless the block goes.
+    Findings overruled on this PR, or left out by the repository's learnings, are withdrawn
+    before the verdict (and counted in the review and the check run).
     """
     pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
     if pull.get("state") != "open":
@@ -119,17 +126,43 @@ async def review_pull(
         if trigger == "decoy":
             await drop_decoy(gh, bot, repo=repo, pr_number=pr_number, pull=pull)
         return
-    check_run_id = await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
+    check_run_id = (
+        None
+        if only_if_unblocks
+        else await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
+    )
     pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
+    learned = await bot.learnings.of_repo(repo)
     open_threads: list[OpenThread] | None = None
 
     async def read_model_inputs() -> ModelInputs:
         nonlocal open_threads
         open_threads = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number)
-        return await model_inputs(gh, bot, pull_context, config=config, threads=open_threads)
+        return await model_inputs(gh, bot, pull_context, config=config, threads=open_threads, learned=learned)
 
     pull_context = await bot.reviewer.prepare(pull_context, read_model_inputs)
-    result = await analyse(pull_context, reviewer=bot.reviewer, analyses=bot.analyses)
+    overruled: list[Overrule] = []
+    if mine:  # overrules live in the bot's threads: none before its first review
+        comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
+        overruled = recorded_overrules(comments, bot)
+        overruled += await take_reactions(
+            gh, bot, repo=repo, pr_number=pr_number, pull=pull, comments=comments, threads=open_threads
+        )
+        if open_threads is not None:
+            withdrawn = {o.thread for o in overruled}
+            open_threads = [t for t in open_threads if t.thread.root_comment_id not in withdrawn]
+    result = withdraw(
+        await analyse(pull_context, reviewer=bot.reviewer, analyses=bot.analyses),
+        overruled=overruled,
+        learned=[item.key for item in learned],
+        line_text={f.path: parse_patch(f.patch).added_text for f in pull_context.files},
+        changed=len(pull_context.files),
+    )
+    if only_if_unblocks and (block is None or result.verdict is Verdict.REQUEST_CHANGES):
+        log.info("an overrule leaves the verdict as it was at %s; nothing to post", head_sha[:12])
+        return
+    if check_run_id is None:
+        check_run_id = await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
     policy = policy_for(
         pull_context, config=config, approve=bot.settings.review_approve, identity=bot.identity
     )
@@ -138,7 +171,13 @@ async def review_pull(
         if open_threads is None:
             open_threads = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number)
         rereview = await prepare_rereview(
-            gh, repo=repo, pr_number=pr_number, block=block, result=result, open_threads=open_threads
+            gh,
+            repo=repo,
+            pr_number=pr_number,
+            block=block,
+            result=result,
+            open_threads=open_threads,
+            overruled=overruled,
         )
     plan = plan_for(
         result, pull_context, policy=policy, trigger=trigger, identity=bot.identity, rereview=rereview
@@ -146,7 +185,14 @@ async def review_pull(
     if rereview is not None and plan.event == "COMMENT" and result.withhold_approval is None:
         # No blockers remain but approval is disabled: only dismissing clears the sticky block.
         # (Withheld approval keeps the block too: a person should look at this PR.)
-        outcome = await dismiss_blocks(gh, repo=repo, pr_number=pr_number, mine=mine, head_sha=head_sha)
+        outcome = await dismiss_blocks(
+            gh,
+            repo=repo,
+            pr_number=pr_number,
+            mine=mine,
+            head_sha=head_sha,
+            overruled=bool(rereview.overruled),
+        )
         rereview = replace(rereview, dismissal=outcome)
         plan = plan_for(
             result, pull_context, policy=policy, trigger=trigger, identity=bot.identity, rereview=rereview
@@ -192,11 +238,13 @@ async def model_inputs(
     *,
     config: RepoConfig,
     threads: Sequence[OpenThread],
+    learned: Sequence[Learning] = (),
 ) -> ModelInputs:
     """What only a model reviewer reads (``Reviewer.prepare`` asks for it): the repository's
     options and review instructions (the config's ``review.instructions`` and
     ``.github/{slug}-instructions.md``, both from the default branch, never from the PR's head,
-    and capped), and the bot's open findings with the replies in their threads."""
+    and capped), the bot's open findings with the replies in their threads, and the
+    repository's learnings (from the database)."""
     inline = (config.review.instructions or "")[:MAX_INSTRUCTIONS_CHARS]
     from_file = await github.get_file_text(
         gh, repo=pull_context.repo, path=f".github/{bot.identity.slug}-instructions.md"
@@ -235,6 +283,7 @@ async def model_inputs(
             skip_labels=llm.skip.labels,
             skip_authors=llm.skip.authors,
             skip_paths=llm.skip.paths,
+            learnings=prompt_context(learned),
         ),
         prior=tuple(prior),
     )
@@ -248,31 +297,44 @@ async def prepare_rereview(
     block: Mapping[str, Any],
     result: ReviewResult,
     open_threads: Sequence[OpenThread],
+    overruled: Sequence[Overrule] = (),
 ) -> render.Rereview:
-    """What the blocking review asked for, what of it is fixed, and which findings already have
-    an open thread of the bot (not to be posted again)."""
+    """What the blocking review asked for, what of it is fixed or overruled, and which findings
+    already have an open thread of the bot (not to be posted again)."""
     comments = await github.list_review_comments(
         gh, repo=repo, pr_number=pr_number, review_id=int(block["id"])
     )
     blockers = decide.prior_blockers(block.get("body"), (c.get("body") for c in comments))
     current = decide.reported(result)
     marker = ReviewMarker.read(block.get("body"))
+    withdrawn = {m.fingerprint: o for m in blockers for o in overruled if overrules_marker(o, m)}
     return render.Rereview(
         prior_head_sha=marker.head_sha if marker else str(block.get("commit_id") or ""),
-        fixed=tuple(m for m in blockers if decide.is_fixed(m, current)),
+        fixed=tuple(m for m in blockers if m.fingerprint not in withdrawn and decide.is_fixed(m, current)),
         still_open=tuple(m for m in blockers if not decide.is_fixed(m, current)),
         open_thread_fingerprints=frozenset(t.finding.fingerprint for t in open_threads),
+        overruled=tuple(withdrawn.values()),
     )
 
 
+def overrules_marker(overrule: Overrule, marker: FindingMarker) -> bool:
+    return overrule.fingerprint == marker.fingerprint or bool(overrule.key and overrule.key == marker.key)
+
+
 async def dismiss_blocks(
-    gh: GitHubClient, *, repo: str, pr_number: int, mine: Sequence[Mapping[str, Any]], head_sha: str
+    gh: GitHubClient,
+    *,
+    repo: str,
+    pr_number: int,
+    mine: Sequence[Mapping[str, Any]],
+    head_sha: str,
+    overruled: bool = False,
 ) -> str:
     """Dismiss every active request for changes of the bot: "dismissed", or "forbidden" when
     GitHub refuses (the installation may not dismiss reviews on this branch)."""
+    how = "verified fixed or overruled" if overruled else "verified fixed"
     message = (
-        f"The blockers of this review are verified fixed at {head_sha[:12]}; "
-        "dismissing it (approval is disabled)."
+        f"The blockers of this review are {how} at {head_sha[:12]}; dismissing it (approval is disabled)."
     )
     for review in decide.active_blocks(mine):
         try:

@@ -2,10 +2,11 @@
 
 The bot resolves only threads whose root comment it wrote, only after re-running the analysis
 at the PR's current head and finding the problem gone. A reply that claims a fix which is not
-there gets one answer in that thread per head commit; a reply that argues ("this is intentional
-because ...") changes nothing. Threads of anyone else are never touched, a resolved thread is
-never resolved again, and nothing is ever unresolved. The model's own findings (``llm/...``)
-can only be judged by the model reviewer.
+there gets one answer in that thread per head commit; a reply that argues ("I disagree ...")
+changes nothing, and one that disputes the finding ("intentional", "false positive") is for
+``usecases.disputes``: someone who may overrule it withdraws it. Threads of anyone else are
+never touched, a resolved thread is never resolved again, and nothing is ever unresolved. The
+model's own findings (``llm/...``) can only be judged by the model reviewer.
 """
 
 from __future__ import annotations

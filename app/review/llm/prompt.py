@@ -209,11 +209,12 @@ def review_request(
     schema: OutputSchema,
     max_findings: int,
     canary: str,
+    learnings: str = "",
 ) -> Request:
     """``canary``: a random value per request that the answer must echo (a model steered off its
     instructions by the data tends to drop it)."""
     data = "\n\n".join(sections)
-    nonce = nonce_for(title, body, instructions, data)
+    nonce = nonce_for(title, body, instructions, learnings, data)
     fence_open, fence_close = f"<data-{nonce}>", f"</data-{nonce}>"
     parts = [
         "Pull request title and description:",
@@ -226,6 +227,14 @@ def review_request(
             "The repository's review instructions (from its default branch; focus only):",
             fence_open,
             instructions,
+            fence_close,
+        ]
+    if learnings:
+        parts += [
+            "Findings this repository's maintainers dismissed earlier (from the bot's records; "
+            "do not report these again):",
+            fence_open,
+            learnings,
             fence_close,
         ]
     parts += ["The files to review:", fence_open, data, fence_close]

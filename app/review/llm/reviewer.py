@@ -272,6 +272,7 @@ class LlmReviewer(Reviewer):
             title=context.title,
             body=context.body,
             instructions=context.model.instructions,
+            learnings=context.model.learnings,
             sections=[s.text for s in sections],
             schema=FINDINGS_SCHEMA,
             max_findings=max(1, context.model.max_findings),
@@ -425,6 +426,7 @@ class LlmReviewer(Reviewer):
             analysed=base.analysed,
             notes=tuple(all_notes),
             withhold_approval=withhold,
+            incomplete=incomplete,
             model_skipped=tuple(outcome.not_reviewed),
             usage=self._usage(outcome),
         )

@@ -1,0 +1,225 @@
+"""Overruling the bot: who may withdraw a finding, what a withdrawn finding is, and the verdict
+without it. Pure: no I/O.
+
+A finding is *overruled* on one pull request when someone who may do so disputes it in its
+thread (a reply such as "false positive", ``@slug dismiss <reason>``, or a 👎 on the bot's
+comment); the bot records that in the thread itself (a reply carrying an ``overruled`` marker),
+so GitHub stays the source of truth for this PR. A finding is *learned* when a dispute was
+remembered for the repository (``app.review.learnings``): later reviews leave it out. Either way
+it is never dropped silently: the review and the check run count it.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import posixpath
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+
+from .engine import summarise, verdict_for
+from .markers import decode_all, encode, problem_key
+from .model import Finding, ReviewResult, Severity
+
+OVERRULED_KIND = "overruled"
+MAX_REASON_CHARS = 300
+
+
+class Role(enum.StrEnum):
+    """Who someone is to a pull request, for overruling (read from GitHub, never from a comment)."""
+
+    WRITER = "writer"  # write, maintain or admin on the repository, and not the PR's author
+    AUTHOR = "author"  # the PR's author (whatever their permission)
+    OTHER = "other"
+
+
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+
+
+def role_of(*, login: str, pr_author: str | None, permission: str | None) -> Role:
+    """The author alone cannot overrule a blocker on their own PR, even with write access: the
+    author's role is AUTHOR first. ``permission`` is the collaborator permission API's answer
+    (``role_name`` or ``permission``)."""
+    if pr_author is not None and login.casefold() == pr_author.casefold():
+        return Role.AUTHOR
+    if (permission or "").lower() in WRITE_PERMISSIONS:
+        return Role.WRITER
+    return Role.OTHER
+
+
+def may_overrule(severity: Severity, role: Role) -> bool:
+    """Someone with write access may overrule any finding; the PR's author only concerns and nits."""
+    if role is Role.WRITER:
+        return True
+    return role is Role.AUTHOR and severity is not Severity.BLOCKER
+
+
+def severity_named(label: str) -> Severity:
+    """A finding marker's severity label; an unknown label is treated as a blocker (the strictest)."""
+    return {s.label: s for s in Severity}.get(label, Severity.BLOCKER)
+
+
+@dataclass(frozen=True, slots=True)
+class Overrule:
+    """One finding withdrawn on this PR, as the bot's reply in its thread records it."""
+
+    fingerprint: str
+    key: str  # problem key (rule, path, message): recognises it after its line was edited
+    rule: str
+    path: str
+    line: int
+    severity: str
+    by: str  # the login who overruled it
+    reason: str  # empty for a 👎 without words
+    thread: int  # the thread's root comment id
+
+    def encode(self) -> str:
+        return encode(OVERRULED_KIND, **asdict(self))
+
+    @classmethod
+    def read_all(cls, body: str | None) -> list[Overrule]:
+        found = []
+        for data in decode_all(body, OVERRULED_KIND):
+            try:
+                found.append(
+                    cls(
+                        fingerprint=str(data["fingerprint"]),
+                        key=str(data.get("key", "")),
+                        rule=str(data["rule"]),
+                        path=str(data["path"]),
+                        line=int(data["line"]),
+                        severity=str(data["severity"]),
+                        by=str(data["by"]),
+                        reason=str(data.get("reason", "")),
+                        thread=int(data["thread"]),
+                    )
+                )
+            except (KeyError, TypeError, ValueError):
+                continue
+        return found
+
+
+def overrules(overruled: Collection[Overrule], finding: Finding) -> bool:
+    """Whether ``finding`` is one of the overruled ones: same fingerprint, or same problem key."""
+    key = problem_key(finding.rule, finding.path, finding.message)
+    return any(o.fingerprint == finding.fingerprint or (o.key and o.key == key) for o in overruled)
+
+
+# ------------------------------------------------------------------------------- learnings keys
+@dataclass(frozen=True, slots=True)
+class PathPattern:
+    """Where a learning applies: files of one directory with one extension (``tests/*.py``).
+    Kept as two plain strings compared exactly: a path from a pull request is never evaluated as
+    a glob."""
+
+    directory: str
+    extension: str
+
+    @classmethod
+    def of(cls, path: str) -> PathPattern:
+        directory, name = posixpath.split(path)
+        extension = posixpath.splitext(name)[1]
+        return cls(directory, extension)
+
+    def matches(self, path: str) -> bool:
+        return PathPattern.of(path) == self
+
+    def __str__(self) -> str:
+        name = f"*{self.extension}" if self.extension else "*"
+        return f"{self.directory}/{name}" if self.directory else name
+
+
+def normalised_line(text: str) -> str:
+    """The code line as a learning compares it: surrounding and repeated whitespace ignored."""
+    return " ".join(text.split())
+
+
+def line_digest(text: str) -> str:
+    """What is stored of the code line: a digest (the line itself may hold a secret)."""
+    return hashlib.sha256(normalised_line(text).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class LearningKey:
+    """A learning's fingerprint: rule, path pattern, normalised code line (as a digest)."""
+
+    rule: str
+    pattern: PathPattern
+    line_sha: str
+
+    @classmethod
+    def of(cls, rule: str, path: str, line_text: str) -> LearningKey:
+        return cls(rule, PathPattern.of(path), line_digest(line_text))
+
+    def matches(self, finding: Finding, line_text: str | None) -> bool:
+        return (
+            finding.rule == self.rule
+            and self.pattern.matches(finding.path)
+            and line_text is not None
+            and line_digest(line_text) == self.line_sha
+        )
+
+
+# ----------------------------------------------------------------------------------- withdrawal
+def withdraw(
+    result: ReviewResult,
+    *,
+    overruled: Collection[Overrule] = (),
+    learned: Collection[LearningKey] = (),
+    line_text: Mapping[str, Mapping[int, str]] | None = None,
+    changed: int,
+) -> ReviewResult:
+    """The result without the overruled and learned findings, its verdict and summary re-decided.
+
+    ``line_text``: per path, the head line text of the lines the PR added (what a learning is
+    compared with). ``changed``: the number of changed files (for the summary)."""
+    texts = line_text or {}
+    kept: list[Finding] = []
+    dropped: list[Finding] = []
+    forgotten: list[Finding] = []
+    for finding in result.findings:
+        if overrules(overruled, finding):
+            dropped.append(finding)
+        elif any(k.matches(finding, texts.get(finding.path, {}).get(finding.line)) for k in learned):
+            forgotten.append(finding)
+        else:
+            kept.append(finding)
+    if not dropped and not forgotten:
+        return result
+    notes = list(result.notes)
+    notes += withdrawn_notes(len(dropped), len(forgotten))
+    return replace(
+        result,
+        verdict=verdict_for(kept, incomplete=result.incomplete),
+        summary=summarise(
+            kept, changed=changed, analysed=result.analysed, skipped=result.skipped, notes=notes
+        ),
+        findings=tuple(kept),
+        overruled=result.overruled + tuple(dropped),
+        learned=result.learned + tuple(forgotten),
+    )
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def withdrawn_notes(overruled: int, learned: int) -> list[str]:
+    notes = []
+    if overruled:
+        notes.append(f"{_plural(overruled, 'finding')} overruled on this pull request")
+    if learned:
+        notes.append(f"{_plural(learned, 'finding')} left out by the repository's learnings")
+    return notes
+
+
+def overruled_by_marker(bodies: Iterable[str | None]) -> list[Overrule]:
+    """Every overrule recorded in these bodies (the bot's own replies only: the caller filters)."""
+    seen: set[int] = set()
+    found = []
+    for body in bodies:
+        for item in Overrule.read_all(body):
+            if item.thread not in seen:
+                seen.add(item.thread)
+                found.append(item)
+    return found

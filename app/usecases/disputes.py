@@ -1,0 +1,162 @@
+"""A maintainer overrules the bot: a dispute in one of its threads, and the repository's learnings.
+
+A reply in a thread of the bot such as "false positive", "intentional", "won't fix", or
+``@slug dismiss <reason>``, from someone who may overrule that finding (write access; the PR's
+author only for concerns and nits, never a blocker on their own PR), withdraws it on this pull
+request: the bot says in one line who overruled it and why, resolves the thread, and when it was
+a blocker re-decides its verdict without it, through the same re-review a fix gets
+(``usecases.review.review_pull``): the last blocker gone, the sticky request for changes is
+replaced by an approval (or, approval disabled, dismissed). Anyone else gets one answer per
+thread saying who can. ``--always`` (or ``review.learn: true``) also remembers the dispute for
+the repository, when it comes from someone with write access.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .. import github
+from ..commands import Dispute
+from ..github import GitHubClient
+from ..review import render
+from ..review.model import Severity
+from ..review.overrule import Role, may_overrule, severity_named
+from .bot import Bot
+from .overrules import remember, role_on, take_reactions, withdraw_thread
+from .review import review_pull
+from .threads import open_bot_threads, say_in_thread
+
+log = logging.getLogger(__name__)
+
+OVERRULE_TRIGGER = "overrule"
+
+
+def refusal(login: str, role: Role, severity: Severity, slug: str) -> str:
+    if role is Role.AUTHOR:
+        return (
+            f"@{login} the author of a pull request cannot overrule a blocker on it; someone else with "
+            f"write access to this repository can (`@{slug} dismiss <reason>` in this thread)."
+        )
+    what = "findings" if severity is Severity.BLOCKER else "findings (the author too, for concerns and nits)"
+    return f"@{login} only people with write access to this repository can overrule my {what}."
+
+
+async def dispute_finding(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pr_number: int,
+    root_comment_id: int,
+    login: str,
+    dispute: Dispute,
+    received_at: float,
+) -> None:
+    """Withdraw the finding of the bot's thread ``root_comment_id`` if ``login`` may overrule it."""
+    found = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number, root_comment_id=root_comment_id)
+    if not found:
+        return  # not the bot's thread, or already resolved
+    item = found[0]
+    pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
+    if pull.get("state") != "open":
+        return
+    role = await role_on(gh, repo=repo, login=login, pr_author=(pull.get("user") or {}).get("login"))
+    severity = severity_named(item.finding.severity)
+    comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
+    if not may_overrule(severity, role):
+        log.info("%s (%s) may not overrule %s", login, role.value, item.finding.rule)
+        await say_in_thread(
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            item=item,
+            key=f"not-overruled:{login.casefold()}",
+            text=refusal(login, role, severity, bot.identity.slug),
+            earlier=comments,
+        )
+        return
+    config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
+    learned, problem = None, None
+    if dispute.always or config.review.learn:
+        if role is Role.WRITER:
+            learned, problem = await remember(
+                gh, bot, repo=repo, pr_number=pr_number, item=item, by=login, reason=dispute.reason
+            )
+        elif dispute.always:
+            problem = "only someone with write access (not the author) can teach the repository"
+    await withdraw_thread(
+        gh,
+        bot,
+        repo=repo,
+        pr_number=pr_number,
+        item=item,
+        by=login,
+        reason=dispute.reason,
+        comments=comments,
+        learned=learned,
+        learn_problem=problem,
+    )
+    if severity is Severity.BLOCKER:
+        # The same re-decision a fix gets; nothing is posted unless the block goes.
+        await review_pull(
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            trigger=OVERRULE_TRIGGER,
+            received_at=received_at,
+            force=True,
+            only_if_blocked=True,
+            only_if_unblocks=True,
+        )
+
+
+async def take_thumbs_down(
+    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, received_at: float
+) -> None:
+    """Read the 👎s on the bot's open findings (GitHub sends no webhook for reactions), overrule
+    those given by someone who may, and re-decide the verdict if a blocker went."""
+    comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
+    taken = await take_reactions(gh, bot, repo=repo, pr_number=pr_number, comments=comments)
+    if any(severity_named(o.severity) is Severity.BLOCKER for o in taken):
+        await review_pull(
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            trigger=OVERRULE_TRIGGER,
+            received_at=received_at,
+            force=True,
+            only_if_blocked=True,
+            only_if_unblocks=True,
+        )
+
+
+async def learnings_text(bot: Bot, *, repo: str) -> str:
+    """What ``@slug learnings`` answers."""
+    learned = await bot.learnings.of_repo(repo)
+    slug = bot.identity.slug
+    if not learned:
+        return (
+            "This repository has no learnings. A maintainer's `@"
+            f"{slug} dismiss --always <reason>` in one of my threads adds one."
+        )
+    lines = [f"Findings I leave out in this repository ({len(learned)}; `@{slug} forget N` removes one):", ""]
+    lines += [f"- {render.escape(item.describe())}" for item in learned]
+    return "\n".join(lines)
+
+
+async def forget_text(gh: GitHubClient, bot: Bot, *, repo: str, login: str, number: int | None) -> str:
+    """What ``@slug forget N`` does and answers: only someone with write access may forget."""
+    if number is None:
+        return f"Which one? `@{bot.identity.slug} forget N`, with N from `@{bot.identity.slug} learnings`."
+    # For the repository, not this PR: whether they wrote this PR does not matter.
+    role = await role_on(gh, repo=repo, login=login, pr_author=None)
+    if role is not Role.WRITER:
+        return f"@{login} only people with write access to this repository can remove a learning."
+    removed = await bot.learnings.forget(repo, number)
+    if removed is None:
+        return f"This repository has no learning #{number}."
+    log.info("learning %d of %s forgotten by %s", number, repo, login)
+    return f"Forgot learning {render.escape(removed.describe())}. I report such findings again."
