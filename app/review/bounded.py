@@ -132,7 +132,8 @@ class EvaluateJob:
             for f in output.findings
             if not f.inline or f.rule in file_level or f.line in added.get(f.path, ())
         ]
-        notes = [
+        notes = list(lint.scope_problems)
+        notes += [
             f"{_plural(count, 'file')} not linted, as `{source}` excludes {'it' if count == 1 else 'them'}"
             for source, count in not_linted.items()
         ]

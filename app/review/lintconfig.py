@@ -166,7 +166,8 @@ class PatternSource:
 @dataclass(frozen=True, slots=True)
 class LintConfig:
     ruff_configs: Mapping[str, RuffConfigFile] = field(default_factory=dict)  # by path
-    problems: tuple[str, ...] = ()  # configuration files that could not be used, and why
+    problems: tuple[str, ...] = ()  # ruff configuration files that could not be used, and why
+    scope_problems: tuple[str, ...] = ()  # the same for the pre-commit configuration (lint scope)
     pre_commit: HookScope | None = None  # the top level: applies to every hook
     lint_hooks: tuple[HookScope, ...] = ()  # one per lint hook
     black_excludes: tuple[Exclusion, ...] = ()
@@ -465,14 +466,16 @@ def lint_config(contents: Mapping[str, FileContent | None]) -> LintConfig:
     top: HookScope | None = None
     hooks: list[HookScope] = []
     hook_pin: RuffPin | None = None
+    scope_problems: list[str] = []
     pre_commit = contents.get(PRE_COMMIT)
     if pre_commit is not None and pre_commit.text is not None:
         top, hooks, hook_pin, problem = _pre_commit(pre_commit.text)
         if problem is not None:
-            problems.append(problem)
+            scope_problems.append(problem)
     return LintConfig(
         ruff_configs=configs,
         problems=tuple(problems),
+        scope_problems=tuple(scope_problems),
         pre_commit=top,
         lint_hooks=tuple(hooks),
         black_excludes=tuple(black),

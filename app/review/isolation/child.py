@@ -2,7 +2,8 @@
 
 It reads length-prefixed frames on its standard input: first its setup (limits, the serving
 process's import path), then one pickled job at a time (the serving process is trusted); it
-answers each with JSON frames: ``{"stage": ...}`` as a job enters a part of its work, then
+answers each with JSON frames: ``{"started": true}`` once the job is unpickled (its deadline
+counts from there), ``{"stage": ...}`` as a job enters a part of its work, then
 ``{"result": ...}``, ``{"tripped": ...}`` or ``{"error": ...}``. Its protocol pipes are moved off
 fds 0 and 1 first, so nothing it runs (ruff) can write into them. It never reads the network or
 the serving process's environment (it has neither), and exits when its input closes.
@@ -142,6 +143,7 @@ def main() -> int:
         _cpu_budget(setup.limits.cpu_seconds)
         try:
             job: Job[Any] = pickle.loads(frame)
+            child._send({"started": True})  # the job's deadline counts from here, imports done
             answer = _run(job)
         except MemoryError:
             answer = {"tripped": Limit.MEMORY.value}

@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
-STARTUP_SECONDS = 120.0  # an interpreter start and imports, on a loaded machine
+STARTUP_SECONDS = 120.0  # an interpreter start, or a job's imports, on a loaded machine
 # The interpreter's own directory first: the child runs this Python and the ruff installed beside it.
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -159,7 +159,8 @@ class _Child:
             self._send(pickle.dumps(job))
         except (BrokenPipeError, OSError):
             return self._ended(None, limits)
-        deadline = time.monotonic() + limits.deadline_seconds
+        # Until the child says the job started (unpickled: its modules imported), the start-up bound.
+        deadline = time.monotonic() + STARTUP_SECONDS
         current: Stage | None = None
         stage_deadline: float | None = None
         while True:
@@ -176,7 +177,9 @@ class _Child:
                 message = json.loads(frame)
             except ValueError:
                 return self._stop(Tripped(Limit.CRASH, current, limits, "an unreadable answer"))
-            if "stage" in message:
+            if "started" in message:
+                deadline = time.monotonic() + limits.deadline_seconds
+            elif "stage" in message:
                 current = None if message["stage"] is None else Stage(**message["stage"])
                 seconds = current.seconds if current is not None else None
                 stage_deadline = time.monotonic() + seconds if seconds is not None else None
