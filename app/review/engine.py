@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, default_analyzers
+from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, default_analyzers, is_python
 from .analyzers.injection import body_findings
 from .analyzers.python import SYNTAX_RULE
 from .diff import PatchLines, parse_patch
@@ -73,7 +73,15 @@ class BuiltinReviewer:
             files.append(FileUnderReview(changed, parse_patch(changed.patch), content))
         unpatched = tuple(FileUnderReview(f, PatchLines(), contents.get(f.path)) for f in selection.unpatched)
 
-        batch = AnalysisInput(tuple(files), unpatched, contents, settings, tree=tree, lint=lint)
+        # The base side of the changed Python files the base had (the API check compares them).
+        base_paths = [
+            f.file.previous_path or f.path
+            for f in files
+            if f.file.status in ("modified", "renamed") and is_python(f.path)
+        ]
+        read_base = context.read_base
+        base = dict(await read_base(base_paths)) if read_base is not None and base_paths else {}
+        batch = AnalysisInput(tuple(files), unpatched, contents, settings, tree=tree, lint=lint, base=base)
         outputs: list[AnalyzerOutput] = list(
             await asyncio.gather(*(a.analyse(batch) for a in self.analyzers))
         )

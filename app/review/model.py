@@ -135,6 +135,7 @@ class PullContext:
     model: ModelOptions = field(default_factory=ModelOptions)
     prior: tuple[PriorFinding, ...] = ()  # the bot's open threads, at re-review
     tree: TreeReader | None = None  # the layout at head; None: analysers work from the changed files
+    read_base: ContentReader | None = None  # the same reader at the base; None: not available
 
 
 @dataclass(frozen=True, slots=True)

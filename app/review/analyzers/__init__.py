@@ -62,6 +62,8 @@ class AnalysisInput:
     settings: ReviewSettings = field(default_factory=ReviewSettings)
     tree: RepoTree | None = None  # the repository at head, when it could be listed
     lint: LintConfig = field(default_factory=LintConfig)  # the repository's own lint configuration
+    # The base side of the changed files that had one (by their base path), when it could be read.
+    base: Mapping[str, FileContent | None] = field(default_factory=dict)
 
     def linted(self, item: FileUnderReview) -> bool:
         """Whether the repository lints this file (lint-style checks skip the others)."""
@@ -152,6 +154,7 @@ def strip_python_noise(line: str) -> str:
 
 
 def default_analyzers() -> list[Analyzer]:
+    from .api import ApiBreakAnalyzer
     from .conflicts import ConflictMarkerAnalyzer
     from .debug import DebugAnalyzer
     from .hygiene import HygieneAnalyzer
@@ -168,4 +171,5 @@ def default_analyzers() -> list[Analyzer]:
         DebugAnalyzer(),
         HygieneAnalyzer(),
         InjectionAnalyzer(),
+        ApiBreakAnalyzer(),
     ]

@@ -1,0 +1,209 @@
+"""Public API breaks between the base and the head of a module the pull request changed: a public
+function, method or class removed (or renamed), a parameter removed, renamed or moved, a default
+changed, a function turned async or back. Concerns, never blockers: most API changes are
+deliberate, so the finding says what changed and asks whether the callers and the changelog know.
+
+Read with griffe's static visitor (the AST, never an import: no inspection, no extensions), one
+module at a time from the two texts: ``api_findings`` is a pure function of (path, base text,
+head text, added lines). Public means not underscored (the module's ``__all__`` when it has one)
+and not in tests. Imported names are not the module's API (griffe's rule), so a re-export is
+not followed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import griffe
+
+from ..model import ChangedFile, Finding, Severity
+from . import AnalysisInput, AnalyzerOutput, finding, is_python, is_test_path
+
+__all__ = ["RULE", "ApiBreakAnalyzer", "api_changes", "api_findings", "is_public_module", "module_name"]
+
+RULE = "api/break"
+BASE_STATUSES = ("modified", "renamed")  # a file the base also had
+
+# griffe logs what it skips (an unresolved alias) at debug level; nothing the review needs.
+logging.getLogger("griffe").setLevel(logging.WARNING)
+
+
+def module_name(path: str) -> str:
+    """``src/pkg/mod.py`` -> ``pkg.mod``; ``pkg/__init__.py`` -> ``pkg``."""
+    parts = list(PurePosixPath(path).with_suffix("").parts)
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts) or "module"
+
+
+def is_public_module(path: str) -> bool:
+    """A Python file outside tests whose module path has no underscored part (dunders aside)."""
+    if not is_python(path) or is_test_path(path):
+        return False
+    parts = PurePosixPath(path).with_suffix("").parts
+    return not any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts)
+
+
+@dataclass(slots=True)
+class ApiChange:
+    """What changed in one public object."""
+
+    name: str  # relative to the module: "Client.send"
+    kind: str  # "function", "method", "class"
+    changes: list[str] = field(default_factory=list)
+    lines: tuple[int, int] | None = None  # the object's head lines; None: it is gone
+
+
+def _visit(path: str, text: str) -> griffe.Module | None:
+    try:
+        return griffe.Visitor(module_name(path), Path(path), text, griffe.Extensions()).get_module()
+    except (SyntaxError, ValueError):  # the syntax check reports it; nothing to compare
+        return None
+
+
+def _kind(obj: griffe.Object | griffe.Alias) -> str:
+    if obj.is_class:
+        return "class"
+    if obj.is_function:
+        return "method" if obj.parent is not None and obj.parent.is_class else "function"
+    return "attribute"
+
+
+def _lines(obj: griffe.Object | griffe.Alias | None) -> tuple[int, int] | None:
+    if obj is None or obj.lineno is None:
+        return None
+    return obj.lineno, obj.endlineno or obj.lineno
+
+
+def _walk(base: griffe.Object, head: griffe.Object, prefix: str, out: dict[str, ApiChange]) -> None:
+    """Functions turned async or back (griffe's diff does not say), in objects both sides have."""
+    for name, old in base.members.items():
+        new = head.members.get(name)
+        if new is None or old.is_alias or new.is_alias or not old.is_public:
+            continue
+        qualified = f"{prefix}{name}"
+        if old.is_function and new.is_function:
+            was, now = "async" in old.labels, "async" in new.labels
+            if was != now:
+                change = out.setdefault(qualified, ApiChange(qualified, _kind(new), lines=_lines(new)))
+                change.changes.append("is now async: callers must await it" if now else "is no longer async")
+        elif isinstance(old, griffe.Class) and isinstance(new, griffe.Class):
+            _walk(old, new, f"{qualified}.", out)
+
+
+def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
+    """The public API changes of one module, grouped per object, in head order (removed objects
+    last)."""
+    base, head = _visit(path, base_text), _visit(path, head_text)
+    if base is None or head is None:
+        return []
+    prefix = base.path + "."
+    out: dict[str, ApiChange] = {}
+    renamed: set[tuple[str, str]] = set()  # (object, old parameter name) told as a rename
+    for breakage in griffe.find_breaking_changes(base, head):
+        obj = breakage.obj
+        qualified = obj.path.removeprefix(prefix)
+        kind = breakage.kind
+        if kind is griffe.BreakageKind.OBJECT_REMOVED:
+            if not (obj.is_function or obj.is_class):
+                continue  # constants and imports come and go
+            out.setdefault(qualified, ApiChange(qualified, _kind(obj))).changes.append(
+                "was removed or renamed"
+            )
+            continue
+        if not obj.is_function:
+            continue
+        change = out.setdefault(qualified, ApiChange(qualified, _kind(obj), lines=_lines(obj)))
+        if kind is griffe.BreakageKind.PARAMETER_REMOVED:
+            old = breakage.old_value
+            successor = _renamed_to(breakage.obj, base, qualified, old.name)
+            if successor is not None:
+                renamed.add((qualified, old.name))
+                change.changes.append(f"parameter `{old.name}` renamed to `{successor}`")
+            else:
+                change.changes.append(f"parameter `{old.name}` removed")
+        elif kind is griffe.BreakageKind.PARAMETER_MOVED:
+            if (qualified, breakage.old_value.name) not in renamed:
+                change.changes.append(f"parameter `{breakage.old_value.name}` moved ({breakage.details})")
+        elif kind is griffe.BreakageKind.PARAMETER_CHANGED_DEFAULT:
+            old_default, new_default = breakage.old_value.default, breakage.new_value.default
+            change.changes.append(
+                f"default of `{breakage.old_value.name}` changed from `{old_default}` to `{new_default}`"
+            )
+        if not change.changes:
+            del out[qualified]
+    _walk(base, head, "", out)
+    return sorted(out.values(), key=lambda c: (c.lines is None, c.lines or (0, 0), c.name))
+
+
+def _renamed_to(new_function: griffe.Object, base: griffe.Module, qualified: str, name: str) -> str | None:
+    """The head parameter at the removed one's position, when the base had no parameter of its
+    name (a rename, as a caller passing it by keyword sees it)."""
+    old_function = base.get_member(qualified)
+    if not isinstance(old_function, griffe.Function) or not isinstance(new_function, griffe.Function):
+        return None
+    old_names = [p.name for p in old_function.parameters]
+    new_names = [p.name for p in new_function.parameters]
+    index = old_names.index(name)
+    if index < len(new_names) and new_names[index] not in old_names:
+        return str(new_names[index])
+    return None
+
+
+def api_findings(path: str, base_text: str, head_text: str, added: Collection[int]) -> list[Finding]:
+    """One concern per changed public object: on its first added line when it has one, else in
+    the review body."""
+    findings = []
+    for change in api_changes(path, base_text, head_text):
+        anchor = None
+        if change.lines is not None:
+            first, last = change.lines
+            anchor = next((n for n in sorted(added) if first <= n <= last), None)
+        label = f"`{change.name}()`" if change.kind in ("function", "method") else f"class `{change.name}`"
+        message = (
+            f"Public API of `{module_name(path)}`: {label} {'; '.join(change.changes)}. "
+            "Do its callers (in this repository and outside) and the changelog know?"
+        )
+        findings.append(
+            finding(
+                path,
+                anchor or (change.lines[0] if change.lines else 1),
+                Severity.CONCERN,
+                RULE,
+                message,
+                f"{change.name}\n" + "\n".join(change.changes),
+                inline=anchor is not None,
+            )
+        )
+    return findings
+
+
+class ApiBreakAnalyzer:
+    """Implements ``analyzers.Analyzer``; needs the base side of the files (``batch.base``)."""
+
+    name = "api"
+
+    def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
+        return [f.path for f in files if f.status in BASE_STATUSES and is_public_module(f.path)]
+
+    async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
+        output = AnalyzerOutput()
+        compared = 0
+        for item in batch.files:
+            if item.file.status not in BASE_STATUSES or not is_public_module(item.path):
+                continue
+            base = batch.base.get(item.file.previous_path or item.path)
+            if item.text is None or base is None or base.text is None:
+                continue
+            compared += 1
+            output.findings.extend(api_findings(item.path, base.text, item.text, item.lines.added))
+        if compared:
+            output.notes.append(
+                f"public API compared with the base in {compared} module{'s' if compared != 1 else ''}"
+            )
+        return output
