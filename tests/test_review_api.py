@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from app.review.analyzers.api import RULE, api_changes, api_findings, is_public_module, module_name
+from app.review.analyzers.api import (
+    RULE,
+    api_changes,
+    api_findings,
+    capped,
+    defined_names,
+    is_public_module,
+    module_name,
+)
 from app.review.engine import BuiltinReviewer
 from app.review.local import context_from_git
 from app.review.model import Severity
@@ -119,7 +127,7 @@ def test_api_changes(head: str, expected: dict[str, list[str]]) -> None:
 def test_findings_are_grouped_per_object_and_anchored_on_an_added_line() -> None:
     head = change("def fetch(url, timeout=10, *, retries=3):", "def fetch(url, *, retries=4):")
     head = change("class Old:\n    pass\n", "", head)
-    findings = api_findings("src/pkg/mod.py", BASE, head, added={4})
+    findings = [f for _, f in api_findings("src/pkg/mod.py", BASE, head, added={4})]
     assert [(f.line, f.inline, f.severity, f.rule) for f in findings] == [
         (4, True, Severity.CONCERN, RULE),
         (1, False, Severity.CONCERN, RULE),  # gone: told in the review body
@@ -130,7 +138,30 @@ def test_findings_are_grouped_per_object_and_anchored_on_an_added_line() -> None
     )
     assert "class `Old` was removed or renamed" in findings[1].message
     # no added line inside the object: the body, not a line the PR did not change
-    assert [f.inline for f in api_findings("src/pkg/mod.py", BASE, head, added={40})] == [False, False]
+    assert [f.inline for _, f in api_findings("src/pkg/mod.py", BASE, head, added={40})] == [False, False]
+    # Old defined in another file of the pull request: moved, not removed
+    moved = api_findings("src/pkg/mod.py", BASE, head, added={4}, defined_elsewhere={"Old"})
+    assert [name for name, _ in moved] == ["pkg.mod.fetch"]
+
+
+def test_a_refactor_of_many_objects_gets_five_findings_and_one_sentence() -> None:
+    base = "".join(f"def f{n}(a, b=1):\n    return a\n\n\n" for n in range(8))
+    head = base.replace("b=1", "b=2")
+    findings = capped(api_findings("pkg/mod.py", base, head, added=set(range(1, 40))))
+    assert len(findings) == 6
+    assert [f.inline for f in findings] == [True] * 5 + [False]
+    assert findings[-1].message == (
+        "3 more public API changes (`pkg.mod.f5`, `pkg.mod.f6`, `pkg.mod.f7`). "
+        "Do their callers and the changelog know?"
+    )
+    assert (
+        len(capped(api_findings("pkg/mod.py", base, head.replace("f7(a, b=2)", "f7(a, b=1)"), set()), 7)) == 7
+    )
+
+
+def test_defined_names() -> None:
+    text = "class A:\n    async def run(self):\n        def inner():\n            pass\nx = 'def not_this'\n"
+    assert defined_names(text) == {"A", "run", "inner"}
 
 
 @pytest.mark.parametrize(
@@ -174,4 +205,4 @@ async def test_the_engine_compares_with_the_base(tmp_path: Path) -> None:
         ("pkg/mod.py", 4, RULE, Severity.CONCERN)
     ]
     assert result.verdict.value == "COMMENT"
-    assert result.summary.endswith("; public API compared with the base in 1 module.")
+    assert "; public API compared with the base in 1 module;" in result.summary

@@ -159,6 +159,7 @@ def default_analyzers() -> list[Analyzer]:
     from .debug import DebugAnalyzer
     from .hygiene import HygieneAnalyzer
     from .injection import InjectionAnalyzer
+    from .likely_bugs import LikelyBugAnalyzer
     from .python import PythonAnalyzer
     from .secrets import SecretsAnalyzer
 
@@ -172,4 +173,5 @@ def default_analyzers() -> list[Analyzer]:
         HygieneAnalyzer(),
         InjectionAnalyzer(),
         ApiBreakAnalyzer(),
+        LikelyBugAnalyzer(),
     ]

@@ -13,6 +13,7 @@ not followed.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -22,10 +23,20 @@ import griffe
 from ..model import ChangedFile, Finding, Severity
 from . import AnalysisInput, AnalyzerOutput, finding, is_python, is_test_path
 
-__all__ = ["RULE", "ApiBreakAnalyzer", "api_changes", "api_findings", "is_public_module", "module_name"]
+__all__ = [
+    "RULE",
+    "ApiBreakAnalyzer",
+    "api_changes",
+    "api_findings",
+    "capped",
+    "defined_names",
+    "is_public_module",
+    "module_name",
+]
 
 RULE = "api/break"
 BASE_STATUSES = ("modified", "renamed")  # a file the base also had
+MAX_FINDINGS = 5  # per review; the rest in one more
 
 # griffe logs what it skips (an unresolved alias) at debug level; nothing the review needs.
 logging.getLogger("griffe").setLevel(logging.WARNING)
@@ -155,11 +166,21 @@ def _renamed_to(new_function: griffe.Object, base: griffe.Module, qualified: str
     return None
 
 
-def api_findings(path: str, base_text: str, head_text: str, added: Collection[int]) -> list[Finding]:
-    """One concern per changed public object: on its first added line when it has one, else in
-    the review body."""
+def api_findings(
+    path: str,
+    base_text: str,
+    head_text: str,
+    added: Collection[int],
+    *,
+    defined_elsewhere: Collection[str] = (),
+) -> list[tuple[str, Finding]]:
+    """(object, finding): one concern per changed public object, on its first added line when it
+    has one, else in the review body. An object removed here whose name the pull request defines
+    in another of its files (``defined_elsewhere``) moved, and is not reported."""
     findings = []
     for change in api_changes(path, base_text, head_text):
+        if change.lines is None and change.name.rsplit(".", 1)[-1] in defined_elsewhere:
+            continue
         anchor = None
         if change.lines is not None:
             first, last = change.lines
@@ -169,18 +190,46 @@ def api_findings(path: str, base_text: str, head_text: str, added: Collection[in
             f"Public API of `{module_name(path)}`: {label} {'; '.join(change.changes)}. "
             "Do its callers (in this repository and outside) and the changelog know?"
         )
-        findings.append(
-            finding(
-                path,
-                anchor or (change.lines[0] if change.lines else 1),
-                Severity.CONCERN,
-                RULE,
-                message,
-                f"{change.name}\n" + "\n".join(change.changes),
-                inline=anchor is not None,
-            )
+        flagged = finding(
+            path,
+            anchor or (change.lines[0] if change.lines else 1),
+            Severity.CONCERN,
+            RULE,
+            message,
+            f"{change.name}\n" + "\n".join(change.changes),
+            inline=anchor is not None,
         )
+        findings.append((f"{module_name(path)}.{change.name}", flagged))
     return findings
+
+
+_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def defined_names(text: str) -> set[str]:
+    """The functions and classes a module text defines, at any depth (a quick scan, not a parse)."""
+    return set(_DEFINITION.findall(text))
+
+
+def capped(findings: Sequence[tuple[str, Finding]], limit: int = MAX_FINDINGS) -> list[Finding]:
+    """At most ``limit`` findings; the rest named in one more, in the review body (a refactor
+    that reshapes dozens of objects gets one sentence about them, not dozens of comments)."""
+    kept = [f for _, f in findings[:limit]]
+    rest = findings[limit:]
+    if not rest:
+        return kept
+    names = [name for name, _ in rest]
+    shown = ", ".join(f"`{name}`" for name in names[:8]) + (", ..." if len(names) > 8 else "")
+    summary = finding(
+        rest[0][1].path,
+        1,
+        Severity.CONCERN,
+        RULE,
+        f"{len(rest)} more public API changes ({shown}). Do their callers and the changelog know?",
+        "\n".join(sorted(names)),
+        inline=False,
+    )
+    return [*kept, summary]
 
 
 class ApiBreakAnalyzer:
@@ -194,6 +243,10 @@ class ApiBreakAnalyzer:
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         output = AnalyzerOutput()
         compared = 0
+        found: list[tuple[str, Finding]] = []
+        defined: dict[str, set[str]] = {
+            item.path: defined_names(item.text) for item in batch.files if is_python(item.path) and item.text
+        }
         for item in batch.files:
             if item.file.status not in BASE_STATUSES or not is_public_module(item.path):
                 continue
@@ -201,7 +254,11 @@ class ApiBreakAnalyzer:
             if item.text is None or base is None or base.text is None:
                 continue
             compared += 1
-            output.findings.extend(api_findings(item.path, base.text, item.text, item.lines.added))
+            elsewhere = {name for path, names in defined.items() if path != item.path for name in names}
+            found += api_findings(
+                item.path, base.text, item.text, item.lines.added, defined_elsewhere=elsewhere
+            )
+        output.findings.extend(capped(found))
         if compared:
             output.notes.append(
                 f"public API compared with the base in {compared} module{'s' if compared != 1 else ''}"
