@@ -129,6 +129,7 @@ def render_file(
     text: str | None,
     builtin: Sequence[Finding],
     prior: Sequence[PriorFinding],
+    related: Sequence[str] = (),
 ) -> str:
     out = [f"### FILE {path} ({status})"]
     if builtin:
@@ -157,6 +158,9 @@ def render_file(
             for run in _runs(extra):
                 out += numbered(file_lines, run)
                 out.append("      ...")
+    if related:
+        out.append("Elsewhere in the repository: what the changed lines call, and callers of what changed:")
+        out += related
     out.append("Diff hunks (head line numbers; '+' added, '-' removed, ' ' unchanged):")
     out += hunk_listing(patch)
     return "\n".join(out)

@@ -27,7 +27,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -38,9 +38,9 @@ from ..analyzers.injection import RULE as INJECTION_RULE
 from ..analyzers.secrets import redact_secrets
 from ..diff import PatchLines, parse_patch
 from ..engine import BuiltinReviewer, deduplicate, summarise, verdict_for
-from ..model import ChangedFile, Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
+from ..model import ChangedFile, FileContent, Finding, PullContext, ReviewResult, Severity, Skipped, Verdict
 from ..selection import matching_pattern
-from . import prompt
+from . import prompt, related
 from .memory import InMemory, Memory
 from .providers import Completion, Provider, ProviderError, estimate_tokens
 from .schema import (
@@ -108,6 +108,7 @@ class Outcome:
     output_tokens: int = 0
     today: str = ""  # the installation's usage today, for the footer
     line_counts: dict[str, int] = field(default_factory=dict)  # path -> lines at head, when read
+    related_cut: int = 0  # related definitions and call sites left out of the prompts (budget)
 
 
 def cache_key(*parts: str) -> str:
@@ -276,6 +277,7 @@ class LlmReviewer:
                 continue
             files.append(f)
         contents = dict(await context.read([f.path for f in files])) if files else {}
+        sources, tree_files = await self._related_sources(context, contents)
         sections: list[Section] = []
         for f in files:
             content = contents.get(f.path)
@@ -284,6 +286,14 @@ class LlmReviewer:
             prior = [p for p in context.prior if p.path == f.path]
             if text is not None:
                 outcome.line_counts[f.path] = len(text.splitlines())
+            found = (
+                related.related_context(
+                    f.path, text, lines.added, sources, tree_files, budget_chars=self._related_budget()
+                )
+                if text is not None and f.path.endswith(".py")
+                else related.Related()
+            )
+            outcome.related_cut += found.cut
             rendered = prompt.render_file(
                 path=f.path,
                 status=f.status,
@@ -292,6 +302,7 @@ class LlmReviewer:
                 text=text,
                 builtin=[x for x in base.findings if x.path == f.path],
                 prior=prior,
+                related=found.lines,
             )
             key = cache_key(
                 "review",
@@ -303,6 +314,7 @@ class LlmReviewer:
                 f.patch or "",
                 # Someone answered in a thread on this file: the model must hear it.
                 *(reply for p in prior for reply in p.replies),
+                *found.lines,  # what the file calls elsewhere may have changed without it
             )
             sections.append(
                 Section(
@@ -313,6 +325,25 @@ class LlmReviewer:
                 )
             )
         return sections
+
+    def _related_budget(self) -> int:
+        """Characters of related context per file: an eighth of a request (about 4 characters a token)."""
+        return self.limits.max_input_tokens // 8 * 4
+
+    @staticmethod
+    async def _related_sources(
+        context: PullContext, contents: Mapping[str, FileContent | None]
+    ) -> tuple[related.Sources, frozenset[str]]:
+        """The texts related context is found in: the changed Python files, and what they import
+        from the repository and the files beside them (one tree read, one batched read)."""
+        changed = {p: c.text for p, c in contents.items() if c is not None and c.text and p.endswith(".py")}
+        listing = await context.tree() if context.tree is not None and changed else None
+        if listing is None:
+            return related.Sources(changed), frozenset(changed)
+        extra = related.wanted_paths(changed, listing.files)
+        read = dict(await context.read(extra)) if extra else {}
+        texts = {p: c.text for p, c in read.items() if c is not None and c.text}
+        return related.Sources(changed | texts), listing.files
 
     async def _cached(self, sections: Sequence[Section], outcome: Outcome) -> list[Section]:
         pending: list[Section] = []
@@ -539,6 +570,11 @@ class LlmReviewer:
             extra.append(
                 f"{len(outcome.not_reviewed)} file{'s' if len(outcome.not_reviewed) != 1 else ''} "
                 "not reviewed by the model (listed below)"
+            )
+        if outcome.related_cut:
+            extra.append(
+                f"{outcome.related_cut} related definition{'s' if outcome.related_cut != 1 else ''} or call "
+                "sites not shown to the model (LLM_MAX_INPUT_TOKENS)"
             )
         order = {f.path: i for i, f in enumerate(context.files)}
         findings = deduplicate(
