@@ -171,6 +171,9 @@ async def test_a_wrong_keyword_to_a_function_in_another_file_is_visible(
         await reviewer.aclose()
     [asked] = model.reviews()
     assert "- pkg/net.py:4 (called on line 6): def send(url, *, timeout=10, retries=3)" in asked.user
+    # What eval --history reads as "in the prompt": the hunk, the enclosing function, the callee.
+    assert {("pkg/app.py", 6), ("pkg/app.py", 5), ("pkg/net.py", 4)} <= result.prompt_lines
+    assert ("pkg/net.py", 9) not in result.prompt_lines  # send's body was not shown
     assert [(f.path, f.line, f.message) for f in result.findings if f.rule.startswith("llm/")] == [
         ("pkg/app.py", 6, "`send` takes no `timeout_s` (confidence 80%)")
     ]

@@ -5,6 +5,7 @@ reviewer scored on them by location; then the pure parts, table-driven."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.review.engine import BuiltinReviewer
-from app.review.history_eval import Outcome, evaluate_history, hits_of, score
+from app.review.history_eval import Outcome, evaluate_history, hits_of, score, shown_lines
 from app.review.history_mine import (
     Drop,
     Signal,
@@ -27,7 +28,7 @@ from app.review.history_mine import (
     parse_blame,
     removed_lines,
 )
-from app.review.model import Finding, Severity
+from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -325,6 +326,16 @@ def test_removed_lines_and_blame_parsing() -> None:
         (sha, "old.py", 4, 2, 1700, True),
         (sha, "old.py", 5, 3, 1700, False),
     ]
+
+
+def test_what_was_shown_is_the_prompt_when_a_model_reviewed() -> None:
+    patch = "@@ -1,0 +2,2 @@\n+a\n+b"
+    base = ReviewResult(Verdict.APPROVE, "", (), analysed=("p.py", "q.py"))
+    assert shown_lines(base, {"p.py": patch, "q.py": None}) == {"p.py": frozenset({2, 3})}
+    left_out = dataclasses.replace(base, model_skipped=(Skipped("p.py", "cap"),))
+    assert shown_lines(left_out, {"p.py": patch}) == {}
+    prompted = dataclasses.replace(base, prompt_lines=frozenset({("p.py", 2), ("other.py", 9)}))
+    assert shown_lines(prompted, {"p.py": patch}) == {"p.py": frozenset({2}), "other.py": frozenset({9})}
 
 
 def finding(

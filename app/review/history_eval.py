@@ -40,8 +40,13 @@ class Outcome(enum.StrEnum):
 
 
 def shown_lines(result: ReviewResult, patches: Mapping[str, str | None]) -> dict[str, frozenset[int]]:
-    """Path -> the head lines the reviewer was shown: the hunks of the files it reviewed (analysed,
-    and not left out by the model)."""
+    """Path -> the head lines the reviewer was shown: what the model's prompts held, when a model
+    reviewed; else the hunks of the files it reviewed (analysed, not left out by the model)."""
+    if result.prompt_lines:
+        shown: dict[str, set[int]] = {}
+        for path, line in result.prompt_lines:
+            shown.setdefault(path, set()).add(line)
+        return {path: frozenset(lines) for path, lines in shown.items()}
     left_out = {s.path for s in result.model_skipped}
     return {
         path: parse_patch(patches.get(path)).right_lines

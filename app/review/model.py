@@ -171,6 +171,9 @@ class ReviewResult:
     withhold_approval: str | None = None
     model_skipped: tuple[Skipped, ...] = ()
     usage: tuple[str, ...] = ()
+    # (path, head line) of everything the model's prompts showed (``eval --history``: was the
+    # defect in what the model saw); empty for the built-in reviewer, which sees the hunks.
+    prompt_lines: frozenset[tuple[str, int]] = frozenset()
 
 
 class Reviewer(Protocol):

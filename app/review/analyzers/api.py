@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -72,7 +73,9 @@ class ApiChange:
 
 def _visit(path: str, text: str) -> griffe.Module | None:
     try:
-        return griffe.Visitor(module_name(path), Path(path), text, griffe.Extensions()).get_module()
+        with warnings.catch_warnings():  # an invalid escape in the PR's code is not ours to print
+            warnings.simplefilter("ignore", SyntaxWarning)
+            return griffe.Visitor(module_name(path), Path(path), text, griffe.Extensions()).get_module()
     except (SyntaxError, ValueError):  # the syntax check reports it; nothing to compare
         return None
 

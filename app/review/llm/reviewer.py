@@ -81,6 +81,7 @@ class Section:
     text: str
     tokens: int
     key: str  # cache key
+    shown: frozenset[tuple[str, int]] = frozenset()  # (path, head line) the section shows
 
 
 @dataclass(slots=True)
@@ -109,6 +110,7 @@ class Outcome:
     today: str = ""  # the installation's usage today, for the footer
     line_counts: dict[str, int] = field(default_factory=dict)  # path -> lines at head, when read
     related_cut: int = 0  # related definitions and call sites left out of the prompts (budget)
+    shown: set[tuple[str, int]] = field(default_factory=set)  # what the model reviewed was shown
 
 
 def cache_key(*parts: str) -> str:
@@ -322,6 +324,14 @@ class LlmReviewer:
                     text=rendered,
                     tokens=estimate_tokens(rendered),
                     key=key,
+                    shown=frozenset(
+                        {(f.path, n) for n in lines.right_lines}
+                        | {
+                            (f.path, n)
+                            for n in (prompt.context_lines(f.path, lines, text)[0] if text else ())
+                        }
+                        | found.shown
+                    ),
                 )
             )
         return sections
@@ -359,6 +369,7 @@ class LlmReviewer:
                 continue
             outcome.cached += 1
             outcome.reviewed += 1
+            outcome.shown |= section.shown
             self._take(outcome, answer.findings, [section])
         return pending
 
@@ -473,6 +484,7 @@ class LlmReviewer:
             ]
             return f"the model's answer for {names} was invalid even after one repair, so it was skipped"
         outcome.reviewed += len(group.sections)
+        outcome.shown.update(line for section in group.sections for line in section.shown)
         self._take(outcome, answer.findings, group.sections)
         for section in group.sections:
             mine = [f for f in answer.findings if f.path == section.file.path]
@@ -610,6 +622,7 @@ class LlmReviewer:
             withhold_approval=withhold,
             model_skipped=tuple(outcome.not_reviewed),
             usage=self._usage(outcome),
+            prompt_lines=frozenset(outcome.shown),
         )
 
     def _usage(self, outcome: Outcome) -> tuple[str, ...]:
