@@ -226,6 +226,9 @@ async def review_pair(repo: Path, pair: Pair, reviewer: Reviewer, *, tolerance: 
         result = await reviewer.review(context)
     except GitError as exc:
         return PairResult(pair, Outcome.ERROR, seconds=time.perf_counter() - started, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - one pair the reviewer fails on is reported, not fatal
+        error = f"the reviewer failed: {type(exc).__name__}: {exc}"
+        return PairResult(pair, Outcome.ERROR, seconds=time.perf_counter() - started, error=error)
     seconds = time.perf_counter() - started
     shown = shown_lines(result, {f.path: f.patch for f in context.files})
     outcome, hits, visible = score(pair.targets, result.findings, shown, tolerance=tolerance)

@@ -119,8 +119,10 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
     prefix = base.path + "."
     out: dict[str, ApiChange] = {}
     renamed: set[tuple[str, str]] = set()  # (object, old parameter name) told as a rename
-    for breakage in griffe.find_breaking_changes(base, head):
+    for breakage in _breakages(base, head):
         obj = breakage.obj
+        if obj.is_alias:
+            continue  # a re-export: its target is in another module (not followed)
         qualified = obj.path.removeprefix(prefix)
         kind = breakage.kind
         if kind is griffe.BreakageKind.OBJECT_REMOVED:
@@ -153,6 +155,15 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
             del out[qualified]
     _walk(base, head, "", out)
     return sorted(out.values(), key=lambda c: (c.lines is None, c.lines or (0, 0), c.name))
+
+
+def _breakages(base: griffe.Module, head: griffe.Module) -> list[griffe.Breakage]:
+    """griffe's breaking changes; none when a re-export it tries to follow leads outside the one
+    module it was given."""
+    try:
+        return list(griffe.find_breaking_changes(base, head))
+    except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+        return []
 
 
 def _renamed_to(new_function: griffe.Object, base: griffe.Module, qualified: str, name: str) -> str | None:
