@@ -132,6 +132,23 @@ def test_api_changes(head: str, expected: dict[str, list[str]]) -> None:
     assert {c.name: c.changes for c in api_changes("pkg/mod.py", base, head)} == expected
 
 
+@pytest.mark.parametrize(
+    ("base", "head", "expected"),
+    [
+        (
+            "def decode(token, key='', **kwargs):\n    pass\n",
+            "def decode(token, key='', audience=None):\n    pass\n",
+            ["parameter `**kwargs` removed"],
+        ),  # not "renamed to `audience`"
+        ("def f(*args):\n    pass\n", "def f(first=None):\n    pass\n", ["parameter `*args` removed"]),
+        ("def f(a, b):\n    pass\n", "def f(a, c):\n    pass\n", ["parameter `b` renamed to `c`"]),
+    ],
+)
+def test_variadic_parameters(base: str, head: str, expected: list[str]) -> None:
+    [found] = api_changes("pkg/mod.py", base, head)
+    assert found.changes == expected
+
+
 def test_findings_are_grouped_per_object_and_anchored_on_an_added_line() -> None:
     head = change("def fetch(url, timeout=10, *, retries=3):", "def fetch(url, *, retries=4):")
     head = change("class Old:\n    pass\n", "", head)

@@ -137,12 +137,14 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
         change = out.setdefault(qualified, ApiChange(qualified, _kind(obj), lines=_lines(obj)))
         if kind is griffe.BreakageKind.PARAMETER_REMOVED:
             old = breakage.old_value
+            stars = {griffe.ParameterKind.var_positional: "*", griffe.ParameterKind.var_keyword: "**"}
+            shown = f"{stars.get(old.kind, '')}{old.name}"
             successor = _renamed_to(breakage.obj, base, qualified, old.name)
             if successor is not None:
                 renamed.add((qualified, old.name))
-                change.changes.append(f"parameter `{old.name}` renamed to `{successor}`")
+                change.changes.append(f"parameter `{shown}` renamed to `{successor}`")
             else:
-                change.changes.append(f"parameter `{old.name}` removed")
+                change.changes.append(f"parameter `{shown}` removed")
         elif kind is griffe.BreakageKind.PARAMETER_MOVED:
             if (qualified, breakage.old_value.name) not in renamed:
                 change.changes.append(f"parameter `{breakage.old_value.name}` moved ({breakage.details})")
@@ -173,11 +175,14 @@ def _renamed_to(new_function: griffe.Object, base: griffe.Module, qualified: str
     if not isinstance(old_function, griffe.Function) or not isinstance(new_function, griffe.Function):
         return None
     old_names = [p.name for p in old_function.parameters]
-    new_names = [p.name for p in new_function.parameters]
+    new_params = list(new_function.parameters)
     index = old_names.index(name)
-    if index < len(new_names) and new_names[index] not in old_names:
-        return str(new_names[index])
-    return None
+    if index >= len(new_params) or new_params[index].name in old_names:
+        return None
+    variadic = (griffe.ParameterKind.var_positional, griffe.ParameterKind.var_keyword)
+    if old_function.parameters[index].kind in variadic or new_params[index].kind in variadic:
+        return None  # `*args`/`**kwargs` gone and a named parameter in its place is no rename
+    return str(new_params[index].name)
 
 
 def api_findings(
