@@ -32,6 +32,7 @@ from .logs import setup_logging
 
 if TYPE_CHECKING:
     from .review.evaluate import Case
+    from .review.model import Reviewer
 
 EXIT_CONFIG = 2
 EXIT_RUNTIME = 1
@@ -242,24 +243,30 @@ def _setup(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _eval_run(reviewer_name: str, cases: Sequence[Case], output: str) -> int:
+def _eval_reviewer(reviewer_name: str) -> tuple[Reviewer, str] | None:
+    """The reviewer ``eval`` measures and its label; None after a configuration error (said)."""
     from .config import load_llm_settings
     from .review.engine import BuiltinReviewer
+
+    if reviewer_name != "llm":
+        return BuiltinReviewer(), "builtin"
+    from .review.llm import build_reviewer
+
+    try:
+        settings = load_llm_settings()
+    except ConfigError as exc:
+        print(f"revbot: configuration error: {exc}", file=sys.stderr)
+        return None
+    return build_reviewer(settings), f"llm ({settings.llm_provider} {settings.llm_model})"
+
+
+async def _eval_run(reviewer_name: str, cases: Sequence[Case], output: str) -> int:
     from .review.evaluate import evaluate
-    from .review.model import Reviewer
 
-    reviewer: Reviewer = BuiltinReviewer()
-    label = "builtin"
-    if reviewer_name == "llm":
-        from .review.llm import build_reviewer
-
-        try:
-            settings = load_llm_settings()
-        except ConfigError as exc:
-            print(f"revbot: configuration error: {exc}", file=sys.stderr)
-            return EXIT_CONFIG
-        llm = build_reviewer(settings)
-        reviewer, label = llm, f"llm ({settings.llm_provider} {settings.llm_model})"
+    chosen = _eval_reviewer(reviewer_name)
+    if chosen is None:
+        return EXIT_CONFIG
+    reviewer, label = chosen
     try:
         report = await evaluate(cases, reviewer, label=label)
     finally:
@@ -274,6 +281,8 @@ def _eval(args: argparse.Namespace) -> int:
     if name not in ("builtin", "llm"):
         print(f"revbot: configuration error: REVIEWER: {name!r} is not 'builtin' or 'llm'", file=sys.stderr)
         return EXIT_CONFIG
+    if args.history is not None:
+        return _eval_history(args, name)
     from .review.evaluate import load_cases
 
     if not args.cases.is_dir():
@@ -324,6 +333,62 @@ def _learnings(args: argparse.Namespace) -> int:
         print(f"revbot: configuration error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     return asyncio.run(_learnings_run(url, args.repo, args.forget))
+
+
+async def _eval_history_run(args: argparse.Namespace, reviewer_name: str) -> int:
+    from .review.history_eval import evaluate_history
+    from .review.history_mine import mine, pairs_from_file
+    from .review.local import GitError
+
+    repo: Path = args.history
+    try:
+        if args.pairs is not None:
+            listing = args.pairs.read_text(encoding="utf-8")
+            mined = await pairs_from_file(
+                repo, listing, tip=args.rev, limit=args.limit, window_days=args.window
+            )
+        else:
+            mined = await mine(repo, tip=args.rev, limit=args.limit, window_days=args.window)
+    except GitError as exc:
+        print(f"revbot: --history: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    chosen = _eval_reviewer(reviewer_name)
+    if chosen is None:
+        return EXIT_CONFIG
+    reviewer, label = chosen
+    text = args.format == "text"
+    try:
+        report = await evaluate_history(
+            repo,
+            mined,
+            reviewer,
+            label=label,
+            tip=args.rev,
+            commits=args.commits,
+            tolerance=args.tolerance,
+            progress=(lambda line: print(line, flush=True)) if text else None,
+        )
+    finally:
+        await reviewer.aclose()
+    print(("\n" + report.report()) if text else report.as_json())
+    return 0
+
+
+def _eval_history(args: argparse.Namespace, reviewer_name: str) -> int:
+    if not (args.history / ".git").exists() and not (args.history / "HEAD").is_file():
+        print(f"revbot: --history: {args.history} is not a git repository", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.pairs is not None and not args.pairs.is_file():
+        print(f"revbot: --pairs: {args.pairs} is not a file", file=sys.stderr)
+        return EXIT_CONFIG
+    for option, value in (("--limit", args.limit), ("--window", args.window)):
+        if value < 1:
+            print(f"revbot: {option} expects a positive number", file=sys.stderr)
+            return EXIT_CONFIG
+    if args.commits < 0 or args.tolerance < 0:
+        print("revbot: --commits and --tolerance expect a number of 0 or more", file=sys.stderr)
+        return EXIT_CONFIG
+    return asyncio.run(_eval_history_run(args, reviewer_name))
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -391,6 +456,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluation.add_argument("--format", choices=("text", "json"), default="text")
     evaluation.add_argument(
         "--reviewer", choices=("builtin", "llm"), help="default: the REVIEWER setting (builtin when unset)"
+    )
+    evaluation.add_argument(
+        "--history",
+        type=Path,
+        metavar="DIR",
+        help="measure recall on this git repository's own regressions (mined from its history) instead",
+    )
+    evaluation.add_argument("--pairs", type=Path, metavar="FILE", help="with --history: INTRO<TAB>FIX lines")
+    evaluation.add_argument("--rev", default="HEAD", help="with --history: the newest commit (default: HEAD)")
+    evaluation.add_argument(
+        "--limit", type=int, default=40, help="with --history: at most N pairs (default: 40)"
+    )
+    evaluation.add_argument(
+        "--window", type=int, default=365, help="with --history: blame back at most N days (default: 365)"
+    )
+    evaluation.add_argument(
+        "--commits", type=int, default=50, help="with --history: ordinary commits for precision (default: 50)"
+    )
+    evaluation.add_argument(
+        "--tolerance", type=int, default=3, help="with --history: lines a hit may be off by (default: 3)"
     )
     evaluation.set_defaults(run=_eval)
     learnings = commands.add_parser(

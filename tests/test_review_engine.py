@@ -24,7 +24,10 @@ from app.review.model import (
 from app.review.selection import PATCH_OMITTED, glob_match, looks_generated, matching_pattern, select_files
 from tests.test_review_analyzers import changed, ruff_version_text
 
-DEFAULT_RUFF_NOTE = f"Python checked by ruff {ruff_version_text()} with revbot's default rules (E9, F)"
+DEFAULT_RUFF_NOTE = (
+    f"Python checked by ruff {ruff_version_text()} with revbot's default rules (E9, F); "
+    "likely-bug checks (T10, PLE, B006, B015, B018) run"
+)
 
 
 class RecordingReader:

@@ -506,7 +506,10 @@ async def test_the_pinned_ruff_is_installed_once_and_run(tmp_path: Path) -> None
     pins = RuffPins(versions, installer=fake_installer(tmp_path, find_ruff()[0]))
     for _ in range(2):
         result = await BuiltinReviewer(ruff_pins=pins).review(await context_from_git(repo, "HEAD~1", "HEAD"))
-        assert result.summary.endswith("Python checked by ruff 0.1.0 with the repository's `pyproject.toml`.")
+        assert result.summary.endswith(
+            "Python checked by ruff 0.1.0 with the repository's `pyproject.toml`; "
+            "likely-bug checks (T10, PLE, B006, B015, B018) run."
+        )
         # The pinned ruff ran (here a stand-in that reports PLR0917 too): nothing was filtered.
         assert {r for _, r, _ in rules(result)} == {"python/PLR0913", "python/PLR0917"}
     assert sorted(p.name for p in versions.iterdir()) == ["0.1.0"]  # installed once, no staging left

@@ -72,6 +72,7 @@ class EvaluateJob:
     title: str = ""
     body: str = ""
     pattern_seconds: float = 2.0
+    base: Mapping[str, FileContent | None] = field(default_factory=dict)  # base side (the API check)
     left_out: frozenset[str] = frozenset()  # stages not to run (their limit tripped before)
 
     def result_type(self) -> type[Evaluation]:
@@ -111,6 +112,7 @@ class EvaluateJob:
             tools=self.tools,
             title=self.title,
             body=self.body,
+            base=self.base,
         )
 
         outputs: list[AnalyzerOutput] = []

@@ -94,6 +94,14 @@ class BuiltinReviewer(Reviewer):
             else:
                 tools["ruff"] = tuple(pinned)
 
+        # The base side of the changed Python files the base had (the API check compares them).
+        base_paths = [
+            f.previous_path or f.path
+            for f in selection.analysable
+            if f.status in ("modified", "renamed") and is_python(f.path)
+        ]
+        read_base = context.read_base
+        base = dict(await read_base(base_paths)) if read_base is not None and base_paths else {}
         job = EvaluateJob(
             tuple(self.analyzers),
             selection.analysable,
@@ -105,6 +113,7 @@ class BuiltinReviewer(Reviewer):
             title=context.title,
             body=context.body,
             pattern_seconds=self.boundary.limits.pattern_seconds,
+            base=base,
         )
         evaluation = await self._evaluate(job, notes)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,10 +153,13 @@ async def review_commits(
     count: int,
     reviewer: Reviewer,
     clock: Callable[[], float] = time.perf_counter,
+    skip: Collection[str] = frozenset(),
 ) -> AsyncIterator[CommitReview]:
     """Review each commit against its first parent, newest first; a commit that cannot be reviewed
-    (the root commit, a git error) is reported, not fatal."""
-    for sha, subject, has_parent in await first_parent_commits(repo, tip, count):
+    (the root commit, a git error) is reported, not fatal. Commits in ``skip`` (``eval
+    --history``'s regression pairs) are passed over, and ``count`` others reviewed."""
+    listed = await first_parent_commits(repo, tip, count + len(skip))
+    for sha, subject, has_parent in [c for c in listed if c[0] not in skip][:count]:
         started = clock()
         if not has_parent:
             yield CommitReview(sha, subject, 0.0, error="the root commit has no parent to compare with")

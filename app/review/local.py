@@ -93,6 +93,9 @@ async def context_from_git(
     async def read(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
         return await read_at(repo, head_sha, paths)
 
+    async def read_base(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
+        return await read_at(repo, merge_base, paths)
+
     async def tree() -> RepoTree:
         return await tree_at(repo, head_sha)
 
@@ -107,6 +110,7 @@ async def context_from_git(
         read=read,
         settings=settings or ReviewSettings(),
         tree=tree,
+        read_base=read_base,
     )
 
 

@@ -136,6 +136,7 @@ class PullContext:
     model: ModelOptions = field(default_factory=ModelOptions)
     prior: tuple[PriorFinding, ...] = ()  # the bot's open threads, at re-review
     tree: TreeReader | None = None  # the layout at head; None: analysers work from the changed files
+    read_base: ContentReader | None = None  # the same reader at the base; None: not available
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +177,10 @@ class ReviewResult:
     # repository's learnings. Counted in the review and the check run, never posted as findings.
     overruled: tuple[Finding, ...] = ()
     learned: tuple[Finding, ...] = ()
+
+    # (path, head line) of everything the model's prompts showed (``eval --history``: was the
+    # defect in what the model saw); empty for the built-in reviewer, which sees the hunks.
+    prompt_lines: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,14 +134,22 @@ async def build_context(
     head_sha = str(pull["head"]["sha"])
     raw_files = await github.list_pull_files(gh, repo=repo, pr_number=int(pull["number"]))
 
-    async def read(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
-        blobs = await github.read_blobs(gh, repo=repo, ref=head_sha, paths=paths)
+    async def read_at(ref: str, paths: Sequence[str]) -> Mapping[str, FileContent | None]:
+        blobs = await github.read_blobs(gh, repo=repo, ref=ref, paths=paths)
         return {
             path: None
             if blob is None
             else FileContent(text=blob.text, size=blob.size, is_binary=blob.is_binary)
             for path, blob in blobs.items()
         }
+
+    async def read(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
+        return await read_at(head_sha, paths)
+
+    async def read_base(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
+        # The base branch's tip, as the pull request event gives it (its merge base would need
+        # one more call; the API check only compares the files the pull request changed).
+        return await read_at(str(pull["base"]["sha"]), paths)
 
     async def tree() -> RepoTree | None:
         try:
@@ -167,6 +175,7 @@ async def build_context(
         draft=bool(pull.get("draft")),
         installation_id=getattr(gh, "installation_id", None),
         tree=tree,
+        read_base=read_base,
     )
 
 

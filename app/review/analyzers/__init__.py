@@ -6,6 +6,7 @@ The shared types live in ``base`` (re-exported here for callers); every analyzer
 
 from __future__ import annotations
 
+from .api import ApiBreakAnalyzer
 from .base import (
     AnalysisInput,
     Analyzer,
@@ -23,6 +24,7 @@ from .conflicts import ConflictMarkerAnalyzer
 from .debug import DebugAnalyzer
 from .hygiene import HygieneAnalyzer
 from .injection import InjectionAnalyzer
+from .likely_bugs import LikelyBugAnalyzer
 from .python import PythonAnalyzer
 from .secrets import SecretsAnalyzer
 
@@ -52,6 +54,8 @@ def default_analyzers() -> list[Analyzer]:
         DebugAnalyzer(),
         HygieneAnalyzer(),
         InjectionAnalyzer(),
+        ApiBreakAnalyzer(),
+        LikelyBugAnalyzer(),
     ]
 
 

@@ -66,6 +66,8 @@ class AnalysisInput:
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> command (``Analyzer.tools``)
     title: str = ""  # the pull request's own text (untrusted, like its files)
     body: str = ""
+    # The base side of the changed files that had one (by their base path), when it could be read.
+    base: Mapping[str, FileContent | None] = field(default_factory=dict)
 
     def linted(self, item: FileUnderReview) -> bool:
         """Whether the repository lints this file (lint-style checks skip the others)."""

@@ -33,6 +33,7 @@ class Section:
     text: str
     tokens: int
     key: str  # cache key
+    shown: frozenset[tuple[str, int]] = frozenset()  # (path, head line) the section shows
 
 
 @dataclass(slots=True)

@@ -129,6 +129,21 @@ def python_context(text: str, changed: Sequence[int]) -> tuple[set[int], list[st
     return wanted, names
 
 
+def context_lines(path: str, lines: PatchLines, text: str) -> tuple[list[int], list[str]]:
+    """The head lines shown besides the hunks (capped), and the enclosing definitions' names."""
+    file_lines = text.splitlines()
+    changed = sorted(lines.added) or sorted(lines.right_lines)
+    if path.endswith((".py", ".pyi")):
+        wanted, names = python_context(text, changed)
+    else:
+        wanted, names = set(), []
+    if not wanted:
+        for first, last in lines.hunks:
+            wanted.update(range(max(1, first - AROUND_HUNK), last + AROUND_HUNK + 1))
+    extra = sorted(n for n in wanted - set(lines.right_lines) if 0 < n <= len(file_lines))[:MAX_CONTEXT_LINES]
+    return extra, names
+
+
 def render_file(
     *,
     path: str,
@@ -138,6 +153,7 @@ def render_file(
     text: str | None,
     builtin: Sequence[Finding],
     prior: Sequence[PriorFinding],
+    related: Sequence[str] = (),
 ) -> str:
     out = [f"### FILE {path} ({status})"]
     if builtin:
@@ -148,24 +164,18 @@ def render_file(
         for p in prior:
             out.append(f"- line {p.line} {p.rule}: {p.message}")
             out += [f"  reply in the thread: {reply}" for reply in p.replies]
-    shown = set(lines.right_lines)
     if text is not None:
         file_lines = text.splitlines()
-        changed = sorted(lines.added) or sorted(lines.right_lines)
-        if path.endswith((".py", ".pyi")):
-            wanted, names = python_context(text, changed)
-        else:
-            wanted, names = set(), []
-        if not wanted:
-            for first, last in lines.hunks:
-                wanted.update(range(max(1, first - AROUND_HUNK), last + AROUND_HUNK + 1))
-        extra = sorted(n for n in wanted - shown if 0 < n <= len(file_lines))[:MAX_CONTEXT_LINES]
+        extra, names = context_lines(path, lines, text)
         if extra:
             where = f" (enclosing: {', '.join(names)})" if names else ""
             out.append(f"Context at head{where}, outside the hunks:")
             for run in _runs(extra):
                 out += numbered(file_lines, run)
                 out.append("      ...")
+    if related:
+        out.append("Elsewhere in the repository: what the changed lines call, and callers of what changed:")
+        out += related
     out.append("Diff hunks (head line numbers; '+' added, '-' removed, ' ' unchanged):")
     out += hunk_listing(patch)
     return "\n".join(out)

@@ -34,7 +34,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
@@ -44,6 +44,7 @@ from ..diff import parse_patch
 from ..engine import BuiltinReviewer, deduplicate, summarise, verdict_for
 from ..model import (
     ChangedFile,
+    FileContent,
     Finding,
     ModelInputsReader,
     PullContext,
@@ -55,7 +56,7 @@ from ..model import (
     Verdict,
 )
 from ..selection import matching_pattern
-from . import prompt, trust
+from . import prompt, related, trust
 from .checks import check_findings
 from .client import ModelClient, Tally, cache_key
 from .judge import ThreadJudge
@@ -83,6 +84,8 @@ class Outcome:
     confirmed: set[str] = field(default_factory=set)  # ... that it said "reviewed, nothing found" for
     injection: list[Finding] = field(default_factory=list)  # untrusted answers, steering reports
     untrusted: int = 0  # answers without their request's canary
+    related_cut: int = 0  # related definitions and call sites left out of the prompts (budget)
+    shown: set[tuple[str, int]] = field(default_factory=set)  # what the model reviewed was shown
 
 
 def skip_reason(context: PullContext) -> str | None:
@@ -209,6 +212,7 @@ class LlmReviewer(Reviewer):
                 continue
             files.append(f)
         contents = dict(await context.read([f.path for f in files])) if files else {}
+        sources, tree_files = await self._related_sources(context, contents)
         sections: list[Section] = []
         for f in files:
             content = contents.get(f.path)
@@ -217,6 +221,14 @@ class LlmReviewer(Reviewer):
             prior = [p for p in context.prior if p.path == f.path]
             if text is not None:
                 outcome.line_counts[f.path] = len(text.splitlines())
+            found = (
+                related.related_context(
+                    f.path, text, lines.added, sources, tree_files, budget_chars=self._related_budget()
+                )
+                if text is not None and f.path.endswith(".py")
+                else related.Related()
+            )
+            outcome.related_cut += found.cut
             rendered = prompt.render_file(
                 path=f.path,
                 status=f.status,
@@ -225,6 +237,7 @@ class LlmReviewer(Reviewer):
                 text=text,
                 builtin=[x for x in base.findings if x.path == f.path],
                 prior=prior,
+                related=found.lines,
             )
             key = cache_key(
                 "review",
@@ -236,6 +249,7 @@ class LlmReviewer(Reviewer):
                 f.patch or "",
                 # Someone answered in a thread on this file: the model must hear it.
                 *(reply for p in prior for reply in p.replies),
+                *found.lines,  # what the file calls elsewhere may have changed without it
             )
             sections.append(
                 Section(
@@ -243,9 +257,36 @@ class LlmReviewer(Reviewer):
                     text=rendered,
                     tokens=estimate_tokens(rendered),
                     key=key,
+                    shown=frozenset(
+                        {(f.path, n) for n in lines.right_lines}
+                        | {
+                            (f.path, n)
+                            for n in (prompt.context_lines(f.path, lines, text)[0] if text else ())
+                        }
+                        | found.shown
+                    ),
                 )
             )
         return sections
+
+    def _related_budget(self) -> int:
+        """Characters of related context per file: an eighth of a request (about 4 characters a token)."""
+        return self.limits.max_input_tokens // 8 * 4
+
+    @staticmethod
+    async def _related_sources(
+        context: PullContext, contents: Mapping[str, FileContent | None]
+    ) -> tuple[related.Sources, frozenset[str]]:
+        """The texts related context is found in: the changed Python files, and what they import
+        from the repository and the files beside them (one tree read, one batched read)."""
+        changed = {p: c.text for p, c in contents.items() if c is not None and c.text and p.endswith(".py")}
+        listing = await context.tree() if context.tree is not None and changed else None
+        if listing is None:
+            return related.Sources(changed), frozenset(changed)
+        extra = related.wanted_paths(changed, listing.files)
+        read = dict(await context.read(extra)) if extra else {}
+        texts = {p: c.text for p, c in read.items() if c is not None and c.text}
+        return related.Sources(changed | texts), listing.files
 
     async def _cached(self, sections: Sequence[Section], outcome: Outcome) -> list[Section]:
         pending: list[Section] = []
@@ -261,6 +302,7 @@ class LlmReviewer(Reviewer):
                 continue
             outcome.cached += 1
             outcome.reviewed += 1
+            outcome.shown |= section.shown
             self._take(outcome, answer, [section])
         return pending
 
@@ -330,6 +372,7 @@ class LlmReviewer(Reviewer):
             ]
             return f"the model's answer for {names} was not trustworthy (request {request_id})"
         outcome.reviewed += len(group.sections)
+        outcome.shown.update(line for section in group.sections for line in section.shown)
         self._take(outcome, answer, group.sections)
         matched = sorted(c.path for c in answer.files) == sorted(group.paths)  # else nothing is confirmed
         for section in group.sections:
@@ -397,6 +440,11 @@ class LlmReviewer(Reviewer):
                 f"{len(outcome.not_reviewed)} file{'s' if len(outcome.not_reviewed) != 1 else ''} "
                 "not reviewed by the model (listed below)"
             )
+        if outcome.related_cut:
+            extra.append(
+                f"{outcome.related_cut} related definition{'s' if outcome.related_cut != 1 else ''} or call "
+                "sites not shown to the model (LLM_MAX_INPUT_TOKENS)"
+            )
         order = {f.path: i for i, f in enumerate(context.files)}
         findings = deduplicate(
             sorted(
@@ -429,6 +477,7 @@ class LlmReviewer(Reviewer):
             incomplete=incomplete,
             model_skipped=tuple(outcome.not_reviewed),
             usage=self._usage(outcome),
+            prompt_lines=frozenset(outcome.shown),
         )
 
     def _usage(self, outcome: Outcome) -> tuple[str, ...]:
