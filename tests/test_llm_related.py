@@ -15,7 +15,7 @@ import pytest
 from app.review.llm import build_reviewer
 from app.review.llm.related import Sources, imported_modules, related_context, wanted_paths
 from app.review.local import context_from_git
-from tests.fake_llm import Asked, FakeModelServer, Reply, proposed
+from tests.fake_llm import Asked, FakeModelServer, Reply, answer, proposed
 from tests.test_llm_engine import settings
 
 NET = '''\
@@ -135,7 +135,7 @@ def spot_the_wrong_keyword(asked: Asked) -> Reply:
                 findings.append(
                     proposed(path, number, message=f"`{call.group(1)}` takes no `{call.group(2)}`")
                 )
-    return Reply({"findings": findings})
+    return answer(asked, findings)
 
 
 @pytest.fixture

@@ -65,7 +65,7 @@ class LikelyBugAnalyzer:
     tools: tuple[str, ...] = ()  # the installed ruff: these rules are stable in every supported version
     rules: tuple[Rule, ...] = (
         Rule(
-            "python/<T10|PLE|B006|B015|B018>",
+            "python/<T10, PLE, B006, B015, B018 code>",
             Severity.CONCERN,
             "likely bugs whatever rules the repository selects: a debugger, pylint errors, a mutable "
             "default, a pointless comparison, a useless expression",
