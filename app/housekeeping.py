@@ -18,13 +18,12 @@ from sqlalchemy import select, update
 
 from .metrics import PAYLOADS_EMPTIED, RECOVERY_SWEEPS
 from .recovery import DeliveryRecovery, SweepCounts
-from .store import Store, compress_payload, deliveries
+from .store import FINISHED, Store, compress_payload, deliveries
 from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
 INTERVAL_SECONDS = 5 * 60
-FINISHED = ("done", "failed", "skipped")
 EMPTY_PAYLOAD = compress_payload(b"")
 RETENTION_BATCH = 500  # rows per transaction: never one long lock over a large table
 STOP_WITHIN = 1.0  # seconds a cancelled round may take to end before shutdown goes on

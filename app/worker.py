@@ -42,12 +42,14 @@ from .logs import Outage, log_context, redact
 from .metrics import JOB_DURATION, JOB_LATENCY, child
 from .pacing import AckFirst, backoff_delay
 from .routing import handler_name, run_handlers, select_handlers
-from .store import Job, JobEnd, Store
+from .store import Job, JobEnd, JobStatus, Store
 from .tasks import abandon, bounded, cancel_and_wait
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+RETRIED = "retried"  # a job's outcome (logs, metrics) when it goes back to the queue for later
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,9 +437,9 @@ class Worker:
                 "could not hand %d job(s) back (%s); they run after their leases", len(ids), _error_text(exc)
             )
 
-    async def _run_job(self, job: Job, identity: BotIdentity) -> tuple[str, str | None, float | None]:
-        """Run one job; returns its status and error and, when it is to be retried, after how
-        long (the caller writes the outcome)."""
+    async def _run_job(self, job: Job, identity: BotIdentity) -> tuple[JobStatus, str | None, float | None]:
+        """Run one job; returns its status and error and, when it is to be retried (status
+        ``queued`` again), after how long (the caller writes the outcome)."""
         started = time.monotonic()
         report = JobReport()
         retry_in: float | None = None
@@ -449,27 +451,30 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - the job boundary: any failure is recorded, never lost
                 with log_context(repo=report.repo, pr_number=report.pr_number):
                     retry_in, error = self._after_failure(job, exc)
-                status = "failed" if retry_in is None else "retried"
+                status = JobStatus.FAILED if retry_in is None else JobStatus.QUEUED
             duration = time.monotonic() - started
-            child(JOB_DURATION, status).observe(duration)
-            if status != "retried":
-                child(JOB_LATENCY, status).observe(max(0.0, time.time() - job.received_at))
+            outcome = RETRIED if retry_in is not None else str(status)  # the metrics' and log's word
+            child(JOB_DURATION, outcome).observe(duration)
+            if retry_in is None:
+                child(JOB_LATENCY, outcome).observe(max(0.0, time.time() - job.received_at))
             with log_context(repo=report.repo, pr_number=report.pr_number):
                 log.info(
                     "job %s in %.2fs (handlers: %s)%s",
-                    status,
+                    outcome,
                     duration,
                     ", ".join(report.handlers) or "none",
-                    f": {error}" if error and status != "retried" else "",
+                    f": {error}" if error and retry_in is None else "",
                 )
         return status, error, retry_in
 
-    async def _process(self, job: Job, identity: BotIdentity, report: JobReport) -> tuple[str, str | None]:
+    async def _process(
+        self, job: Job, identity: BotIdentity, report: JobReport
+    ) -> tuple[JobStatus, str | None]:
         try:
             payload = orjson.loads(job.payload)
             event = flatten(job.event, payload, delivery_id=job.delivery_id)
         except (ValueError, FlattenError) as exc:
-            return "failed", _error_text(exc)
+            return JobStatus.FAILED, _error_text(exc)
         pr_number = (
             event.pr_number if isinstance(event, PullRequestScoped) else getattr(event, "pr_number", None)
         )
@@ -480,9 +485,9 @@ class Worker:
             if not handlers:
                 reason = "own event" if sent_by_bot_or_decoy(event.sender_login, identity) else "no handler"
                 log.debug("nothing to run (%s)", reason)
-                return "done", None
+                return JobStatus.DONE, None
             if event.installation_id is None:
-                return "skipped", "delivery has no installation (not sent to an App)"
+                return JobStatus.SKIPPED, "delivery has no installation (not sent to an App)"
             try:
                 ctx = await self._context_for(event, identity, job.received_at)
                 last = handler_name(handlers[-1])
@@ -494,8 +499,8 @@ class Worker:
                     on_done=lambda name: self._handler_done(job, name, last=name == last),
                 )
             except NoAccess as exc:
-                return "skipped", _error_text(exc)
-        return "done", None
+                return JobStatus.SKIPPED, _error_text(exc)
+        return JobStatus.DONE, None
 
     async def _handler_done(self, job: Job, name: str, *, last: bool) -> None:
         """Remember a handler that succeeded, so that a retry of its job skips it. The last one's

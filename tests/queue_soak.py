@@ -16,7 +16,7 @@ import time
 
 from sqlalchemy import func, select
 
-from app.store import PENDING, IncomingDelivery, Store, deliveries
+from app.store import PENDING, IncomingDelivery, JobStatus, Store, deliveries
 
 LIMIT_SECONDS = 120
 
@@ -61,7 +61,7 @@ async def main(url: str, index: int, subjects: int, per_subject: int, processes:
                         violations.append(f"{job.subject} id {job.id}: {earlier} earlier unfinished")
             await asyncio.sleep(rng.random() / 500)
             for job in jobs:
-                assert await store.finish(job, worker_id=name, status="done")
+                assert await store.finish(job, worker_id=name, status=JobStatus.DONE)
 
     async def drained() -> bool:
         async with store.engine.connect() as conn:

@@ -20,7 +20,7 @@ from app.github import AppClient
 from app.housekeeping import EMPTY_PAYLOAD, Housekeeping, empty_old_payloads
 from app.metrics import REGISTRY
 from app.recovery import LOOKBACK_SECONDS, OVERLAP_SECONDS, DeliveryRecovery, never_delivered
-from app.store import IncomingDelivery, Store, decompress_payload, deliveries
+from app.store import IncomingDelivery, JobStatus, Store, decompress_payload, deliveries
 from app.store.postgres import PostgresBackend
 from tests.harness import APP_ID, REPO, BotHarness
 
@@ -226,12 +226,12 @@ async def test_handled_payloads_are_emptied_after_the_retention_and_rows_stay(st
     [job] = [
         j for j in await store.claim(worker_id="w", limit=5, lease_seconds=60) if j.delivery_id == "old-done"
     ]
-    await store.finish(job, worker_id="w", status="done")
+    await store.finish(job, worker_id="w", status=JobStatus.DONE)
     await store.record_deliveries([incoming("new-done", "o/r#3")])
     [new] = [
         j for j in await store.claim(worker_id="w", limit=5, lease_seconds=60) if j.delivery_id == "new-done"
     ]
-    await store.finish(new, worker_id="w", status="done")
+    await store.finish(new, worker_id="w", status=JobStatus.DONE)
     now = time.time()
     ended = {
         "old-done": now - 30 * 86400 - 1,
@@ -262,7 +262,7 @@ async def test_retention_runs_in_the_housekeeping_round(tmp_path: Path) -> None:
     try:
         await store.record_deliveries([IncomingDelivery("d", "push", None, 1, "o/r", "o/r", b"{}")])
         [job] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
-        await store.finish(job, worker_id="w", status="done")
+        await store.finish(job, worker_id="w", status=JobStatus.DONE)
 
         class NoLog:
             async def sweep(self) -> None:

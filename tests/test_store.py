@@ -24,6 +24,7 @@ from app.store import (
     IncomingDelivery,
     Job,
     JobEnd,
+    JobStatus,
     Ledger,
     QueueStats,
     Store,
@@ -88,7 +89,7 @@ async def test_one_job_per_subject_at_a_time_in_arrival_order(store: Store) -> N
     first = await store.claim(worker_id="w1", limit=10, lease_seconds=60)
     assert [(j.id, j.subject) for j in first] == [(1, "o/r#1"), (2, "o/r#2"), (4, "o/r")]
     assert await store.claim(worker_id="w2", limit=10, lease_seconds=60) == []
-    assert await store.finish(first[0], worker_id="w1", status="done")
+    assert await store.finish(first[0], worker_id="w1", status=JobStatus.DONE)
     second = await store.claim(worker_id="w2", limit=10, lease_seconds=60)
     assert [(j.id, j.subject) for j in second] == [(3, "o/r#1")]
     statuses = {r["id"]: r["status"] for r in await store.all_jobs()}
@@ -109,8 +110,8 @@ async def test_an_expired_lease_is_claimed_again_and_the_old_owner_cannot_finish
     clock.advance(0.001)
     [again] = await store.claim(worker_id="alive", limit=5, lease_seconds=60)
     assert (again.id, again.attempts) == (job.id, 2)
-    assert not await store.finish(job, worker_id="dead", status="done")
-    assert await store.finish(again, worker_id="alive", status="done")
+    assert not await store.finish(job, worker_id="dead", status=JobStatus.DONE)
+    assert await store.finish(again, worker_id="alive", status=JobStatus.DONE)
     [next_job] = await store.claim(worker_id="alive", limit=5, lease_seconds=60)
     assert next_job.id == job.id + 1
 
@@ -123,7 +124,7 @@ async def test_a_heartbeat_keeps_a_lease(store: Store, clock: FakeClock) -> None
         await store.extend_leases([job.id], worker_id="w", lease_seconds=20)
     clock.advance(19)
     assert await store.claim(worker_id="other", limit=1, lease_seconds=20) == []
-    assert await store.finish(job, worker_id="w", status="done")
+    assert await store.finish(job, worker_id="w", status=JobStatus.DONE)
 
 
 async def test_a_retried_job_holds_back_its_subject_until_due(store: Store, clock: FakeClock) -> None:
@@ -156,7 +157,9 @@ async def test_done_handlers_survive_a_retry(store: Store) -> None:
     assert again.done_handlers == ["app.handlers.review.on_request"]
 
 
-def end(job: Job, status: str = "done", error: str | None = None, ended_at: float | None = None) -> JobEnd:
+def end(
+    job: Job, status: JobStatus = JobStatus.DONE, error: str | None = None, ended_at: float | None = None
+) -> JobEnd:
     return JobEnd(job, status, error, ended_at)
 
 
@@ -165,16 +168,16 @@ def end(job: Job, status: str = "done", error: str | None = None, ended_at: floa
     ("backlog", "taken_over", "status", "run_limit", "run"),
     [
         # the subject's next deliveries are claimed in the transaction that ends the job
-        (["o/r#1", "o/r#2", "o/r#1"], False, "done", 8, [3]),
-        (["o/r#1", "o/r#1"], False, "failed", 8, [2]),
-        (["o/r#1", "o/r#1"], False, "skipped", 8, [2]),
+        (["o/r#1", "o/r#2", "o/r#1"], False, JobStatus.DONE, 8, [3]),
+        (["o/r#1", "o/r#1"], False, JobStatus.FAILED, 8, [2]),
+        (["o/r#1", "o/r#1"], False, JobStatus.SKIPPED, 8, [2]),
         # a backlog: as much of it as the limit allows, oldest first, another subject's row untouched
-        (["o/r#1", "o/r#1", "o/r#2", "o/r#1", "o/r#1"], False, "done", 8, [2, 4, 5]),
-        (["o/r#1", "o/r#1", "o/r#2", "o/r#1", "o/r#1"], False, "done", 2, [2, 4]),
+        (["o/r#1", "o/r#1", "o/r#2", "o/r#1", "o/r#1"], False, JobStatus.DONE, 8, [2, 4, 5]),
+        (["o/r#1", "o/r#1", "o/r#2", "o/r#1", "o/r#1"], False, JobStatus.DONE, 2, [2, 4]),
         # nothing more of the subject: nothing claimed, another subject's job stays for a claim
-        (["o/r#1", "o/r#2"], False, "done", 8, []),
+        (["o/r#1", "o/r#2"], False, JobStatus.DONE, 8, []),
         # the job is no longer ours: nothing ends, nothing is claimed
-        (["o/r#1", "o/r#1"], True, "done", 8, []),
+        (["o/r#1", "o/r#1"], True, JobStatus.DONE, 8, []),
     ],
 )
 async def test_finishing_a_job_claims_its_subjects_next_run_for_the_same_worker(
@@ -182,7 +185,7 @@ async def test_finishing_a_job_claims_its_subjects_next_run_for_the_same_worker(
     clock: FakeClock,
     backlog: list[str],
     taken_over: bool,
-    status: str,
+    status: JobStatus,
     run_limit: int,
     run: list[int],
 ) -> None:
@@ -231,7 +234,7 @@ async def test_the_ends_of_a_run_are_written_together_with_their_own_times(
     clock.advance(5)
     # the first two of the run end; the run goes on, so nothing is promoted or claimed
     ours, more = await store.finish_jobs(
-        [end(run[0], ended_at=clock() - 3), end(run[1], "failed", "boom", ended_at=clock() - 1)],
+        [end(run[0], ended_at=clock() - 3), end(run[1], JobStatus.FAILED, "boom", ended_at=clock() - 1)],
         worker_id="w",
         run_continues=True,
     )
@@ -385,7 +388,7 @@ async def test_concurrent_workers_never_double_claim(db_url: str) -> None:
             for job in jobs:
                 active_subjects.discard(job.subject)
                 claimed.append(job.id)
-                assert await s.finish(job, worker_id=name, status="done")
+                assert await s.finish(job, worker_id=name, status=JobStatus.DONE)
 
     await asyncio.gather(*(drain(s, f"w{i}") for i, s in enumerate(stores)))
     for s in stores:
@@ -425,7 +428,7 @@ async def test_ledger_hands_a_database_failure_to_every_waiting_request() -> Non
 async def test_a_duplicate_in_a_batch_never_strands_the_rows_behind_it(store: Store) -> None:
     await store.record_deliveries([delivery("o/r#7", delivery_id="old")])
     [old] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
-    await store.finish(old, worker_id="w", status="done")
+    await store.finish(old, worker_id="w", status=JobStatus.DONE)
     assert await store.record_deliveries([delivery("o/r#7", "old"), delivery("o/r#7", "new")]) == [
         False,
         True,
@@ -473,7 +476,7 @@ async def test_write_probe_commits_and_queue_stats_count_what_waits(store: Store
     assert await store.retry_later(second, worker_id="w", delay=10, error="timeout")
     assert (await store.queue_stats()).oldest_due_age is None
     assert await store.queue_stats(now=clock.now + 12) == QueueStats(depth=3, oldest_due_age=2.0)
-    assert await store.finish(first, worker_id="w", status="done")
+    assert await store.finish(first, worker_id="w", status=JobStatus.DONE)
     clock.advance(1)
     assert await store.queue_stats() == QueueStats(depth=2, oldest_due_age=1.0)
     await store.write_probe()
@@ -562,7 +565,7 @@ async def test_a_finish_racing_a_record_never_strands_the_new_row(pg_store: Stor
     await store.record_deliveries([delivery("o/r#50", "head")])
     [head] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
     async with record_held_before_its_insert(pg_url, "o/r#50") as (record, waiting_on_locks, release):
-        finish = asyncio.ensure_future(store.finish(head, worker_id="w", status="done"))
+        finish = asyncio.ensure_future(store.finish(head, worker_id="w", status=JobStatus.DONE))
         # The finish either completes (it does not conflict) or waits for the record's lock.
         await until(lambda: _done_or(finish, waiting_on_locks, 2), "the finish ran or waits")
         await release()

@@ -36,11 +36,12 @@ from .model import (
     decompress_payload,
     ledger_rows,
 )
-from .schema import ACTIVE, PENDING, SCHEMA_VERSION, deliveries, metadata, schema_version
+from .schema import ACTIVE, FINISHED, PENDING, SCHEMA_VERSION, JobStatus, deliveries, metadata, schema_version
 from .store import Ledger, Store
 
 __all__ = [
     "ACTIVE",
+    "FINISHED",
     "PAYLOAD_COMPRESSION",
     "PENDING",
     "SCHEMA_VERSION",
@@ -48,6 +49,7 @@ __all__ = [
     "IncomingDelivery",
     "Job",
     "JobEnd",
+    "JobStatus",
     "Ledger",
     "QueueStats",
     "Store",

@@ -10,6 +10,8 @@ from typing import Any
 
 import zstandard
 
+from .schema import JobStatus
+
 # Payloads are stored compressed with Zstandard at level 1: a 25 KB delivery shrinks about tenfold
 # in 16 us of CPU (zlib at level 1: 83-117 us for a larger result, which was a third of the
 # webhook's CPU per request). Rows written by earlier releases hold zlib streams; both are read.
@@ -65,7 +67,7 @@ def ledger_rows(batch: Iterable[IncomingDelivery], busy: set[str], now: float) -
                 "subject": d.subject,
                 "payload": compress_payload(d.payload),
                 "received_at": now,
-                "status": "waiting" if d.subject in busy else "queued",
+                "status": JobStatus.WAITING if d.subject in busy else JobStatus.QUEUED,
                 "attempts": 0,
                 "run_after": now,
                 "done_handlers": "[]",
@@ -98,7 +100,7 @@ class JobEnd:
     clock; the row's ``updated_at``: the ends of a run are written together, later)."""
 
     job: Job
-    status: str
+    status: JobStatus  # one of ``schema.FINISHED``
     error: str | None = None
     ended_at: float | None = None  # None: when written
 
@@ -112,9 +114,9 @@ def run_of(pending: Sequence[tuple[int, str, float, float | None]], now: float) 
     run: list[int] = []
     for row_id, status, run_after, lease_until in pending:
         free = (
-            status == "waiting"
-            or (status == "queued" and run_after <= now)
-            or (status == "running" and lease_until is not None and lease_until < now)
+            status == JobStatus.WAITING
+            or (status == JobStatus.QUEUED and run_after <= now)
+            or (status == JobStatus.RUNNING and lease_until is not None and lease_until < now)
         )
         if not free:
             break

@@ -30,7 +30,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, select, update
 
 from .model import Job, JobEnd, QueueStats, decompress_payload
-from .schema import PENDING, deliveries
+from .schema import PENDING, JobStatus, deliveries
 
 
 def claimed_jobs(rows: Sequence[Sequence[Any]]) -> list[Job]:
@@ -71,7 +71,7 @@ def _running(job_ids: Sequence[int], worker_id: str) -> Any:
     return and_(
         deliveries.c.id.in_(list(job_ids)),
         deliveries.c.worker_id == worker_id,
-        deliveries.c.status == "running",
+        deliveries.c.status == JobStatus.RUNNING,
     )
 
 
@@ -100,7 +100,7 @@ def retry_later(conn: Connection, job: Job, worker_id: str, run_after: float, er
         update(deliveries)
         .where(_running([job.id], worker_id))
         .values(
-            status="queued",
+            status=JobStatus.QUEUED,
             error=error,
             run_after=run_after,
             lease_until=None,
@@ -116,10 +116,10 @@ def retry_later(conn: Connection, job: Job, worker_id: str, run_after: float, er
             deliveries.c.subject == job.subject,
             deliveries.c.id > job.id,
             deliveries.c.worker_id == worker_id,
-            deliveries.c.status == "running",
+            deliveries.c.status == JobStatus.RUNNING,
         )
         .values(
-            status="waiting",
+            status=JobStatus.WAITING,
             attempts=deliveries.c.attempts - 1,
             lease_until=None,
             worker_id=None,
@@ -142,16 +142,18 @@ def release(conn: Connection, job_ids: Sequence[int], worker_id: str, now: float
     conn.execute(
         update(deliveries)
         .where(_running(job_ids, worker_id), deliveries.c.id.in_(list(heads.values())))
-        .values(status="queued", **back)
+        .values(status=JobStatus.QUEUED, **back)
     )
-    conn.execute(update(deliveries).where(_running(job_ids, worker_id)).values(status="waiting", **back))
+    conn.execute(
+        update(deliveries).where(_running(job_ids, worker_id)).values(status=JobStatus.WAITING, **back)
+    )
 
 
 def queue_stats(conn: Connection, now: float) -> QueueStats:
     depth = conn.execute(select(func.count()).where(deliveries.c.status.in_(PENDING))).scalar_one()
     oldest = conn.execute(
         select(func.min(deliveries.c.run_after)).where(
-            deliveries.c.status == "queued", deliveries.c.run_after <= now
+            deliveries.c.status == JobStatus.QUEUED, deliveries.c.run_after <= now
         )
     ).scalar()
     return QueueStats(depth=int(depth), oldest_due_age=None if oldest is None else max(0.0, now - oldest))

@@ -13,6 +13,7 @@ To change storage: edit the tables here, append a ``Migration`` to ``MIGRATIONS`
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,9 +44,24 @@ schema_version = Table(
     Column("version", Integer, nullable=False),
 )
 
-# waiting -> queued -> running -> done | failed | skipped (running -> queued on retry or release)
-ACTIVE = ("queued", "running")
-PENDING = ("waiting", "queued", "running")
+
+class JobStatus(enum.StrEnum):
+    """A delivery's place in the queue (ARCHITECTURE.md draws the state machine):
+    waiting -> queued -> running -> done | failed | skipped (running -> queued on retry or
+    release). Stored as its value in ``deliveries.status``, which the hand-written SQL of the
+    backends names literally."""
+
+    WAITING = "waiting"
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
+PENDING = (JobStatus.WAITING, JobStatus.QUEUED, JobStatus.RUNNING)
+FINISHED = (JobStatus.DONE, JobStatus.FAILED, JobStatus.SKIPPED)
 
 deliveries = Table(
     "deliveries",

@@ -33,7 +33,7 @@ from . import ops, schema
 from .backend import Backend
 from .connect import open_backend
 from .model import IncomingDelivery, Job, JobEnd, QueueStats
-from .schema import deliveries, schema_version
+from .schema import JobStatus, deliveries, schema_version
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +171,7 @@ class Store:
             )
         )
 
-    async def finish(self, job: Job, *, worker_id: str, status: str, error: str | None = None) -> bool:
+    async def finish(self, job: Job, *, worker_id: str, status: JobStatus, error: str | None = None) -> bool:
         """End a job as done, failed or skipped, and make the next waiting one of its subject its
         head. Returns False when the job is no longer ours (its lease expired and another worker
         took it)."""
