@@ -311,7 +311,8 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
     behind = snapshot.mergeable_state == MergeState.BEHIND
     if behind and snapshot.rules.strict:
         blocked.append(
-            f"it is behind `{snapshot.base_ref}` and the branch rules require it up to date: update the branch"
+            f"it is behind `{snapshot.base_ref}` and the branch rules require it up to date:"
+            " update the branch"
         )
 
     # CI: every check on the head but ours, the ignored ones and reviewer bots' own.
@@ -374,7 +375,8 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
                 Outcome.CAUTIOUS,
                 HEADLINE_PREFIX[Outcome.CAUTIOUS]
                 + ", ".join(evidence)
-                + f"; but {'; '.join(in_flight)}, and nothing moved for {_minutes(quiet)}. Your call to merge.",
+                + f"; but {'; '.join(in_flight)}, and nothing moved for {_minutes(quiet)}."
+                " Your call to merge.",
                 tuple(in_flight),
                 stalled=tuple(in_flight),
             )
