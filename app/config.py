@@ -424,10 +424,22 @@ class ReviewConfig(BaseModel):
     llm: LlmReviewConfig = LlmReviewConfig()
 
 
+class ReadinessConfig(BaseModel):
+    """``readiness:``: whether and how the bot says a pull request looks ready to merge."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool | None = None  # None: on for pull requests the bot has reviewed, off otherwise
+    quiet_minutes: float = Field(default=10.0, ge=0, le=24 * 60)
+    ignore_checks: tuple[str, ...] = ()  # check names (exact) that never hold the call
+    drafts: bool = False  # also follow draft pull requests
+
+
 class RepoConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     review: ReviewConfig = ReviewConfig()
+    readiness: ReadinessConfig = ReadinessConfig()
 
 
 def parse_repo_config(text: str | None) -> tuple[RepoConfig, str | None]:

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from .actions import Actions, Emit
 from .auth import TokenStore, generate_private_key_pem, public_key_pem
+from .ci import CiActions
 from .errors import ApiError
 from .hooklog import HookLog
 from .payloads import AppInfo, Shapes
@@ -83,6 +84,7 @@ class FakeGitHub:
             self.world, AppInfo(app_id, app_slug, f"{app_slug}-developer", iso()), self._base
         )
         self.actions = Actions(self.world, self.shapes)
+        self.ci = CiActions(self.world, self.shapes)
         self.tokens = TokenStore(token_lifetime)
         self.dispatcher = Dispatcher(
             secret=webhook_secret, url=lambda: self.webhook_url, app_id=app_id, record=self._record_delivery
@@ -510,6 +512,45 @@ class FakeGitHub:
         items, emit = self._collector()
         self.actions.rerequest_check_run(found, run, by, emit)
         return await self._deliver_all(items)
+
+    # ---------------------------------------------------------------- other integrations
+    async def set_status(
+        self, repo: str, sha: str, context: str, state: str, *, by: str = "ci-bot[bot]"
+    ) -> int:
+        """An integration sets a commit status; emits ``status``."""
+        items, emit = self._collector()
+        self.ci.set_status(self.world.repo(repo), sha, context, state, by, emit)
+        return await self._deliver_all(items)
+
+    async def start_check_run(self, repo: str, sha: str, name: str, *, app: str = "actions") -> int:
+        """App ``app`` starts a check run on ``sha``; emits ``check_run.created``. Returns its id."""
+        items, emit = self._collector()
+        run = self.ci.start_check_run(self.world.repo(repo), sha, name, app, emit)
+        await self._deliver_all(items)
+        return run.id
+
+    async def complete_check_run(self, repo: str, run_id: int, conclusion: str) -> int:
+        """Its App completes a check run; emits ``check_run.completed`` (and ``check_suite.completed``
+        when it was the suite's last)."""
+        items, emit = self._collector()
+        self.ci.complete_check_run(self.world.repo(repo), self.world.check_runs[run_id], conclusion, emit)
+        return await self._deliver_all(items)
+
+    def react_to_pull(self, repo: str, number: int, content: str, *, by: str) -> None:
+        """``by`` reacts on the PR itself (GitHub sends no webhook for reactions)."""
+        self.actions.react(self.world.repo(repo), ("issue", number), by, content)
+
+    def set_conflicts(self, repo: str, number: int, conflicts: bool = True) -> None:
+        """Whether merging the PR would conflict (GitHub's ``mergeable`` false, state ``dirty``)."""
+        self.world.pull(self.world.repo(repo), number).conflicts = conflicts
+
+    def set_mergeability_pending(self, repo: str, number: int) -> None:
+        """GitHub has not computed mergeability yet: the next read of the PR answers null."""
+        self.world.pull(self.world.repo(repo), number).mergeable_pending = True
+
+    def set_branch_rules(self, repo: str, rules: list[dict[str, Any]]) -> None:
+        """The default branch's active rules (GitHub's ``repository-rule`` objects)."""
+        self.world.repo(repo).rules = list(rules)
 
     # ---------------------------------------------------------------- inspection helpers
     def threads(self, repo: str, number: int) -> list[dict[str, Any]]:

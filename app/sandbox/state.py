@@ -80,6 +80,7 @@ class Repo:
     permissions: dict[str, str] = field(default_factory=dict)  # lowercased login -> admin/write/read/none
     associations: dict[str, str] = field(default_factory=dict)  # lowercased login -> OWNER/MEMBER/...
     pushed_at: str = ""
+    rules: list[dict[str, object]] = field(default_factory=list)  # the default branch's rules (rulesets)
 
     @property
     def owner(self) -> str:
@@ -117,6 +118,8 @@ class Pull:
     requested_reviewers: list[str] = field(default_factory=list)
     requested_teams: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    conflicts: bool = False  # what a test says the merge would do
+    mergeable_pending: bool = False  # GitHub has not computed mergeability yet: the next read is null
 
 
 @dataclass
@@ -217,6 +220,24 @@ class CheckRun:
     details_url: str | None
     check_suite_id: int
     annotations: list[dict[str, object]] = field(default_factory=list)
+    app: str = ""  # the slug of the App that owns it; "" for the fake's own App
+
+
+@dataclass
+class Status:
+    """A commit status (the Statuses API), set by any integration or person."""
+
+    id: int
+    node_id: str
+    repo: str
+    sha: str
+    context: str
+    state: str  # error | failure | pending | success
+    description: str | None
+    target_url: str | None
+    creator: str
+    created_at: str
+    updated_at: str
 
 
 @dataclass
@@ -244,7 +265,8 @@ class World:
         self.issue_comments: dict[int, IssueComment] = {}
         self.reactions: list[Reaction] = []
         self.check_runs: dict[int, CheckRun] = {}
-        self.check_suites: dict[tuple[str, str], int] = {}
+        self.check_suites: dict[tuple[str, str, str], int] = {}
+        self.statuses: list[Status] = []
 
     # ---------------------------------------------------------------- allocation
     def new_id(self) -> int:
@@ -341,8 +363,9 @@ class World:
     def issue_comments_of(self, repo: Repo, number: int) -> list[IssueComment]:
         return [c for c in self.issue_comments.values() if c.repo == repo.key and c.number == number]
 
-    def check_suite_id(self, repo: Repo, head_sha: str) -> int:
-        key = (repo.key, head_sha)
+    def check_suite_id(self, repo: Repo, head_sha: str, app: str = "") -> int:
+        """One suite per App and commit, as on GitHub."""
+        key = (repo.key, head_sha, app)
         if key not in self.check_suites:
             self.check_suites[key] = self.new_id()
         return self.check_suites[key]
