@@ -15,7 +15,7 @@ from typing import Any
 from .actions import Emit
 from .errors import validation_failed
 from .payloads import Shapes
-from .state import CheckRun, Pull, Repo, Status, World, iso, node_id
+from .state import CheckRun, Pull, Repo, Status, World, node_id
 
 STATUS_STATES = ("error", "failure", "pending", "success")
 
@@ -187,7 +187,7 @@ class CiActions:
             raise validation_failed("Status", "state", "invalid")
         self.world.commit(repo, sha)
         status_id = self.world.new_id()
-        now = iso()
+        now = self.world.iso()
         status = Status(
             status_id,
             node_id("SC", status_id),
@@ -217,7 +217,7 @@ class CiActions:
             head_sha=sha,
             status="in_progress",
             conclusion=None,
-            started_at=iso(),
+            started_at=self.world.iso(),
             completed_at=None,
             title=None,
             summary=None,
@@ -232,7 +232,7 @@ class CiActions:
         return run
 
     def complete_check_run(self, repo: Repo, run: CheckRun, conclusion: str, emit: Emit) -> None:
-        run.status, run.conclusion, run.completed_at = "completed", conclusion, iso()
+        run.status, run.conclusion, run.completed_at = "completed", conclusion, self.world.iso()
         emit("check_run", self._run_event(repo, run, "completed"))
         suite = [r for r in self.world.check_runs.values() if r.check_suite_id == run.check_suite_id]
         if all(r.status == "completed" for r in suite):

@@ -15,7 +15,7 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -28,7 +28,7 @@ from .hooklog import HookLog
 from .payloads import AppInfo, Shapes
 from .recording import Call, Validator
 from .server import WRITE_METHODS, Delay, Fault, Server
-from .state import Installation, NotFound, Pull, Repo, World, iso, node_id
+from .state import Installation, NotFound, Pull, Repo, World, node_id
 from .webhooks import Attempt, Dispatcher, Outgoing
 
 PERMISSION_BY_ASSOCIATION = {"OWNER": "admin", "MEMBER": "write", "COLLABORATOR": "write"}
@@ -62,6 +62,7 @@ class FakeGitHub:
         webhook_url: str | None = None,
         validator: Validator | None = None,
         token_lifetime: float = 3600.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.app_id = app_id
         self.app_slug = app_slug
@@ -79,9 +80,9 @@ class FakeGitHub:
         self.manifests: list[dict[str, Any]] = []  # manifests registered through the web flow
         self.manifest_returns_webhook_secret = True
         self._manifest_codes: dict[str, tuple[dict[str, Any], float]] = {}
-        self.world = World()
+        self.world = World(clock)  # the clock of GitHub's timestamps (not of tokens)
         self.shapes = Shapes(
-            self.world, AppInfo(app_id, app_slug, f"{app_slug}-developer", iso()), self._base
+            self.world, AppInfo(app_id, app_slug, f"{app_slug}-developer", self.world.iso()), self._base
         )
         self.actions = Actions(self.world, self.shapes)
         self.ci = CiActions(self.world, self.shapes)
@@ -241,7 +242,7 @@ class FakeGitHub:
         self.world.user(account)
         legacy_node_id = base64.b64encode(f"023:IntegrationInstallation{installation_id}".encode()).decode()
         self.world.installations[installation_id] = Installation(
-            installation_id, account, legacy_node_id, iso()
+            installation_id, account, legacy_node_id, self.world.iso()
         )
 
     def add_repo(
@@ -259,7 +260,7 @@ class FakeGitHub:
             installation_id=installation_id,
             default_branch=default_branch,
             private=private,
-            created_at=iso(),
+            created_at=self.world.iso(),
         )
         self.world.repos[repo.key] = repo
         self.world.user(repo.owner)
@@ -331,7 +332,7 @@ class FakeGitHub:
                 raise ValueError(f"branch {branch!r} does not exist in {repo}; set_branch() first")
         number = self.world.take_number(found)
         pull_id, issue_id = self.world.new_id(), self.world.new_id()
-        now = iso()
+        now = self.world.iso()
         pull = Pull(
             repo=found.key,
             number=number,

@@ -27,7 +27,6 @@ from .state import (
     ReviewComment,
     User,
     World,
-    iso,
     node_id,
 )
 
@@ -695,4 +694,4 @@ class Shapes:
         return payload
 
     def now(self) -> str:
-        return iso()
+        return self.world.iso()

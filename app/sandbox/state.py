@@ -12,6 +12,7 @@ import base64
 import hashlib
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -251,7 +252,8 @@ class Token:
 class World:
     """All state, with lookups that raise ``NotFound`` instead of returning None."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock  # epoch seconds of every timestamp the fake writes (tests pass a fake)
         self._ids = itertools.count(1001)
         self._sha_counter = itertools.count(1)
         self.users: dict[str, User] = {}
@@ -269,6 +271,10 @@ class World:
         self.statuses: list[Status] = []
 
     # ---------------------------------------------------------------- allocation
+    def iso(self) -> str:
+        """Now on the world's clock, in GitHub's timestamp format."""
+        return iso(self.clock())
+
     def new_id(self) -> int:
         return next(self._ids)
 

@@ -28,7 +28,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, select, update
+from sqlalchemy import Connection, and_, func, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from .model import IncomingDelivery, Job, JobEnd, QueueStats, decompress_payload, ledger_rows, run_of
@@ -330,3 +330,23 @@ def queue_stats(conn: Connection, now: float) -> QueueStats:
         )
     ).scalar()
     return QueueStats(depth=int(depth), oldest_due_age=None if oldest is None else max(0.0, now - oldest))
+
+
+# A job the bot gives itself (a delayed re-evaluation): one row with its own run_after, under a
+# deterministic delivery id so that asking twice records it once. Its head rule and its lock are
+# the ledger's (the module doc): the subject's oldest active row, locked FOR SHARE on PostgreSQL.
+_HEAD = (
+    "SELECT id FROM deliveries WHERE subject = :subject AND status IN ('queued', 'running')"
+    " ORDER BY id LIMIT 1"
+)
+_SCHEDULE = "INSERT INTO deliveries ({columns}) VALUES ({values}) ON CONFLICT (delivery_id) DO NOTHING"
+
+
+def schedule(conn: Connection, item: IncomingDelivery, run_after: float, now: float) -> bool:
+    """Record ``item`` to run at ``run_after``; False when its id was recorded before."""
+    lock = " FOR SHARE" if conn.dialect.name == "postgresql" else ""
+    busy = conn.execute(text(_HEAD + lock), {"subject": item.subject}).first() is not None
+    (row,) = ledger_rows([item], {item.subject} if busy else set(), now)
+    row["run_after"] = max(run_after, now)
+    statement = _SCHEDULE.format(columns=", ".join(row), values=", ".join(f":{c}" for c in row))
+    return bool(conn.execute(text(statement), row).rowcount)
