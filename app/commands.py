@@ -15,6 +15,7 @@ class Command(enum.StrEnum):
     REVIEW = "review"
     HELP = "help"
     RESOLVE = "resolve"
+    STATUS = "status"
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -30,6 +31,7 @@ Commands (mention me in a pull request comment):
 | --- | --- |
 | `@{slug} review` | I review the current head and post one review with inline comments. |
 | `@{slug} resolve` | I check my open threads at the current head and resolve those whose problem is fixed. |
+| `@{slug} status` | Whether this pull request looks ready to merge, now (I never merge). |
 | `@{slug} help` | This list. |
 
 A plain request that mentions me works too, for example "@{slug} can you take a look?".
@@ -80,6 +82,8 @@ def parse_command(body: str | None, slug: str) -> Command | None:
         return Command.HELP
     if first == "resolve":
         return Command.RESOLVE
+    if first == "status":
+        return Command.STATUS
     if first == "review":
         return Command.REVIEW
     remainder = mention.sub(" ", text)

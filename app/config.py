@@ -218,6 +218,8 @@ class Settings(LlmSettings):
     health_worker_stall_seconds: float = Field(default=60.0, gt=0)
     health_queue_delay_seconds: float = Field(default=600.0, gt=0)
     database_startup_timeout: float = Field(default=30.0, ge=0)
+    # Readiness: events of one burst are looked at together, this long after the first (issue 21).
+    readiness_settle_seconds: float = Field(default=5.0, gt=0, le=3600 * 24)
 
     @field_validator(
         "private_key",

@@ -275,6 +275,12 @@ async def get_pull(gh: GitHubClient, *, repo: str, pr_number: int) -> dict[str, 
     return data
 
 
+async def list_open_pulls(gh: GitHubClient, *, repo: str) -> list[dict[str, Any]]:
+    """The repository's open pull requests, newest first (the first 100: a commit's are there)."""
+    data: list[dict[str, Any]] = await gh.getitem(f"/repos/{repo}/pulls?state=open&per_page={PER_PAGE}")
+    return data
+
+
 async def list_pull_files(gh: GitHubClient, *, repo: str, pr_number: int) -> list[dict[str, Any]]:
     """Every changed file (GitHub pages them 100 at a time and stops at 3000)."""
     return [f async for f in gh.getiter(f"/repos/{repo}/pulls/{pr_number}/files?per_page={PER_PAGE}")]

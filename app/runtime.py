@@ -18,7 +18,8 @@ import logging
 import signal
 import socket
 import sqlite3
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import aiohttp
@@ -43,6 +44,7 @@ from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
 from .review.model import Reviewer
 from .store import Ledger, Store
+from .timers import StoreTimers
 from .usecases.bot import Bot
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import HealthConfig, WebhookConfig, create_app
@@ -152,6 +154,7 @@ class Runtime:
         sqlite_synchronous: str = "FULL",
         reviewer: Reviewer | None = None,
         housekeeping_interval: float = INTERVAL_SECONDS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if router is None:
             from .handlers import router as default_router
@@ -163,6 +166,7 @@ class Runtime:
                 settings.sqlalchemy_url,
                 sqlite_synchronous=sqlite_synchronous,
                 pool_size=settings.database_pool_size,
+                clock=clock,  # due times and leases; tests pass a fake clock
             )
         except OSError as exc:
             raise StartupError(
@@ -177,6 +181,9 @@ class Runtime:
         self.reviewer: Reviewer = reviewer or self._default_reviewer()
         self.repo_configs = RepoConfigs()
         self.analyses = AnalysisCache()
+        self.timers = StoreTimers(
+            self.store, wake=self._wake_worker, bucket=settings.readiness_settle_seconds
+        )
         self.session: aiohttp.ClientSession | None = None
         self.identity: IdentityResolver | None = None
         self.tokens: InstallationTokens | None = None
@@ -283,6 +290,7 @@ class Runtime:
             reviewer=self.reviewer,
             repo_configs=self.repo_configs,
             analyses=self.analyses,
+            timers=self.timers,
         )
         return Context(gh=gh, bot=bot, received_at=received_at)
 

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from gidgethub import routing
 
-from . import decoy, mentions, review, threads
+from . import decoy, mentions, readiness, review, threads
 
-CONCERNS: tuple[routing.Router, ...] = (mentions.router, review.router, decoy.router, threads.router)
+CONCERNS: tuple[routing.Router, ...] = (
+    mentions.router,
+    review.router,
+    decoy.router,
+    threads.router,
+    readiness.router,
+)
 
 router = routing.Router(*CONCERNS)

@@ -194,6 +194,7 @@ class Snapshot:
     notes: tuple[Note, ...] = ()  # others' comments and 👀 reactions on the PR
     last_activity: float = 0.0  # newest push, comment, review or check change (the bot's excluded)
     missing_permissions: tuple[str, ...] = ()
+    me: str = ""  # the bot's login: its own reviews count as opinions, never as a review in flight
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,23 +245,21 @@ def reviews_in_flight(snapshot: Snapshot) -> list[str]:
     """Who may still be reviewing this head, each with the sign seen (sorted, no duplicates)."""
     head = snapshot.head_sha
     reviewed_head = {r.login.casefold() for r in snapshot.reviews if r.commit == head}
-    author = snapshot.author.casefold()
+    skip = {snapshot.author.casefold(), snapshot.me.casefold()}
     found: dict[str, str] = {}
     for review in snapshot.reviews:
         key = review.login.casefold()
-        if review.commit != head and key not in reviewed_head and key != author:
+        if review.commit != head and key not in reviewed_head and key not in skip:
             found.setdefault(key, f"{review.login} reviewed an earlier commit, not this one")
     for note in snapshot.notes:
         key = note.login.casefold()
-        if not note.is_bot or key in reviewed_head:
+        if not note.is_bot or key in reviewed_head or key in skip:
             continue
         if note.text is None:
             found.setdefault(key, f"{note.login} reacted 👀 (a review under way)")
         elif note.at >= snapshot.head_pushed_at and says_in_progress(note.text):
             found.setdefault(key, f"{note.login} says its review is in progress")
-    reviewer_apps = {n.login.casefold().removesuffix("[bot]") for n in snapshot.notes if n.is_bot} | {
-        r.login.casefold().removesuffix("[bot]") for r in snapshot.reviews if r.login.endswith("[bot]")
-    }
+    reviewer_apps = _reviewer_apps(snapshot)
     for check in snapshot.checks:
         app = (check.app or "").casefold()
         if check.state == CheckState.PENDING and app in reviewer_apps and f"{app}[bot]" not in reviewed_head:
@@ -268,19 +267,27 @@ def reviews_in_flight(snapshot: Snapshot) -> list[str]:
     return sorted(found.values())
 
 
+def _reviewer_apps(snapshot: Snapshot) -> set[str]:
+    """The slugs of the bots that reviewed or spoke on the pull request (the bot itself not)."""
+    logins = [r.login for r in snapshot.reviews if r.login.endswith("[bot]")]
+    logins += [n.login for n in snapshot.notes if n.is_bot]
+    me = snapshot.me.casefold()
+    return {login.casefold().removesuffix("[bot]") for login in logins if login.casefold() != me}
+
+
 def _reviewer_check(check: Check, snapshot: Snapshot) -> bool:
     """A reviewer bot's own check is a review in flight, not CI."""
-    app = (check.app or "").casefold()
-    return bool(app) and any(
-        login.casefold().removesuffix("[bot]") == app
-        for login in [r.login for r in snapshot.reviews if r.login.endswith("[bot]")]
-        + [n.login for n in snapshot.notes if n.is_bot]
-    )
+    return bool(check.app) and (check.app or "").casefold() in _reviewer_apps(snapshot)
+
+
+def _code(text: str) -> str:
+    """Untrusted text (a check's name, a path, a login) in a code span it cannot end."""
+    return "`" + text.replace("`", "'").replace("\n", " ")[:200] + "`"
 
 
 def _names(items: Iterable[str], limit: int = 5) -> str:
     names = sorted(set(items))
-    shown = ", ".join(f"`{n}`" for n in names[:limit])
+    shown = ", ".join(_code(n) for n in names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
@@ -345,7 +352,7 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
     if snapshot.requested:
         waiting.append(f"review requested from {_names(snapshot.requested)}, not given yet")
     if snapshot.threads:
-        shown = "; ".join(f"`{t.where()}` ({t.author})" for t in snapshot.threads[:5])
+        shown = "; ".join(f"{_code(t.where())} ({t.author})" for t in snapshot.threads[:5])
         more = f" and {len(snapshot.threads) - 5} more" if len(snapshot.threads) > 5 else ""
         blocked.append(f"{len(snapshot.threads)} unresolved thread(s): {shown}{more}: resolve or answer them")
 

@@ -12,14 +12,17 @@ from ..config import Settings
 from ..guards import BotIdentity
 from ..review.model import Reviewer
 from .pull import AnalysisCache, RepoConfigs
+from .timers import Timers
 
 
 @dataclass(frozen=True, slots=True)
 class Bot:
-    """Who the bot is, the deployment's settings, the review engine, and the shared caches."""
+    """Who the bot is, the deployment's settings, the review engine, the shared caches and its
+    durable timers."""
 
     identity: BotIdentity
     settings: Settings
     reviewer: Reviewer
     repo_configs: RepoConfigs
     analyses: AnalysisCache
+    timers: Timers  # durable "look again later" (readiness)
