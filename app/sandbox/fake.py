@@ -501,6 +501,17 @@ class FakeGitHub:
         await self._deliver_all(items)
         return self.shapes.review_comment(created)
 
+    async def close_pull(self, repo: str, number: int, *, by: str, merged: bool = False) -> int:
+        """``by`` closes (or merges) the PR; emits ``pull_request.closed``."""
+        found = self.world.repo(repo)
+        pull = self.world.pull(found, number)
+        now = self.world.iso()
+        pull.state, pull.merged, pull.closed_at = "closed", merged, now
+        pull.merged_at = now if merged else None
+        return await self._deliver_all(
+            [("pull_request", self.pull_request_payload(repo, number, "closed", sender=by))]
+        )
+
     async def resolve_thread(self, thread_id: str, *, by: str, resolved: bool = True) -> int:
         """``by`` resolves (or unresolves) a review thread; emits pull_request_review_thread."""
         items, emit = self._collector()

@@ -119,6 +119,8 @@ class Pull:
     requested_reviewers: list[str] = field(default_factory=list)
     requested_teams: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    closed_at: str | None = None
+    merged_at: str | None = None
     conflicts: bool = False  # what a test says the merge would do
     mergeable_pending: bool = False  # GitHub has not computed mergeability yet: the next read is null
 
