@@ -257,3 +257,29 @@ async def test_its_own_check_run_and_comment_echoes_wake_nothing(bot: Bot) -> No
     edits = bot.comment_edits()
     await bot.tick(QUIET + SETTLED)
     assert bot.comment_edits() == edits
+
+
+async def test_status_answers_at_once_in_the_same_words(bot: Bot) -> None:
+    number = await ready_but_quiet(bot)
+    await bot.fake.comment(REPO, number, "@revbot status", by=AUTHOR)
+    await bot.h.drain()  # no clock moved: the answer does not wait for a timer
+    world = bot.fake.world
+    replies = [
+        c.body
+        for c in world.issue_comments_of(world.repo(REPO), number)
+        if c.user == BOT and "status:" in c.body
+    ]
+    [reply] = replies
+    assert reply.split("\n", 1)[0] == bot.headline(number)
+    assert reply.startswith("⏳ Waiting — a quiet window")  # asking is not activity
+
+
+async def test_a_missing_permission_is_said_instead_of_guessed(bot: Bot) -> None:
+    del bot.fake.shapes.app_info.permissions["statuses"]
+    number = await reviewed_and_fixed(bot)
+    await green(bot, number, "test")
+    await bot.tick(SETTLED + QUIET)
+    assert bot.headline(number) == (
+        "⏳ Waiting — I cannot read commit statuses (statuses: read): grant the App that permission so I can"
+        " judge it"
+    )
