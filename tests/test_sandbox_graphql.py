@@ -18,6 +18,7 @@ BOT_DOCUMENTS = {
     "Blobs (a full batch)": github.blobs_query(github.BLOB_BATCH),
     "ReviewThreads": github.THREADS_QUERY,
     "ResolveThread": github.RESOLVE_THREAD,
+    "Readiness": github.READINESS_QUERY,
 }
 
 
