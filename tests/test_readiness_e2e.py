@@ -283,3 +283,19 @@ async def test_a_missing_permission_is_said_instead_of_guessed(bot: Bot) -> None
         "⏳ Waiting — I cannot read commit statuses (statuses: read): grant the App that permission so I can"
         " judge it"
     )
+
+
+async def test_a_pull_request_turned_draft_again_does_not_keep_a_ready_call(bot: Bot) -> None:
+    number = await ready_but_quiet(bot)
+    await bot.tick(QUIET)
+    assert bot.headline(number).startswith("✅")
+    pull = bot.fake.world.pull(bot.fake.world.repo(REPO), number)
+    pull.draft = True
+    await bot.fake.send_webhook(
+        "pull_request", bot.fake.pull_request_payload(REPO, number, "converted_to_draft", sender=AUTHOR)
+    )
+    await bot.tick(SETTLED)
+    assert (
+        bot.headline(number) == "⏳ Waiting — it is a draft again: I look again once it is ready for review"
+    )
+    assert bot.check(number)[0] == "neutral"

@@ -44,6 +44,7 @@ async def _settle(event: PullRequestScoped, ctx: Context) -> None:
     )
 
 
+@router.register("pull_request", action="opened")
 @router.register("pull_request", action="synchronize")
 @router.register("pull_request", action="ready_for_review")
 @router.register("pull_request", action="converted_to_draft")

@@ -40,6 +40,13 @@ CHECKS_PERMISSION = "check runs (checks: read)"
 STATUSES_PERMISSION = "commit statuses (statuses: read)"
 
 
+DRAFT_AGAIN = rd.Verdict(
+    rd.Outcome.WAITING,
+    rd.HEADLINE_PREFIX[rd.Outcome.WAITING] + "it is a draft again: I look again once it is ready for review",
+    (),
+)
+
+
 def check_name(slug: str) -> str:
     return f"{slug} readiness"
 
@@ -453,6 +460,8 @@ async def evaluate(
     settings = _settings(config)
     reading = await read_state(gh, bot, repo=repo, pull=pull, reviews=reviews, since=since)
     verdict = rd.decide(reading.snapshot, settings, now=now)
+    if verdict is None and reading.comment is not None:
+        verdict = DRAFT_AGAIN  # a call said before must not stand while it is a draft
     if verdict is None:
         return None
     remember_ci(reading.memory, reading.snapshot, settings, now)
