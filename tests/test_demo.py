@@ -105,7 +105,7 @@ EXPECTED = {
         r"readiness comment \(edited in place\): ⛔ Blocked — failing check\(s\): `tests`",
         r"readiness comment \(edited in place\): ⏳ Waiting — a quiet window of 3 s",
         r"readiness comment \(edited in place\): ✅ Looks merge-ready — 2 check\(s\) passed, approved by "
-        r"`revbot\[bot\]`, no unresolved threads, quiet for \d+ s\. Your call to merge\.",
+        r"`revbot\[bot\]`, no unresolved threads, quiet for 3 s or more\. Your call to merge\.",
         r'check run "revbot readiness": success; nothing merged',
     ],
 }

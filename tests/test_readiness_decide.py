@@ -53,7 +53,7 @@ def test_the_ready_snapshot_is_ready_with_its_evidence() -> None:
     assert verdict is not None and verdict.outcome == Outcome.READY
     assert verdict.headline == (
         "✅ Looks merge-ready — 2 check(s) passed, approved by `bob`, no unresolved threads, "
-        "quiet for 10 min. Your call to merge."
+        "quiet for 10 min or more. Your call to merge."
     )
     assert verdict.look_again_at is None and verdict.looks_ready
 

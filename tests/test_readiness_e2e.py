@@ -299,3 +299,13 @@ async def test_a_pull_request_turned_draft_again_does_not_keep_a_ready_call(bot:
         bot.headline(number) == "⏳ Waiting — it is a draft again: I look again once it is ready for review"
     )
     assert bot.check(number)[0] == "neutral"
+
+
+async def test_mergeability_github_has_not_computed_is_waited_for_then_read_again(bot: Bot) -> None:
+    number = await reviewed_and_fixed(bot)
+    await green(bot, number, "test")
+    bot.fake.set_mergeability_pending(REPO, number)  # the next read of the pull request is null
+    await bot.tick(SETTLED)
+    assert bot.headline(number) == "⏳ Waiting — GitHub is still computing whether it merges cleanly"
+    await bot.tick(SETTLED)  # looked at again a settle time later: computed by then
+    assert bot.headline(number).startswith("⏳ Waiting — a quiet window")

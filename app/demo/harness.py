@@ -134,7 +134,7 @@ class BotAndFake:
     async def busy_jobs(self) -> int:
         """Jobs waiting, running, or queued and due (a timer due later is not work to wait for)."""
         d = deliveries.c
-        now = self.store.now()
+        now = self.clock()  # the store's clock (not ``store.now``, which a test may break on purpose)
         due = or_(d.status.in_(("waiting", "running")), and_(d.status == "queued", d.run_after <= now))
         async with self.store.engine.connect() as conn:
             return int((await conn.execute(select(func.count()).where(due))).scalar_one())

@@ -374,7 +374,7 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
         until = snapshot.last_activity + quiet_window
         words = f"a quiet window of {_minutes(quiet_window)} without activity (until {_clock(until)})"
         return Verdict(Outcome.WAITING, HEADLINE_PREFIX[Outcome.WAITING] + words, tuple(evidence), until)
-    evidence.append(f"quiet for {_minutes(quiet)}")
+    evidence.append(f"quiet for {_minutes(quiet_window)} or more")  # stable: no edit per look
     in_flight = reviews_in_flight(snapshot)
     if in_flight:
         if quiet >= STALL_GIVE_UP:
