@@ -495,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     demo.add_argument(
         "--scenario",
-        choices=("story", "mention", "big-pr", "redelivery", "crash-recovery"),
+        choices=("story", "mention", "big-pr", "redelivery", "crash-recovery", "ready"),
         default="story",
         help="which story to play (default: story)",
     )

@@ -19,6 +19,7 @@ class Command(enum.StrEnum):
     DISMISS = "dismiss"  # in a thread of the bot: overrule its finding (usecases.disputes)
     LEARNINGS = "learnings"
     FORGET = "forget"
+    STATUS = "status"
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -37,6 +38,7 @@ Commands (mention me in a pull request comment):
 | `@{slug} dismiss <reason>` | In my thread: withdraw its finding here (`--always`: remember it). |
 | `@{slug} learnings` | The findings this repository's maintainers told me to leave out, numbered. |
 | `@{slug} forget N` | Stop leaving out learning N (write access). |
+| `@{slug} status` | Whether this pull request looks ready to merge, now (I never merge). |
 | `@{slug} help` | This list. |
 
 A plain request that mentions me works too, for example "@{slug} can you take a look?".
@@ -91,6 +93,8 @@ def parse_command(body: str | None, slug: str) -> Command | None:
         return Command.RESOLVE
     if first in (Command.DISMISS, Command.LEARNINGS, Command.FORGET):
         return Command(first)
+    if first == "status":
+        return Command.STATUS
     if first == "review":
         return Command.REVIEW
     remainder = mention.sub(" ", text)

@@ -249,6 +249,8 @@ class Settings(LlmSettings, AnalysisSettings):
     health_queue_delay_seconds: float = Field(default=600.0, gt=0)
     database_startup_timeout: float = Field(default=30.0, ge=0)
     event_loop: EventLoop = EventLoop.AUTO
+    # Readiness: events of one burst are looked at together, this long after the first (issue 21).
+    readiness_settle_seconds: float = Field(default=5.0, gt=0, le=3600 * 24)
 
     @field_validator(
         "private_key",
@@ -467,10 +469,22 @@ class ReviewConfig(BaseModel):
     llm: LlmReviewConfig = LlmReviewConfig()
 
 
+class ReadinessConfig(BaseModel):
+    """``readiness:``: whether and how the bot says a pull request looks ready to merge."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool | None = None  # None: on for pull requests the bot has reviewed, off otherwise
+    quiet_minutes: float = Field(default=10.0, ge=0, le=24 * 60)
+    ignore_checks: tuple[str, ...] = ()  # check names (exact) that never hold the call
+    drafts: bool = False  # also follow draft pull requests
+
+
 class RepoConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     review: ReviewConfig = ReviewConfig()
+    readiness: ReadinessConfig = ReadinessConfig()
 
 
 def parse_repo_config(text: str | None) -> tuple[RepoConfig, str | None]:

@@ -75,6 +75,7 @@ class PullRequestScoped(Event):
     pr_number: int
     author_login: str | None
     draft: bool
+    pr_state: str | None = None  # open | closed
 
 
 class PullRequestEvent(PullRequestScoped):
@@ -112,6 +113,7 @@ class IssueCommentEvent(Event):
     body: str
     commenter_login: str | None
     commenter_association: str | None
+    issue_state: str | None = None  # open | closed
 
 
 class CheckRunEvent(Event):
@@ -121,10 +123,47 @@ class CheckRunEvent(Event):
     app_slug: str | None
     external_id: str | None
     pr_numbers: tuple[int, ...]
+    head_sha: str | None = None
+
+
+class CheckSuiteEvent(Event):
+    """``check_suite``: an App's suite on a commit was requested, rerequested or completed."""
+
+    app_slug: str | None
+    head_sha: str | None
+    pr_numbers: tuple[int, ...]
+
+
+class StatusEvent(Event):
+    """``status``: a commit status was set (it names a commit, never a pull request)."""
+
+    sha: str
+    context: str | None
+
+
+class ReviewThreadEvent(PullRequestScoped):
+    """``pull_request_review_thread``: a thread was resolved or unresolved."""
+
+
+class TimerEvent(Event):
+    """A job the bot gave itself (``revbot_timer``, ``revbot_readiness``): look at a pull request
+    again. ``since``: when the first cause of it arrived (epoch seconds)."""
+
+    pr_number: int
+    since: float
 
 
 AnyEvent: TypeAlias = (
-    Event | PullRequestEvent | ReviewEvent | ReviewCommentEvent | IssueCommentEvent | CheckRunEvent
+    Event
+    | PullRequestEvent
+    | ReviewEvent
+    | ReviewCommentEvent
+    | IssueCommentEvent
+    | CheckRunEvent
+    | CheckSuiteEvent
+    | StatusEvent
+    | ReviewThreadEvent
+    | TimerEvent
 )
 
 _Fields: TypeAlias = dict[str, Any]
@@ -202,6 +241,7 @@ def _pr_fields(pr: Mapping[str, Any]) -> _Fields:
         "pr_number": pr.get("number"),
         "author_login": _get(pr, "user", "login"),
         "draft": pr.get("draft") or False,
+        "pr_state": pr.get("state"),
     }
 
 
@@ -259,6 +299,7 @@ def _issue_comment(payload: Mapping[str, Any], common: _Fields) -> IssueCommentE
         body=comment.get("body"),
         commenter_login=_get(comment, "user", "login"),
         commenter_association=comment.get("author_association"),
+        issue_state=issue.get("state"),
     )
 
 
@@ -270,8 +311,36 @@ def _check_run(payload: Mapping[str, Any], common: _Fields) -> CheckRunEvent:
         app_slug=_get(run, "app", "slug"),
         external_id=run.get("external_id"),
         pr_numbers=_pr_numbers(run),
+        head_sha=run.get("head_sha"),
     )
 
+
+def _check_suite(payload: Mapping[str, Any], common: _Fields) -> CheckSuiteEvent:
+    suite = _require(payload, "check_suite")
+    return CheckSuiteEvent(
+        **common,
+        app_slug=_get(suite, "app", "slug"),
+        head_sha=suite.get("head_sha"),
+        pr_numbers=_pr_numbers(suite),
+    )
+
+
+def _status(payload: Mapping[str, Any], common: _Fields) -> StatusEvent:
+    return StatusEvent(**common, sha=payload.get("sha"), context=payload.get("context"))
+
+
+def _review_thread(payload: Mapping[str, Any], common: _Fields) -> ReviewThreadEvent:
+    return ReviewThreadEvent(**common, **_pr_fields(_require(payload, "pull_request")))
+
+
+def _timer(payload: Mapping[str, Any], common: _Fields) -> TimerEvent:
+    return TimerEvent(**common, pr_number=_get(payload, "pull_request", "number"), since=payload.get("since"))
+
+
+# The bot's own jobs (``app.timers``); GitHub sends no such event.
+TIMER_EVENT = "revbot_timer"
+READINESS_EVENT = "revbot_readiness"
+TIMER_EVENTS = (TIMER_EVENT, READINESS_EVENT)
 
 _BUILDERS: dict[str, Callable[[Mapping[str, Any], _Fields], AnyEvent]] = {
     "pull_request": _pull_request,
@@ -279,6 +348,10 @@ _BUILDERS: dict[str, Callable[[Mapping[str, Any], _Fields], AnyEvent]] = {
     "pull_request_review_comment": _review_comment,
     "issue_comment": _issue_comment,
     "check_run": _check_run,
+    "check_suite": _check_suite,
+    "status": _status,
+    "pull_request_review_thread": _review_thread,
+    **dict.fromkeys(TIMER_EVENTS, _timer),
 }
 
 

@@ -275,6 +275,12 @@ async def get_pull(gh: GitHubClient, *, repo: str, pr_number: int) -> dict[str, 
     return data
 
 
+async def list_open_pulls(gh: GitHubClient, *, repo: str) -> list[dict[str, Any]]:
+    """The repository's open pull requests, newest first (the first 100: a commit's are there)."""
+    data: list[dict[str, Any]] = await gh.getitem(f"/repos/{repo}/pulls?state=open&per_page={PER_PAGE}")
+    return data
+
+
 async def list_pull_files(gh: GitHubClient, *, repo: str, pr_number: int) -> list[dict[str, Any]]:
     """Every changed file (GitHub pages them 100 at a time and stops at 3000)."""
     return [f async for f in gh.getiter(f"/repos/{repo}/pulls/{pr_number}/files?per_page={PER_PAGE}")]
@@ -571,3 +577,89 @@ async def resolve_review_thread(gh: GitHubClient, *, thread_node_id: str) -> boo
     data = await gh.query(RESOLVE_THREAD, {"threadId": thread_node_id})
     thread = ((data or {}).get("resolveReviewThread") or {}).get("thread") or {}
     return bool(thread.get("isResolved"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Readiness: what GitHub says of a pull request's CI, reviews and branch at its head.
+# ---------------------------------------------------------------------------------------------
+READINESS_QUERY = """
+query Readiness($owner: String!, $name: String!, $number: Int!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewDecision
+      reviewThreads(first: 100, after: $after) {
+        pageInfo { hasNextPage endCursor }
+        nodes {
+          id
+          isResolved
+          path
+          line
+          comments(first: 1) {
+            nodes { databaseId body author { __typename login } }
+          }
+        }
+      }
+    }
+  }
+}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewState:
+    """``reviewDecision`` and every review thread, read in one GraphQL query (one per 100 threads)."""
+
+    review_decision: str | None
+    threads: tuple[ReviewThread, ...]
+
+
+async def read_review_state(gh: GitHubClient, *, repo: str, pr_number: int) -> ReviewState:
+    owner, name = _split(repo)
+    after: str | None = None
+    decision: str | None = None
+    threads: list[ReviewThread] = []
+    while True:
+        data = await gh.query(
+            READINESS_QUERY, {"owner": owner, "name": name, "number": pr_number, "after": after}
+        )
+        pull = ((data or {}).get("repository") or {}).get("pullRequest") or {}
+        decision = pull.get("reviewDecision")
+        page = pull.get("reviewThreads") or {}
+        threads.extend(t for t in (_thread(n) for n in page.get("nodes") or []) if t is not None)
+        info = page.get("pageInfo") or {}
+        if not info.get("hasNextPage"):
+            return ReviewState(decision, tuple(threads))
+        after = info.get("endCursor")
+
+
+async def list_check_runs(gh: GitHubClient, *, repo: str, ref: str) -> list[dict[str, Any]]:
+    """The latest check run of each name on ``ref``, of every App (not only ours)."""
+    url = f"/repos/{repo}/commits/{quote(ref)}/check-runs?filter=latest&per_page={PER_PAGE}"
+    return [r async for r in gh.getiter(url, iterable_key="check_runs")]
+
+
+async def get_combined_status(gh: GitHubClient, *, repo: str, ref: str) -> dict[str, Any]:
+    """The commit statuses on ``ref`` (the latest of each context) and their combined state."""
+    data: dict[str, Any] = await gh.getitem(f"/repos/{repo}/commits/{quote(ref)}/status?per_page={PER_PAGE}")
+    return data
+
+
+async def list_branch_rules(gh: GitHubClient, *, repo: str, branch: str) -> list[dict[str, Any]]:
+    """The active ruleset rules for ``branch`` (readable with metadata access)."""
+    url = f"/repos/{repo}/rules/branches/{quote(branch, safe='')}?per_page={PER_PAGE}"
+    return [r async for r in gh.getiter(url)]
+
+
+async def list_pull_reactions(gh: GitHubClient, *, repo: str, pr_number: int) -> list[dict[str, Any]]:
+    """Reactions on the pull request itself (its issue), e.g. a reviewer bot's 👀."""
+    return [r async for r in gh.getiter(f"/repos/{repo}/issues/{pr_number}/reactions?per_page={PER_PAGE}")]
+
+
+async def update_issue_comment(gh: GitHubClient, *, repo: str, comment_id: int, body: str) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.patch(f"/repos/{repo}/issues/comments/{comment_id}", data={"body": body})
+    return data
+
+
+def is_forbidden(exc: BaseException) -> bool:
+    """GitHub refused a read for lack of a permission ("Resource not accessible by integration")."""
+    return isinstance(exc, gidgethub.BadRequest) and int(exc.status_code) == 403

@@ -16,6 +16,7 @@ import gc
 import logging
 import signal
 import socket
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -43,6 +44,7 @@ from .review.model import Reviewer
 from .store import Ledger, Store, describe_database
 from .store.backend import root_cause
 from .tasks import bounded, cancel_and_wait
+from .timers import StoreTimers
 from .usecases.bot import Bot
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import create_app
@@ -126,6 +128,7 @@ class Runtime:
         sqlite_synchronous: str = "FULL",
         reviewer: Reviewer | None = None,
         housekeeping_interval: float = INTERVAL_SECONDS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if router is None:
             from .handlers import router as default_router
@@ -138,6 +141,7 @@ class Runtime:
                 settings.sqlalchemy_url,
                 sqlite_synchronous=sqlite_synchronous,
                 pool_size=settings.database_pool_size,
+                clock=clock,  # due times and leases; tests pass a fake clock
             )
         except OSError as exc:
             raise StartupError(
@@ -153,6 +157,9 @@ class Runtime:
         self.repo_configs = RepoConfigs()
         self.analyses = AnalysisCache()
         self.learnings = DatabaseLearnings(self.store.engine)
+        self.timers = StoreTimers(
+            self.store, wake=self._wake_worker, bucket=settings.readiness_settle_seconds
+        )
         self.session: aiohttp.ClientSession | None = None
         self.identity: IdentityResolver | None = None
         self.tokens: InstallationTokens | None = None
@@ -260,6 +267,7 @@ class Runtime:
             repo_configs=self.repo_configs,
             analyses=self.analyses,
             learnings=self.learnings,
+            timers=self.timers,
         )
         return Context(gh=gh, bot=bot, received_at=received_at)
 

@@ -1,12 +1,14 @@
-"""A worker process for the crash-recovery test: the real ``Runtime`` and ``work()`` loop, with
-a test concern that reads the PR and posts one comment per PR comment, and a short lease so that
-a killed process's claim expires quickly. Settings come from the environment, as for
+"""A worker process for the crash-recovery tests: the real ``Runtime`` and ``work()`` loop, with
+a test concern that reads the PR and posts one comment per PR comment (or, with
+``CRASHABLE_WORKER_HANDLERS=app``, the bot's own handlers), and a short lease so that a killed
+process's claim expires quickly. Settings come from the environment, as for
 ``python -m app worker``."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import replace
 
 from app.config import load_settings
@@ -30,4 +32,5 @@ if __name__ == "__main__":
     settings, pem = load_settings()
     setup_logging(logging.INFO)
     options = replace(FAST_WORKER, lease_seconds=1.5)
-    asyncio.run(work(Runtime(settings, pem, router=router, worker_options=options)))
+    chosen = None if os.environ.get("CRASHABLE_WORKER_HANDLERS") == "app" else router
+    asyncio.run(work(Runtime(settings, pem, router=chosen, worker_options=options)))

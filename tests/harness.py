@@ -13,7 +13,8 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ class BotHarness(BotAndFake):
         start_fake: bool = True,
         run_worker: bool = True,
         enterprise: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         fake = FakeGitHub(
             app_id=APP_ID,
@@ -74,12 +76,15 @@ class BotHarness(BotAndFake):
             tmp_path,
             fake,
             secret=SECRET,
-            env={"METRICS_TOKEN": METRICS_TOKEN, **(env or {})},
+            # Readiness looks a settle time after an event: a day unless a test asks (the tests of
+            # other concerns see nothing of it; tests/test_readiness_e2e.py moves a fake clock).
+            env={"METRICS_TOKEN": METRICS_TOKEN, "READINESS_SETTLE_SECONDS": "86400", **(env or {})},
             router=router,
             worker_options=worker_options,
             run_worker=run_worker,
             fake_port=fake_port,
             start_fake=start_fake,
+            clock=clock,
         )
 
     def open_pull(

@@ -82,7 +82,31 @@ class RecordingGitHub(GitHubClient):
         return [(c.method, c.path) for c in self.calls if c.method == "GET"]
 
 
-def make_bot(*, reviewer: Reviewer | None = None, **settings: Any) -> Bot:
+class RecordingTimers:
+    """``Timers`` that remember what was asked (the queue is the store's business)."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.clock = now
+        self.asked: list[tuple[str, int, float]] = []
+        self.handed: list[str] = []
+
+    def now(self) -> float:
+        return self.clock
+
+    async def look_again(
+        self, *, repo: str, pr_number: int, installation_id: int, at: float, since: float
+    ) -> None:
+        self.asked.append((repo, pr_number, at))
+
+    async def look_now(
+        self, *, timer_id: str, repo: str, pr_number: int, installation_id: int, since: float
+    ) -> None:
+        self.handed.append(timer_id)
+
+
+def make_bot(
+    *, reviewer: Reviewer | None = None, timers: RecordingTimers | None = None, **settings: Any
+) -> Bot:
     return Bot(
         identity=IDENTITY,
         settings=Settings.model_validate(
@@ -92,6 +116,7 @@ def make_bot(*, reviewer: Reviewer | None = None, **settings: Any) -> Bot:
         repo_configs=RepoConfigs(),
         analyses=AnalysisCache(),
         learnings=InMemoryLearnings(),
+        timers=timers or RecordingTimers(),
     )
 
 

@@ -35,6 +35,7 @@ RUNS = {
     "big-pr": ["--scenario", "big-pr"],
     "redelivery": ["--scenario", "redelivery"],
     "crash-recovery": ["--scenario", "crash-recovery"],
+    "ready": ["--scenario", "ready", "--html", "{tmp}/ready.html"],
 }
 
 # Lines (regular expressions) each run must print.
@@ -98,6 +99,22 @@ EXPECTED = {
         r"job 1: status done, attempts 2",
         r"reviews posted: 1; check runs for the head: 1; reactions on the PR: 1",
     ],
+    "ready": [
+        r"readiness comment \(edited in place\): ⛔ Blocked — changes requested by `revbot\[bot\]`",
+        r"readiness comment \(edited in place\): ⏳ Waiting — check\(s\) still running: `lint`, `tests`",
+        r"readiness comment \(edited in place\): ⛔ Blocked — failing check\(s\): `tests`",
+        r"readiness comment \(edited in place\): ⏳ Waiting — a quiet window of 3 s",
+        r"readiness comment \(edited in place\): ✅ Looks merge-ready — 2 check\(s\) passed, approved by "
+        r"`revbot\[bot\]`, no unresolved threads, quiet for 3 s or more\. Your call to merge\.",
+        r'check run "revbot readiness": success; nothing merged',
+    ],
+}
+# Handlers that run for the bot's own events: the decoy cleanup, and readiness for its own reviews
+# and thread resolutions (they change the answer; they only ask for a later look, never write).
+OWN_EVENT_HANDLERS = {
+    DECOY_CLEANUP,
+    "app.handlers.readiness.on_review",
+    "app.handlers.readiness.on_thread",
 }
 
 
@@ -201,9 +218,9 @@ def test_each_scenario_runs_to_the_end_and_tells_what_happened(name: str, demo: 
     assert all(status == "done" for _, status, _, _ in own)
     assert silent == sum(1 for *_, handlers in own if not handlers)
     assert acting == len(own) - silent
-    # The only handler that ever runs for the bot's own events is the decoy cleanup, and its
-    # only write is removing the decoy.
-    assert {h for *_, handlers in own for h in handlers} <= {DECOY_CLEANUP}
+    # The only handlers that ever run for the bot's own events are the decoy cleanup, whose only
+    # write is removing the decoy, and readiness asking for a later look (no write).
+    assert {h for *_, handlers in own for h in handlers} <= OWN_EVENT_HANDLERS
     for line in re.findall(r"^ +pull_request_review\.submitted \w{8}: .*$", run.stdout, re.MULTILINE):
         assert line.endswith(("-> DELETE /repos/octo/widgets/pulls/1/requested_reviewers", "-> no write"))
     assert "by any other echo: 0)" in run.stdout
@@ -357,6 +374,16 @@ def test_the_html_page_escapes_what_the_pull_request_says() -> None:
     assert "&lt;img src=x onerror=alert(1)&gt;" in rendered
     assert "<strong>bold</strong>" in rendered and "<code>&lt;b&gt;code&lt;/b&gt;</code>" in rendered
     assert "revbot:note" not in rendered
+
+
+def test_the_ready_page_shows_the_readiness_comment_and_check(demo: Callable[[str], Run]) -> None:
+    run = demo("ready")
+    assert run.returncode == 0, run.stdout + run.stderr
+    source = (run.tmp / "ready.html").read_text(encoding="utf-8")
+    assert "✅ Looks merge-ready — 2 check(s) passed" in source
+    assert "What I saw on this pull request" in source and "CI failures seen:" in source
+    assert 'revbot readiness: <span class="ok">success</span>' in source
+    assert "<!-- revbot:" not in source
 
 
 @pytest.mark.slow

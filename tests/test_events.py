@@ -17,12 +17,15 @@ from pydantic import ValidationError
 from app.events import (
     NUMBER_AT,
     CheckRunEvent,
+    CheckSuiteEvent,
     Event,
     FlattenError,
     IssueCommentEvent,
     PullRequestEvent,
     ReviewCommentEvent,
     ReviewEvent,
+    ReviewThreadEvent,
+    StatusEvent,
     flatten,
 )
 from app.guards import BotIdentity, sent_by_bot_or_decoy
@@ -48,6 +51,9 @@ EXPECTED_CLASS: dict[str, type[Event]] = {
     "pull_request_review_comment": ReviewCommentEvent,
     "issue_comment": IssueCommentEvent,
     "check_run": CheckRunEvent,
+    "check_suite": CheckSuiteEvent,
+    "status": StatusEvent,
+    "pull_request_review_thread": ReviewThreadEvent,
 }
 
 HANDLED = [rel for event in EXPECTED_CLASS for rel in examples(event)]
@@ -55,7 +61,7 @@ HANDLED = [rel for event in EXPECTED_CLASS for rel in examples(event)]
 
 def test_examples_are_present() -> None:
     # Guards against the parametrised tests silently shrinking if the fixtures move.
-    assert len(HANDLED) == 51
+    assert len(HANDLED) == 51 + 8 + 3 + 2
 
 
 @pytest.mark.parametrize("rel", HANDLED)
@@ -108,6 +114,13 @@ FIELD_ROWS: list[tuple[str, str, Any]] = [
     ("issue_comment/created.payload.json", "pr_number", None),
     ("issue_comment/created.payload.json", "comment_id", 492700400),
     ("issue_comment/created.payload.json", "commenter_login", "Codertocat"),
+    ("check_run/completed.1.payload.json", "head_sha", "ec26c3e57ca3a959ca5aad62de7213c562f8c821"),
+    ("check_suite/completed.payload.json", "head_sha", "ec26c3e57ca3a959ca5aad62de7213c562f8c821"),
+    ("check_suite/completed.payload.json", "app_slug", None),  # this example's app has no slug
+    ("check_suite/completed.payload.json", "pr_numbers", (2,)),
+    ("status/with-installation.payload.json", "sha", "6113728f27ae82c7b1a177c8d03f9e96e0adf246"),
+    ("status/with-installation.payload.json", "context", "default"),
+    ("pull_request_review_thread/resolved.payload.json", "pr_number", 2),
 ]
 
 
@@ -192,8 +205,6 @@ def test_missing_sender_is_not_own() -> None:
     ("event", "rel"),
     [
         ("workflow_run", "workflow_run/completed.payload.json"),
-        ("pull_request_review_thread", "pull_request_review_thread/resolved.payload.json"),
-        ("check_suite", "check_suite/completed.payload.json"),
         ("ping", "ping/payload.json"),
         ("ping", "ping/with-organization.payload.json"),
     ],

@@ -147,27 +147,53 @@ async def test_rerun_triggers(
 @pytest.mark.parametrize(
     ("event", "action", "sender", "handlers"),
     [
-        ("issue_comment", "created", "alice", ["mentions.on_conversation_comment"]),
+        ("issue_comment", "created", "alice", ["mentions.on_conversation_comment", "readiness.on_comment"]),
         ("issue_comment", "created", "revbot[bot]", []),  # the bot's own comment
         ("issue_comment", "created", "RevBot[bot]", []),
         ("issue_comment", "created", "revbot", []),  # the decoy's
-        ("pull_request", "synchronize", "alice", ["review.on_push", "threads.on_new_commits"]),
+        ("issue_comment", "edited", "alice", ["readiness.on_comment"]),
+        ("issue_comment", "edited", "revbot[bot]", []),  # the bot editing its readiness comment
+        (
+            "pull_request",
+            "synchronize",
+            "alice",
+            ["readiness.on_pull_request", "review.on_push", "threads.on_new_commits"],
+        ),
         ("pull_request", "review_requested", "revbot[bot]", []),
-        ("pull_request_review", "submitted", "revbot[bot]", ["decoy.on_own_review_submitted"]),  # opted in
-        ("pull_request_review", "submitted", "alice", ["decoy.on_own_review_submitted"]),
+        ("pull_request", "closed", "alice", []),
+        (
+            "pull_request_review",
+            "submitted",
+            "revbot[bot]",
+            ["decoy.on_own_review_submitted", "readiness.on_review"],  # opted in
+        ),
+        (
+            "pull_request_review",
+            "submitted",
+            "alice",
+            ["decoy.on_own_review_submitted", "readiness.on_review"],
+        ),
         (
             "pull_request_review_comment",
             "created",
             "alice",
-            ["mentions.on_inline_comment", "threads.on_thread_reply"],
+            ["mentions.on_inline_comment", "readiness.on_inline_comment", "threads.on_thread_reply"],
         ),
         ("pull_request_review_comment", "created", "revbot[bot]", []),
+        ("pull_request_review_thread", "resolved", "revbot[bot]", ["readiness.on_thread"]),  # opted in
         ("check_run", "rerequested", "alice", ["review.on_rerun"]),
+        ("check_run", "completed", "ci[bot]", ["readiness.on_check_run"]),
+        ("check_run", "completed", "revbot[bot]", []),  # the bot's own check runs wake nothing
+        ("check_suite", "completed", "ci[bot]", ["readiness.on_check_suite"]),
+        ("check_suite", "completed", "revbot[bot]", []),
+        ("status", None, "ci[bot]", ["readiness.on_status"]),
+        ("revbot_timer", None, None, ["readiness.on_timer"]),
+        ("revbot_readiness", None, None, ["readiness.on_look"]),
         ("ping", None, "alice", []),
     ],
 )
 def test_routing_applies_the_self_guard(
-    event: str, action: str | None, sender: str, handlers: list[str]
+    event: str, action: str | None, sender: str | None, handlers: list[str]
 ) -> None:
     flat = Event(delivery_id="d", event=event, installation_id=1, repo=REPO, sender_login=sender)
     payload = {"action": action} if action else {}

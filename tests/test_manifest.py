@@ -17,6 +17,8 @@ EVENT_NEEDS = {
     "pull_request_review_thread": "pull_requests",
     "issue_comment": "issues",
     "check_run": "checks",
+    "check_suite": "checks",
+    "status": "statuses",
 }
 
 
@@ -45,6 +47,7 @@ def test_manifest_names_the_default_events_and_permissions() -> None:
         "issues": "write",
         "checks": "write",
         "metadata": "read",
+        "statuses": "read",
     }
     for event in manifest["default_events"]:
         assert manifest["default_permissions"][EVENT_NEEDS[event]] in LEVELS

@@ -115,10 +115,15 @@ async def test_every_echo_of_the_bots_writes_wakes_nothing(bot: BotHarness) -> N
     for kind, delivery_id in echoes:
         row = await bot.store.delivery(delivery_id)
         ran = json.loads(row["done_handlers"])
-        # The decoy cleanup is the one concern that listens to the bot's own events.
-        expected = (
-            ["app.handlers.decoy.on_own_review_submitted"] if kind == "pull_request_review.submitted" else []
-        )
+        # The decoy cleanup listens to the bot's own reviews, and readiness to its own reviews and
+        # thread resolutions (they change the answer; it only asks for a later look).
+        expected = {
+            "pull_request_review.submitted": [
+                "app.handlers.decoy.on_own_review_submitted",
+                "app.handlers.readiness.on_review",
+            ],
+            "pull_request_review_thread.resolved": ["app.handlers.readiness.on_thread"],
+        }.get(kind, [])
         assert (row["status"], ran) == ("done", expected), kind
     assert len(reviews_posted(bot)) == 1
     assert [w for w in writes(bot) if w[0] == "DELETE"] == [

@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Self
 
 from aiohttp import web
+from sqlalchemy import and_, func, or_, select
 
 from ..config import Settings, load_settings
+from ..events import TIMER_EVENT
 from ..handlers.concern import OrderedRouter
 from ..runtime import Runtime, listen
 from ..sandbox import FakeGitHub
 from ..sandbox.server import ENTERPRISE_REST
+from ..store.schema import deliveries
 from ..worker import WorkerOptions
 
 APP_ID = 4242
@@ -57,6 +61,7 @@ class BotAndFake:
         fake_port: int = 0,
         start_fake: bool = True,
         database_name: str = "bot.sqlite3",
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.workdir = workdir
         self.fake = fake
@@ -71,6 +76,8 @@ class BotAndFake:
         self.start_fake = start_fake
         self.bot_port = free_port()
         self.database_path = workdir / database_name
+        self.clock = clock  # the bot's queue and the fake's timestamps (tests pass a fake one)
+        fake.world.clock = clock
         self.runtime: Runtime | None = None
         self._runner: web.AppRunner | None = None
 
@@ -105,6 +112,7 @@ class BotAndFake:
             worker_options=self.worker_options,
             run_worker=self.run_worker,
             identity_backoff=(0.05, 0.2),
+            clock=self.clock,
         )
         await self.runtime.start()
         self._runner = web.AppRunner(self.runtime.web_app(), access_log=None)
@@ -125,8 +133,23 @@ class BotAndFake:
         assert self.runtime is not None
         return self.runtime.store
 
+    async def busy_jobs(self) -> int:
+        """Jobs waiting, running, or queued and due (a timer due later is not work to wait for)."""
+        d = deliveries.c
+        now = self.clock()  # the store's clock (not ``store.now``, which a test may break on purpose)
+        due = or_(d.status.in_(("waiting", "running")), and_(d.status == "queued", d.run_after <= now))
+        async with self.store.engine.connect() as conn:
+            return int((await conn.execute(select(func.count()).where(due))).scalar_one())
+
+    async def timers(self) -> list[float]:
+        """When the bot's pending timers are due, soonest first."""
+        d = deliveries.c
+        query = select(d.run_after).where(d.status == "queued", d.event == TIMER_EVENT).order_by(d.run_after)
+        async with self.store.engine.connect() as conn:
+            return [float(at) for (at,) in await conn.execute(query)]
+
     async def drain(self, within: float = 60.0) -> None:
-        """Until quiet: the fake's webhooks answered and no job waiting, queued or running.
+        """Until quiet: the fake's webhooks answered and no job waiting, running or due.
 
         ``within`` is a deadline against hangs, generous so a loaded machine never trips it."""
         loop = asyncio.get_running_loop()
@@ -136,7 +159,6 @@ class BotAndFake:
             if loop.time() > deadline:
                 raise TimeoutError(f"the bot did not settle: {await self.store.jobs_by_status()}")
             await self.fake.settle(timeout=within)
-            counts = await self.store.jobs_by_status()
-            busy = sum(counts.get(status, 0) for status in ("waiting", "queued", "running"))
+            busy = await self.busy_jobs()
             quiet_rounds = quiet_rounds + 1 if busy == 0 else 0
             await asyncio.sleep(0.03)

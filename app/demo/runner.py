@@ -45,6 +45,11 @@ class StampedList(list[T]):
         return self.times[index]
 
 
+# Readiness looks this long after an event: a day in the stories about other things (their
+# timelines stay as they are), a blink in the ``ready`` story.
+READINESS_OFF_STAGE = 86400.0
+
+
 class Stage(BotAndFake):
     """The fake GitHub (with one installation and one repository) and the bot, both on loopback."""
 
@@ -55,6 +60,7 @@ class Stage(BotAndFake):
         approve: bool = True,
         run_worker: bool = True,
         worker_options: WorkerOptions = FAST_WORKER,
+        readiness_settle: float = READINESS_OFF_STAGE,
     ) -> None:
         secret = secrets.token_hex(16)
         fake = FakeGitHub(app_id=APP_ID, app_slug=SLUG, webhook_secret=secret)
@@ -66,7 +72,12 @@ class Stage(BotAndFake):
             workdir,
             fake,
             secret=secret,
-            env={"REVIEW_APPROVE": "true" if approve else "false", "LOG_LEVEL": "info", "HOST": "127.0.0.1"},
+            env={
+                "REVIEW_APPROVE": "true" if approve else "false",
+                "LOG_LEVEL": "info",
+                "HOST": "127.0.0.1",
+                "READINESS_SETTLE_SECONDS": str(readiness_settle),
+            },
             worker_options=worker_options,
             run_worker=run_worker,
             database_name="revbot.sqlite3",

@@ -9,6 +9,9 @@ settle, and lets the narrator print what the bot did, read from the fake's recor
 - ``big-pr``: a 250-file PR reviewed; API calls and time.
 - ``redelivery``: one delivery id sent twice; the second is answered 200 and does nothing.
 - ``crash-recovery``: the worker process is killed mid-review and a new one finishes the job.
+- ``ready``: readiness followed to the end: reviewed, fixed, CI red then green, approved, a
+  quiet window (three seconds here), and the bot's "looks merge-ready" call in one sticky comment
+  and a check run. It never merges.
 """
 
 from __future__ import annotations
@@ -30,13 +33,20 @@ from ..logs import setup_logging
 from ..sandbox import Call, FakeGitHub
 from ..sandbox.state import Pull
 from . import html
+from .harness import SLUG
 from .measure import echo_report
-from .runner import BOT, DECOY, REPO, Stage
+from .runner import BOT, DECOY, READINESS_OFF_STAGE, REPO, Stage
 from .timeline import Narrator, StepTally, Timeline, short
 
-SCENARIOS = ("story", "mention", "big-pr", "redelivery", "crash-recovery")
+SCENARIOS = ("story", "mention", "big-pr", "redelivery", "crash-recovery", "ready")
 
 CRASH_DELAY = 3.0
+READY_SETTLE = 0.3  # seconds: a burst of events is looked at together, this long after the first
+READY_CONFIG = "readiness:\n  quiet_minutes: 0.05\n"  # a three-second quiet window for the demo
+READY_BROKEN: dict[str, str | None] = {
+    "src/app.py": "def handler(request):\n    return render(request) + 1\n"
+}
+READY_FIXED: dict[str, str | None] = {"src/app.py": "def handler(request):\n    return len(request) + 1\n"}
 AUTHOR = "alice"
 STRANGER = "mallory"
 
@@ -378,6 +388,78 @@ async def crash_recovery(show: Show) -> None:
     show.github(show.pr_state(number))
 
 
+async def ready(show: Show) -> None:
+    fake = show.fake
+    show.timeline.heading("A pull request the bot will follow to the end")
+    number = show.stage.open_pull(
+        READY_BROKEN,
+        base_files={**BASE_FILES, ".github/revbot.yml": READY_CONFIG},
+        author=AUTHOR,
+        title="Add the request handler",
+        notify=True,
+    )
+    show.number = number
+    show.human(AUTHOR, f"opened PR #{number}; .github/revbot.yml sets readiness.quiet_minutes: 0.05")
+    await show.request_review(number, by=AUTHOR)
+    await show.settle()
+    await _readiness(show, number, "⛔")
+
+    show.timeline.heading("Fixed and reviewed again; CI runs red")
+    show.push(READY_FIXED, "Fix the undefined name")
+    head = show.pull(number).head_sha
+    show.human(AUTHOR, f"pushed the fix ({short(head)})")
+    await show.settle()
+    await show.request_review(number, by=AUTHOR, again=True)
+    await show.settle()
+    tests = await fake.start_check_run(REPO, head, "tests", app="actions")
+    lint = await fake.start_check_run(REPO, head, "lint", app="actions")
+    show.github('GitHub Actions started "tests" and "lint"')
+    await _readiness(show, number, "⏳ Waiting — check(s) still running")
+    await fake.complete_check_run(REPO, lint, "success")
+    await fake.complete_check_run(REPO, tests, "failure")
+    show.github('"tests" failed, "lint" passed')
+    await _readiness(show, number, "⛔ Blocked — failing check(s): `tests`")
+
+    show.timeline.heading("The test fixed, CI green, a quiet window")
+    show.push({"tests/test_app.py": "def test_handler():\n    assert True\n"}, "Fix the test")
+    head = show.pull(number).head_sha
+    show.human(AUTHOR, f"pushed a fix for the failing test ({short(head)})")
+    for name in ("tests", "lint"):
+        run_id = await fake.start_check_run(REPO, head, name, app="actions")
+        await fake.complete_check_run(REPO, run_id, "success")
+    show.github('"tests" and "lint" passed')
+    await _readiness(show, number, "⏳ Waiting — a quiet window")
+    show.demo("quiet window: 3 s here (10 min by default); the look at its end is a row of the durable queue")
+    await _readiness(show, number, "✅", within=30.0)
+    name = f"{SLUG} readiness"
+    check = next(r for r in fake.world.check_runs.values() if r.name == name and r.head_sha == head)
+    show.github(f'check run "{check.name}": {check.conclusion}; nothing merged (the bot never merges)')
+
+
+async def _readiness(show: Show, number: int, prefix: str, *, within: float = 15.0) -> None:
+    """Wait for the bot's readiness comment to say ``prefix`` (its looks are timers in the
+    queue, so the bot is idle in between), then show its first line."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        await show.stage.drain(within)
+        headline = _readiness_headline(show, number)
+        if headline is not None and headline.startswith(prefix):
+            show.github(f"readiness comment (edited in place): {headline}")
+            return
+        if loop.time() > deadline:
+            raise TimeoutError(f"the readiness comment never said {prefix!r} (it says {headline!r})")
+        await asyncio.sleep(0.05)
+
+
+def _readiness_headline(show: Show, number: int) -> str | None:
+    world = show.fake.world
+    for comment in world.issue_comments_of(world.repo(REPO), number):
+        if comment.user == BOT and "<!-- revbot:readiness " in comment.body:
+            return comment.body.split("\n", 1)[0]
+    return None
+
+
 def _reactions(show: Show, number: int) -> int:
     return sum(1 for r in show.fake.world.reactions if r.subject == ("issue", number))
 
@@ -393,6 +475,7 @@ STORIES: dict[str, Callable[[Show], Awaitable[None]]] = {
     "big-pr": big_pr,
     "redelivery": redelivery,
     "crash-recovery": crash_recovery,
+    "ready": ready,
 }
 
 
@@ -435,7 +518,13 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> int:
     workdir = options.workdir or Path(tempfile.mkdtemp(prefix="revbot-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     html_path = options.html.resolve() if options.html is not None else None
-    stage = Stage(workdir, approve=options.approve, run_worker=options.scenario != "crash-recovery")
+    settle = {"ready": READY_SETTLE}.get(options.scenario, READINESS_OFF_STAGE)
+    stage = Stage(
+        workdir,
+        approve=options.approve,
+        run_worker=options.scenario != "crash-recovery",
+        readiness_settle=settle,
+    )
     root = logging.getLogger()
     with (workdir / "revbot.log").open("a", encoding="utf-8", buffering=1) as log_stream:
         setup_logging(logging.INFO, stream=log_stream, json_lines=True)

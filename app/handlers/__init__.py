@@ -11,9 +11,15 @@ after every concern module has registered its handlers (at import time below).
 
 from __future__ import annotations
 
-from . import decoy, mentions, review, threads
+from . import decoy, mentions, readiness, review, threads
 from .concern import OrderedRouter
 
-CONCERNS: tuple[OrderedRouter, ...] = (mentions.router, review.router, decoy.router, threads.router)
+CONCERNS: tuple[OrderedRouter, ...] = (
+    mentions.router,
+    review.router,
+    decoy.router,
+    threads.router,
+    readiness.router,
+)
 
 router = OrderedRouter(*CONCERNS)

@@ -25,7 +25,6 @@ from .state import (
     ReviewComment,
     Thread,
     World,
-    iso,
     node_id,
 )
 
@@ -73,7 +72,7 @@ class Actions:
             else:
                 tree[path] = content
         sha = self.world.new_sha(f"{repo.key}:{parent}:{message}:{sorted(tree.items())!r}")
-        repo.commits[sha] = Commit(sha, tree, parent, message or "A commit", author, iso())
+        repo.commits[sha] = Commit(sha, tree, parent, message or "A commit", author, self.world.iso())
         self.world.user(author)
         return sha
 
@@ -85,11 +84,11 @@ class Actions:
         author = pushers[0].author if pushers else repo.owner
         sha = self.add_commit(repo, files, parent=tip, message=message or f"Update {branch}", author=author)
         repo.branches[branch] = sha
-        repo.pushed_at = iso()
+        repo.pushed_at = self.world.iso()
         for pull in pushers:
             before = pull.head_sha
             pull.head_sha = sha
-            pull.updated_at = iso()
+            pull.updated_at = self.world.iso()
             self._carry_comments(repo, pull, sha)
             emit(
                 "pull_request",
@@ -159,7 +158,7 @@ class Actions:
         placed = self._place_comments(pull, commit, comments)
 
         state = REVIEW_STATES[event] if event else "PENDING"
-        now = iso()
+        now = self.world.iso()
         review_id = self.world.new_id()
         review = Review(
             id=review_id,
@@ -268,7 +267,7 @@ class Actions:
         reply_to: ReviewComment | None = None,
     ) -> ReviewComment:
         comment_id = self.world.new_id()
-        now = iso()
+        now = self.world.iso()
         if reply_to is None:
             thread = Thread(node_id=node_id("PRRT", comment_id), repo=repo.key, number=pull.number)
             self.world.threads[thread.node_id] = thread
@@ -346,7 +345,7 @@ class Actions:
             body="",
             state="COMMENTED",
             commit_id=root.commit_id,
-            submitted_at=iso(),
+            submitted_at=self.world.iso(),
             author_association=self.association(repo, actor),
         )
         self.world.reviews[review.id] = review
@@ -496,7 +495,7 @@ class Actions:
         if not body:
             raise validation_failed("IssueComment", "body", "missing_field")
         comment_id = self.world.new_id()
-        now = iso()
+        now = self.world.iso()
         comment = IssueComment(
             id=comment_id,
             node_id=node_id("IC", comment_id),
@@ -520,7 +519,7 @@ class Actions:
             raise validation_failed("IssueComment", "body", "missing_field")
         before = comment.body
         comment.body = body
-        comment.updated_at = iso()
+        comment.updated_at = self.world.iso()
         pull = self.world.pull(repo, comment.number)
         payload = self._issue_comment_payload(repo, pull, comment, "edited", actor)
         payload["changes"] = {"body": {"from": before}}
@@ -547,7 +546,7 @@ class Actions:
                 return existing, False
         reaction_id = self.world.new_id()
         reaction = Reaction(
-            reaction_id, node_id("REA", reaction_id), repo.key, subject, login, str(content), iso()
+            reaction_id, node_id("REA", reaction_id), repo.key, subject, login, str(content), self.world.iso()
         )
         self.world.reactions.append(reaction)
         return reaction, True
@@ -560,7 +559,7 @@ class Actions:
         if not isinstance(head_sha, str) or head_sha not in repo.commits:
             raise ApiError(422, f"No commit found for SHA: {head_sha}")
         run_id = self.world.new_id()
-        now = iso()
+        now = self.world.iso()
         run = CheckRun(
             id=run_id,
             node_id=node_id("CR", run_id),
@@ -627,7 +626,7 @@ class Actions:
             run.conclusion = conclusion
             run.status = "completed"
         if run.status == "completed":
-            run.completed_at = str(body.get("completed_at") or run.completed_at or iso())
+            run.completed_at = str(body.get("completed_at") or run.completed_at or self.world.iso())
         if isinstance(output, dict):
             for key in ("title", "summary", "text"):
                 if key in output:

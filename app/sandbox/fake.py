@@ -15,19 +15,20 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
 from .actions import Actions, Emit
 from .auth import TokenStore, generate_private_key_pem, public_key_pem
+from .ci import CiActions
 from .errors import ApiError
 from .hooklog import HookLog
 from .payloads import AppInfo, Shapes
 from .recording import Call, Validator
 from .server import ENTERPRISE_GRAPHQL, ENTERPRISE_REST, WRITE_METHODS, Delay, Fault, Server
-from .state import Installation, NotFound, Pull, Repo, World, iso, node_id
+from .state import Installation, NotFound, Pull, Repo, World, node_id
 from .webhooks import Attempt, Dispatcher, Outgoing
 
 PERMISSION_BY_ASSOCIATION = {"OWNER": "admin", "MEMBER": "write", "COLLABORATOR": "write"}
@@ -62,6 +63,7 @@ class FakeGitHub:
         validator: Validator | None = None,
         token_lifetime: float = 3600.0,
         enterprise: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.app_id = app_id
         self.app_slug = app_slug
@@ -84,14 +86,15 @@ class FakeGitHub:
         self.manifests: list[dict[str, Any]] = []  # manifests registered through the web flow
         self.manifest_returns_webhook_secret = True
         self._manifest_codes: dict[str, tuple[dict[str, Any], float]] = {}
-        self.world = World()
+        self.world = World(clock)  # the clock of GitHub's timestamps (not of tokens)
         self.shapes = Shapes(
             self.world,
-            AppInfo(app_id, app_slug, f"{app_slug}-developer", iso()),
+            AppInfo(app_id, app_slug, f"{app_slug}-developer", self.world.iso()),
             self._base,
             api_url=lambda: self.api_url,
         )
         self.actions = Actions(self.world, self.shapes)
+        self.ci = CiActions(self.world, self.shapes)
         self.tokens = TokenStore(token_lifetime)
         self.dispatcher = Dispatcher(
             secret=webhook_secret, url=lambda: self.webhook_url, app_id=app_id, record=self._record_delivery
@@ -253,7 +256,7 @@ class FakeGitHub:
         self.world.user(account)
         legacy_node_id = base64.b64encode(f"023:IntegrationInstallation{installation_id}".encode()).decode()
         self.world.installations[installation_id] = Installation(
-            installation_id, account, legacy_node_id, iso()
+            installation_id, account, legacy_node_id, self.world.iso()
         )
 
     def add_repo(
@@ -271,7 +274,7 @@ class FakeGitHub:
             installation_id=installation_id,
             default_branch=default_branch,
             private=private,
-            created_at=iso(),
+            created_at=self.world.iso(),
         )
         self.world.repos[repo.key] = repo
         self.world.user(repo.owner)
@@ -343,7 +346,7 @@ class FakeGitHub:
                 raise ValueError(f"branch {branch!r} does not exist in {repo}; set_branch() first")
         number = self.world.take_number(found)
         pull_id, issue_id = self.world.new_id(), self.world.new_id()
-        now = iso()
+        now = self.world.iso()
         pull = Pull(
             repo=found.key,
             number=number,
@@ -512,6 +515,17 @@ class FakeGitHub:
         await self._deliver_all(items)
         return self.shapes.review_comment(created)
 
+    async def close_pull(self, repo: str, number: int, *, by: str, merged: bool = False) -> int:
+        """``by`` closes (or merges) the PR; emits ``pull_request.closed``."""
+        found = self.world.repo(repo)
+        pull = self.world.pull(found, number)
+        now = self.world.iso()
+        pull.state, pull.merged, pull.closed_at = "closed", merged, now
+        pull.merged_at = now if merged else None
+        return await self._deliver_all(
+            [("pull_request", self.pull_request_payload(repo, number, "closed", sender=by))]
+        )
+
     async def resolve_thread(self, thread_id: str, *, by: str, resolved: bool = True) -> int:
         """``by`` resolves (or unresolves) a review thread; emits pull_request_review_thread."""
         items, emit = self._collector()
@@ -524,6 +538,45 @@ class FakeGitHub:
         items, emit = self._collector()
         self.actions.rerequest_check_run(found, run, by, emit)
         return await self._deliver_all(items)
+
+    # ---------------------------------------------------------------- other integrations
+    async def set_status(
+        self, repo: str, sha: str, context: str, state: str, *, by: str = "ci-bot[bot]"
+    ) -> int:
+        """An integration sets a commit status; emits ``status``."""
+        items, emit = self._collector()
+        self.ci.set_status(self.world.repo(repo), sha, context, state, by, emit)
+        return await self._deliver_all(items)
+
+    async def start_check_run(self, repo: str, sha: str, name: str, *, app: str = "actions") -> int:
+        """App ``app`` starts a check run on ``sha``; emits ``check_run.created``. Returns its id."""
+        items, emit = self._collector()
+        run = self.ci.start_check_run(self.world.repo(repo), sha, name, app, emit)
+        await self._deliver_all(items)
+        return run.id
+
+    async def complete_check_run(self, repo: str, run_id: int, conclusion: str) -> int:
+        """Its App completes a check run; emits ``check_run.completed`` (and ``check_suite.completed``
+        when it was the suite's last)."""
+        items, emit = self._collector()
+        self.ci.complete_check_run(self.world.repo(repo), self.world.check_runs[run_id], conclusion, emit)
+        return await self._deliver_all(items)
+
+    def react_to_pull(self, repo: str, number: int, content: str, *, by: str) -> None:
+        """``by`` reacts on the PR itself (GitHub sends no webhook for reactions)."""
+        self.actions.react(self.world.repo(repo), ("issue", number), by, content)
+
+    def set_conflicts(self, repo: str, number: int, conflicts: bool = True) -> None:
+        """Whether merging the PR would conflict (GitHub's ``mergeable`` false, state ``dirty``)."""
+        self.world.pull(self.world.repo(repo), number).conflicts = conflicts
+
+    def set_mergeability_pending(self, repo: str, number: int) -> None:
+        """GitHub has not computed mergeability yet: the next read of the PR answers null."""
+        self.world.pull(self.world.repo(repo), number).mergeable_pending = True
+
+    def set_branch_rules(self, repo: str, rules: list[dict[str, Any]]) -> None:
+        """The default branch's active rules (GitHub's ``repository-rule`` objects)."""
+        self.world.repo(repo).rules = list(rules)
 
     # ---------------------------------------------------------------- inspection helpers
     def threads(self, repo: str, number: int) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from typing import Any
 import graphql
 
 from .actions import Actions, Emit
+from .ci import CiActions
 from .diff import is_binary
 from .state import NotFound, Repo, ReviewComment, Thread, World, blob_sha, node_id
 
@@ -239,10 +240,16 @@ class Executor:
             for t in self.world.threads_of(pull)
             if self.actions.visible_comment(self.world.review_comments[t.comment_ids[0]], self.actor)
         ]
+        decision = self.actions.review_decision(pull)
+        required = CiActions.required_approvals(self.world.repo(pull.repo), pull)
+        if required and decision != "CHANGES_REQUESTED":
+            approvals = {r.user.lower() for r in self.world.reviews_of(pull) if r.state == "APPROVED"}
+            decision = "APPROVED" if len(approvals) >= required else "REVIEW_REQUIRED"
         return {
+            "reviewDecision": decision,
             "reviewThreads": lambda _info, first=None, after=None: _page(
                 "reviewThreads", [self._thread(t) for t in threads], first, after
-            )
+            ),
         }
 
     def _thread(self, thread: Thread) -> View:

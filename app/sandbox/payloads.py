@@ -9,6 +9,7 @@ stays offline.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,6 @@ from .state import (
     ReviewComment,
     User,
     World,
-    iso,
     node_id,
 )
 
@@ -38,6 +38,7 @@ PERMISSIONS: dict[str, str] = {
     "issues": "write",
     "metadata": "read",
     "pull_requests": "write",
+    "statuses": "read",
 }
 EVENTS = [
     "check_run",
@@ -48,7 +49,20 @@ EVENTS = [
     "pull_request_review_comment",
     "pull_request_review_thread",
     "push",
+    "status",
 ]
+# A check suite's conclusion is its runs' highest priority one (GitHub's checks guide).
+SUITE_PRIORITY = (
+    "action_required",
+    "cancelled",
+    "timed_out",
+    "failure",
+    "startup_failure",
+    "stale",
+    "neutral",
+    "success",
+    "skipped",
+)
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
 
 
@@ -123,8 +137,13 @@ class Shapes:
             "site_admin": False,
         }
 
-    def app(self) -> JSON:
+    def app(self, slug: str = "") -> JSON:
+        """The fake's own App, or (``slug``) another App installed on the repository (CI, a
+        reviewer bot) with the same shape."""
         info = self.app_info
+        if slug and slug != info.slug:
+            other_id = int(hashlib.sha1(slug.encode(), usedforsecurity=False).hexdigest()[:6], 16)
+            info = AppInfo(other_id, slug, f"{slug}-developer", info.created_at)
         return {
             "id": info.id,
             "slug": info.slug,
@@ -363,8 +382,8 @@ class Shapes:
             "body": pull.body,
             "created_at": pull.created_at,
             "updated_at": pull.updated_at,
-            "closed_at": None,
-            "merged_at": None,
+            "closed_at": pull.closed_at,
+            "merged_at": pull.merged_at,
             "merge_commit_sha": None,
             "assignee": None,
             "assignees": [],
@@ -391,9 +410,7 @@ class Shapes:
         data.update(
             {
                 "merged": pull.merged,
-                "mergeable": True,
-                "rebaseable": True,
-                "mergeable_state": "clean",
+                **self.mergeability(pull),
                 "merged_by": None,
                 "comments": len(self.world.issue_comments_of(repo, pull.number)),
                 "review_comments": len(self.world.review_comments_of(pull)),
@@ -405,6 +422,20 @@ class Shapes:
             }
         )
         return data
+
+    def mergeability(self, pull: Pull) -> JSON:
+        """``mergeable``, ``rebaseable``, ``mergeable_state``: null until GitHub computed them
+        (``mergeable_pending``; the read starts the computation), a conflict as ``dirty``, a base
+        that moved on as ``behind``."""
+        if pull.mergeable_pending:
+            pull.mergeable_pending = False
+            return {"mergeable": None, "rebaseable": None, "mergeable_state": "unknown"}
+        if pull.conflicts:
+            return {"mergeable": False, "rebaseable": False, "mergeable_state": "dirty"}
+        repo = self.world.repo(pull.repo)
+        base_tip = repo.branches.get(pull.base_ref)
+        behind = base_tip is not None and base_tip not in self.world.ancestors(repo, pull.head_sha)
+        return {"mergeable": True, "rebaseable": True, "mergeable_state": "behind" if behind else "clean"}
 
     def pull_minimal(self, pull: Pull) -> JSON:
         repo = self.world.repo(pull.repo)
@@ -584,7 +615,9 @@ class Shapes:
         conclusions = [r.conclusion for r in runs]
         conclusion = None
         if done:
-            conclusion = "failure" if "failure" in conclusions else (conclusions[-1] if conclusions else None)
+            # The highest priority conclusion of the suite's runs, as GitHub reports it.
+            ranked = [c for c in SUITE_PRIORITY if c in conclusions]
+            conclusion = ranked[0] if ranked else None
         branch = next((name for name, sha in repo.branches.items() if sha == run.head_sha), None)
         commit = repo.commits.get(run.head_sha)
         return {
@@ -598,7 +631,7 @@ class Shapes:
             "before": commit.parent if commit and commit.parent else "0" * 40,
             "after": run.head_sha,
             "pull_requests": self.check_pulls(run),
-            "app": self.app(),
+            "app": self.app(run.app),
             "created_at": run.started_at,
             "updated_at": run.completed_at or run.started_at,
         }
@@ -636,7 +669,7 @@ class Shapes:
             },
             "name": run.name,
             "check_suite": self.check_suite(run) if webhook else {"id": run.check_suite_id},
-            "app": self.app(),
+            "app": self.app(run.app),
             "pull_requests": self.check_pulls(run),
         }
 
@@ -669,4 +702,4 @@ class Shapes:
         return payload
 
     def now(self) -> str:
-        return iso()
+        return self.world.iso()

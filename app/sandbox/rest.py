@@ -562,6 +562,22 @@ def list_check_runs_for_ref(ctx: Ctx) -> Reply:
     return ctx.page([ctx.fake.shapes.check_run(r) for r in runs], wrap="check_runs")
 
 
+# ---------------------------------------------------------------------------------- statuses, rules
+def get_combined_status(ctx: Ctx) -> Reply:
+    repo = ctx.repo()
+    if ctx.fake.shapes.app_info.permissions.get("statuses") not in ("read", "write"):
+        raise ApiError(403, "Resource not accessible by integration")
+    try:
+        sha = ctx.fake.world.resolve_ref(repo, ctx.params["ref"]).sha
+    except NotFound:
+        raise not_found() from None
+    return Reply(200, ctx.fake.ci.ci.combined(repo, sha))
+
+
+def get_branch_rules(ctx: Ctx) -> Reply:
+    return ctx.page(ctx.fake.ci.branch_rules(ctx.repo(), ctx.params["branch"]))
+
+
 # ---------------------------------------------------------------------------------- route table
 _OWNER_REPO = r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
 _PULL = _OWNER_REPO + r"/pulls/(?P<number>\d+)"
@@ -632,6 +648,8 @@ ROUTES: list[Route] = [
     _r("PATCH", _OWNER_REPO + r"/check-runs/(?P<check_run_id>\d+)", update_check_run),
     _r("GET", _OWNER_REPO + r"/check-runs/(?P<check_run_id>\d+)/annotations", list_annotations),
     _r("GET", _OWNER_REPO + r"/commits/(?P<ref>.+)/check-runs", list_check_runs_for_ref),
+    _r("GET", _OWNER_REPO + r"/commits/(?P<ref>.+)/status", get_combined_status),
+    _r("GET", _OWNER_REPO + r"/rules/branches/(?P<branch>.+)", get_branch_rules),
 ]
 
 

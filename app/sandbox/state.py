@@ -12,6 +12,7 @@ import base64
 import hashlib
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -80,6 +81,7 @@ class Repo:
     permissions: dict[str, str] = field(default_factory=dict)  # lowercased login -> admin/write/read/none
     associations: dict[str, str] = field(default_factory=dict)  # lowercased login -> OWNER/MEMBER/...
     pushed_at: str = ""
+    rules: list[dict[str, object]] = field(default_factory=list)  # the default branch's rules (rulesets)
 
     @property
     def owner(self) -> str:
@@ -117,6 +119,10 @@ class Pull:
     requested_reviewers: list[str] = field(default_factory=list)
     requested_teams: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    closed_at: str | None = None
+    merged_at: str | None = None
+    conflicts: bool = False  # what a test says the merge would do
+    mergeable_pending: bool = False  # GitHub has not computed mergeability yet: the next read is null
 
 
 @dataclass
@@ -217,6 +223,24 @@ class CheckRun:
     details_url: str | None
     check_suite_id: int
     annotations: list[dict[str, object]] = field(default_factory=list)
+    app: str = ""  # the slug of the App that owns it; "" for the fake's own App
+
+
+@dataclass
+class Status:
+    """A commit status (the Statuses API), set by any integration or person."""
+
+    id: int
+    node_id: str
+    repo: str
+    sha: str
+    context: str
+    state: str  # error | failure | pending | success
+    description: str | None
+    target_url: str | None
+    creator: str
+    created_at: str
+    updated_at: str
 
 
 @dataclass
@@ -230,7 +254,8 @@ class Token:
 class World:
     """All state, with lookups that raise ``NotFound`` instead of returning None."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock  # epoch seconds of every timestamp the fake writes (tests pass a fake)
         self._ids = itertools.count(1001)
         self._sha_counter = itertools.count(1)
         self.users: dict[str, User] = {}
@@ -244,9 +269,14 @@ class World:
         self.issue_comments: dict[int, IssueComment] = {}
         self.reactions: list[Reaction] = []
         self.check_runs: dict[int, CheckRun] = {}
-        self.check_suites: dict[tuple[str, str], int] = {}
+        self.check_suites: dict[tuple[str, str, str], int] = {}
+        self.statuses: list[Status] = []
 
     # ---------------------------------------------------------------- allocation
+    def iso(self) -> str:
+        """Now on the world's clock, in GitHub's timestamp format."""
+        return iso(self.clock())
+
     def new_id(self) -> int:
         return next(self._ids)
 
@@ -341,8 +371,9 @@ class World:
     def issue_comments_of(self, repo: Repo, number: int) -> list[IssueComment]:
         return [c for c in self.issue_comments.values() if c.repo == repo.key and c.number == number]
 
-    def check_suite_id(self, repo: Repo, head_sha: str) -> int:
-        key = (repo.key, head_sha)
+    def check_suite_id(self, repo: Repo, head_sha: str, app: str = "") -> int:
+        """One suite per App and commit, as on GitHub."""
+        key = (repo.key, head_sha, app)
         if key not in self.check_suites:
             self.check_suites[key] = self.new_id()
         return self.check_suites[key]

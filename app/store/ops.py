@@ -27,9 +27,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, select, update
+from sqlalchemy import Connection, and_, func, select, text, update
 
-from .model import Job, JobEnd, QueueStats, decompress_payload
+from .model import IncomingDelivery, Job, JobEnd, QueueStats, decompress_payload, ledger_rows
 from .schema import PENDING, JobStatus, deliveries
 
 
@@ -157,3 +157,26 @@ def queue_stats(conn: Connection, now: float) -> QueueStats:
         )
     ).scalar()
     return QueueStats(depth=int(depth), oldest_due_age=None if oldest is None else max(0.0, now - oldest))
+
+
+# A job the bot gives itself (a delayed re-evaluation): one row with its own run_after, under a
+# deterministic delivery id so that asking twice records it once. Its head rule and its lock are
+# the ledger's (the module doc): the subject's oldest active row, locked FOR SHARE on PostgreSQL.
+_SCHEDULE = "INSERT INTO deliveries ({columns}) VALUES ({values}) ON CONFLICT (delivery_id) DO NOTHING"
+
+
+def schedule(conn: Connection, item: IncomingDelivery, run_after: float, now: float) -> bool:
+    """Record ``item`` to run at ``run_after``; False when its id was recorded before."""
+    d = deliveries.c
+    head = (
+        select(d.id)
+        .where(d.subject == item.subject, d.status.in_((JobStatus.QUEUED, JobStatus.RUNNING)))
+        .order_by(d.id)
+        .limit(1)
+        .with_for_update(read=True)  # FOR SHARE on PostgreSQL; SQLite has one writer and no locks
+    )
+    busy = conn.execute(head).first() is not None
+    (row,) = ledger_rows([item], {item.subject} if busy else set(), now)
+    row["run_after"] = max(run_after, now)
+    statement = _SCHEDULE.format(columns=", ".join(row), values=", ".join(f":{c}" for c in row))
+    return bool(conn.execute(text(statement), row).rowcount)

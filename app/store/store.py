@@ -235,6 +235,12 @@ class Store:
                 partial(ops.release, job_ids=list(job_ids), worker_id=worker_id, now=self._clock())
             )
 
+    async def schedule(self, item: IncomingDelivery, *, run_after: float) -> bool:
+        """Record a job the bot gives itself, due at ``run_after`` (epoch seconds on the store's
+        clock): a durable timer. Its delivery id is the caller's deterministic key, so asking
+        again for the same key records nothing (returns False)."""
+        return await self._write(partial(ops.schedule, item=item, run_after=run_after, now=self._clock()))
+
     async def job(self, job_id: int) -> dict[str, Any] | None:
         async with self.engine.connect() as conn:
             row = (await conn.execute(select(deliveries).where(deliveries.c.id == job_id))).first()

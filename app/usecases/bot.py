@@ -13,12 +13,13 @@ from ..guards import BotIdentity
 from ..review.learnings import Learnings
 from ..review.model import Reviewer
 from .pull import AnalysisCache, RepoConfigs
+from .timers import Timers
 
 
 @dataclass(frozen=True, slots=True)
 class Bot:
-    """Who the bot is, the deployment's settings, the review engine, the shared caches, and what it
-    remembers per repository."""
+    """Who the bot is, the deployment's settings, the review engine, the shared caches, what it
+    remembers per repository, and its durable timers."""
 
     identity: BotIdentity
     settings: Settings
@@ -26,3 +27,4 @@ class Bot:
     repo_configs: RepoConfigs
     analyses: AnalysisCache
     learnings: Learnings  # disputes remembered per repository (in the database)
+    timers: Timers  # durable "look again later" (readiness)

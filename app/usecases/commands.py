@@ -19,6 +19,7 @@ from ..guards import is_bot_login, may_ask
 from ..review.markers import carries, encode
 from .bot import Bot
 from .disputes import forget_text, learnings_text, take_thumbs_down
+from .readiness import evaluate
 from .review import review_pull
 from .threads import verify_threads
 
@@ -96,6 +97,8 @@ async def answer_command(
                 text=text,
                 thread_root=thread_root,
             )
+        case Command.STATUS:
+            await answer_status(gh, bot, comment, repo=repo, pr_number=pr_number, thread_root=thread_root)
         case Command.HELP:
             text = HELP_TEXT.format(slug=bot.identity.slug, decoy=bot.identity.decoy_login)
             key = f"help:{comment.comment_id}"
@@ -104,6 +107,44 @@ async def answer_command(
             )
         case _:
             assert_never(command)
+
+
+async def answer_status(
+    gh: GitHubClient,
+    bot: Bot,
+    comment: IssueCommentEvent | ReviewCommentEvent,
+    *,
+    repo: str,
+    pr_number: int,
+    thread_root: int | None,
+) -> None:
+    """The readiness call right now, in the same words as the sticky comment (which it updates
+    where the pull request is followed)."""
+    evaluation = None
+    if comment.installation_id is not None:
+        evaluation = await evaluate(
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            installation_id=comment.installation_id,
+            since=None,
+            asked=True,
+        )
+    text = (
+        evaluation.text
+        if evaluation
+        else "I follow open pull requests only (drafts where the repository asks)."
+    )
+    await say_once(
+        gh,
+        bot,
+        repo=repo,
+        pr_number=pr_number,
+        key=f"status:{comment.comment_id}",
+        text=text,
+        thread_root=thread_root,
+    )
 
 
 async def refuse_once(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, login: str) -> None:

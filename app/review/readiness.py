@@ -1,0 +1,399 @@
+"""Readiness: does a pull request look ready to merge? A pure decision over a snapshot of GitHub.
+
+The snapshot is read from GitHub every time (``usecases.readiness``); nothing here does I/O or
+reads a clock. ``decide`` returns one of four outcomes with the words of its first line and,
+when the answer can change by time alone (the quiet window, a reviewer still at work), the
+moment to look again. The bot never merges: the best it says is "your call to merge".
+
+What holds the call, in order of weight:
+- blocked (a person must act): a failing check, changes requested, an approval the rules
+  require, an unresolved thread, a merge conflict, a branch behind its base when the rules
+  require it up to date, a draft (only where the repository asked for drafts);
+- waiting (it may clear by itself): checks still running or not started, reviewers requested
+  and not answered, GitHub still computing mergeability;
+- a review still in flight (an 👀 or an "in progress" comment from a reviewer bot, a reviewer
+  bot's check still running, or a reviewer who reviewed an earlier head but not this one):
+  it holds only the "ready" call; after 15 quiet minutes it is looked at again once, and after
+  30 the call is "cautiously ready" with the stalled reviewer named;
+- the quiet window: no push, comment, review or check change for ``quiet_minutes``.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+STALL_LOOK_AGAIN = 15 * 60.0  # seconds of quiet after which a review in flight is looked at again
+STALL_GIVE_UP = 30 * 60.0  # ... after which the call is made with the stalled reviewer named
+
+
+class Outcome(enum.StrEnum):
+    READY = "ready"
+    CAUTIOUS = "cautious"
+    WAITING = "waiting"
+    BLOCKED = "blocked"
+
+
+HEADLINE_PREFIX: dict[Outcome, str] = {
+    Outcome.READY: "✅ Looks merge-ready — ",
+    Outcome.CAUTIOUS: "🟡 Cautiously looks ready — ",
+    Outcome.WAITING: "⏳ Waiting — ",
+    Outcome.BLOCKED: "⛔ Blocked — ",
+}
+
+
+class CheckState(enum.StrEnum):
+    PENDING = "pending"  # queued, in progress, waiting, or a status still pending
+    PASSED = "passed"  # success, neutral, skipped
+    FAILED = "failed"  # failure, timed out, cancelled, action required, error, stale
+
+
+class ReviewState(enum.StrEnum):
+    APPROVED = "APPROVED"
+    CHANGES_REQUESTED = "CHANGES_REQUESTED"
+    COMMENTED = "COMMENTED"
+    DISMISSED = "DISMISSED"
+    PENDING = "PENDING"
+
+
+class ReviewDecision(enum.StrEnum):
+    """GraphQL ``PullRequestReviewDecision``; absent (None) when no review is required."""
+
+    APPROVED = "APPROVED"
+    CHANGES_REQUESTED = "CHANGES_REQUESTED"
+    REVIEW_REQUIRED = "REVIEW_REQUIRED"
+
+
+class MergeState(enum.StrEnum):
+    """REST ``mergeable_state`` values that matter here (anything else reads as UNKNOWN)."""
+
+    CLEAN = "clean"
+    DIRTY = "dirty"  # conflicts
+    BEHIND = "behind"
+    BLOCKED = "blocked"
+    UNSTABLE = "unstable"
+    HAS_HOOKS = "has_hooks"
+    DRAFT = "draft"
+    UNKNOWN = "unknown"
+
+
+_CHECK_RUN_STATES = {
+    "success": CheckState.PASSED,
+    "neutral": CheckState.PASSED,
+    "skipped": CheckState.PASSED,
+    "failure": CheckState.FAILED,
+    "timed_out": CheckState.FAILED,
+    "cancelled": CheckState.FAILED,
+    "action_required": CheckState.FAILED,
+    "startup_failure": CheckState.FAILED,
+    "stale": CheckState.FAILED,
+}
+_STATUS_STATES = {
+    "success": CheckState.PASSED,
+    "pending": CheckState.PENDING,
+    "failure": CheckState.FAILED,
+    "error": CheckState.FAILED,
+}
+
+
+def check_run_state(status: str | None, conclusion: str | None) -> CheckState:
+    """A check run's REST ``status``/``conclusion`` as one of three states."""
+    if status != "completed":
+        return CheckState.PENDING
+    return _CHECK_RUN_STATES.get(conclusion or "", CheckState.FAILED)
+
+
+def status_state(state: str | None) -> CheckState:
+    """A commit status's ``state`` as one of three states."""
+    return _STATUS_STATES.get(state or "", CheckState.FAILED)
+
+
+def merge_state(value: str | None) -> MergeState:
+    try:
+        return MergeState(value or "unknown")
+    except ValueError:
+        return MergeState.UNKNOWN
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """A check run (``app`` is the App's slug) or a commit status (``app`` None) on the head."""
+
+    name: str
+    state: CheckState
+    app: str | None
+    at: float  # the latest moment it moved (started, completed, or the status was set)
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    login: str
+    state: ReviewState
+    commit: str  # the head it reviewed
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class OpenThread:
+    path: str
+    line: int | None
+    author: str
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.line is not None else self.path
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A sign of work from someone else: a PR comment (``text``) or an 👀 on the PR (``text`` None)."""
+
+    login: str
+    is_bot: bool
+    at: float
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What the base branch's rules say, when the App could read them (``known``)."""
+
+    known: bool = False
+    required_checks: frozenset[str] = frozenset()
+    strict: bool = False  # the branch must be up to date with its base
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """``readiness`` in ``.github/<slug>.yml``, as far as the decision needs it."""
+
+    quiet_seconds: float = 600.0
+    ignore_checks: frozenset[str] = frozenset()
+    drafts: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """GitHub's state of one open pull request at its head, as read just now."""
+
+    head_sha: str
+    base_ref: str
+    author: str
+    draft: bool
+    head_pushed_at: float  # when this head arrived (its push, or the PR's opening)
+    mergeable: bool | None  # None: GitHub has not computed it yet
+    mergeable_state: MergeState
+    checks: tuple[Check, ...] = ()
+    rules: Rules = Rules()
+    review_decision: ReviewDecision | None = None
+    requested: tuple[str, ...] = ()  # reviewers and teams asked and not answered yet
+    reviews: tuple[Review, ...] = ()  # oldest first; the bot's own excluded
+    threads: tuple[OpenThread, ...] = ()  # unresolved, anyone's
+    notes: tuple[Note, ...] = ()  # others' comments and 👀 reactions on the PR
+    last_activity: float = 0.0  # newest push, comment, review or check change (the bot's excluded)
+    missing_permissions: tuple[str, ...] = ()
+    me: str = ""  # the bot's login: its own reviews count as opinions, never as a review in flight
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    outcome: Outcome
+    headline: str  # the first line, one of the four fixed forms
+    reasons: tuple[str, ...]
+    look_again_at: float | None = None  # when time alone may change the answer
+    stalled: tuple[str, ...] = field(default=())
+
+    @property
+    def looks_ready(self) -> bool:
+        return self.outcome in (Outcome.READY, Outcome.CAUTIOUS)
+
+
+_IN_PROGRESS = re.compile(
+    r"\b(reviewing|review(ing)? (is )?in progress|in progress|started (a |the )?review|"
+    r"working on (a |the )?review|review started|analy[sz]ing)\b|⏳",
+    re.IGNORECASE,
+)
+
+
+def says_in_progress(text: str) -> bool:
+    """Whether a reviewer bot's comment announces a review under way (first 300 characters)."""
+    return bool(_IN_PROGRESS.search(text[:300]))
+
+
+def latest_reviews(reviews: Iterable[Review]) -> dict[str, Review]:
+    """Each reviewer's latest opinion (APPROVED, CHANGES_REQUESTED or DISMISSED wins over a
+    later COMMENTED, as on GitHub); pending reviews are nobody's opinion yet."""
+    latest: dict[str, Review] = {}
+    for review in reviews:
+        if review.state == ReviewState.PENDING:
+            continue
+        key = review.login.casefold()
+        earlier = latest.get(key)
+        if (
+            review.state == ReviewState.COMMENTED
+            and earlier is not None
+            and earlier.state != ReviewState.COMMENTED
+        ):
+            continue
+        latest[key] = review
+    return latest
+
+
+def reviews_in_flight(snapshot: Snapshot) -> list[str]:
+    """Who may still be reviewing this head, each with the sign seen (sorted, no duplicates)."""
+    head = snapshot.head_sha
+    reviewed_head = {r.login.casefold() for r in snapshot.reviews if r.commit == head}
+    skip = {snapshot.author.casefold(), snapshot.me.casefold()}
+    found: dict[str, str] = {}
+    for review in snapshot.reviews:
+        key = review.login.casefold()
+        if review.commit != head and key not in reviewed_head and key not in skip:
+            found.setdefault(key, f"{review.login} reviewed an earlier commit, not this one")
+    for note in snapshot.notes:
+        key = note.login.casefold()
+        if not note.is_bot or key in reviewed_head or key in skip:
+            continue
+        if note.text is None:
+            found.setdefault(key, f"{note.login} reacted 👀 (a review under way)")
+        elif note.at >= snapshot.head_pushed_at and says_in_progress(note.text):
+            found.setdefault(key, f"{note.login} says its review is in progress")
+    reviewer_apps = _reviewer_apps(snapshot)
+    for check in snapshot.checks:
+        app = (check.app or "").casefold()
+        if check.state == CheckState.PENDING and app in reviewer_apps and f"{app}[bot]" not in reviewed_head:
+            found.setdefault(f"{app}[bot]", f"{check.app}'s check {check.name!r} is still running")
+    return sorted(found.values())
+
+
+def _reviewer_apps(snapshot: Snapshot) -> set[str]:
+    """The slugs of the bots that reviewed or spoke on the pull request (the bot itself not)."""
+    logins = [r.login for r in snapshot.reviews if r.login.endswith("[bot]")]
+    logins += [n.login for n in snapshot.notes if n.is_bot]
+    me = snapshot.me.casefold()
+    return {login.casefold().removesuffix("[bot]") for login in logins if login.casefold() != me}
+
+
+def _reviewer_check(check: Check, snapshot: Snapshot) -> bool:
+    """A reviewer bot's own check is a review in flight, not CI."""
+    return bool(check.app) and (check.app or "").casefold() in _reviewer_apps(snapshot)
+
+
+def _code(text: str) -> str:
+    """Untrusted text (a check's name, a path, a login) in a code span it cannot end."""
+    return "`" + text.replace("`", "'").replace("\n", " ")[:200] + "`"
+
+
+def _names(items: Iterable[str], limit: int = 5) -> str:
+    names = sorted(set(items))
+    shown = ", ".join(_code(n) for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _minutes(seconds: float) -> str:
+    minutes = seconds / 60.0
+    return f"{minutes:.0f} min" if minutes >= 1 else f"{seconds:.0f} s"
+
+
+def _clock(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%H:%M:%S UTC")
+
+
+def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | None:
+    """The call for an open pull request (None: a draft the repository did not ask about)."""
+    if snapshot.draft and not settings.drafts:
+        return None
+    blocked: list[str] = []
+    waiting: list[str] = []
+    for missing in snapshot.missing_permissions:
+        waiting.append(f"I cannot read {missing}: grant the App that permission so I can judge it")
+
+    if snapshot.draft:
+        blocked.append("it is a draft: mark it ready for review")
+    if snapshot.mergeable is False or snapshot.mergeable_state == MergeState.DIRTY:
+        blocked.append(f"it conflicts with `{snapshot.base_ref}`: merge or rebase to resolve the conflict")
+    elif snapshot.mergeable is None:
+        waiting.append("GitHub is still computing whether it merges cleanly")
+    behind = snapshot.mergeable_state == MergeState.BEHIND
+    if behind and snapshot.rules.strict:
+        blocked.append(
+            f"it is behind `{snapshot.base_ref}` and the branch rules require it up to date:"
+            " update the branch"
+        )
+
+    # CI: every check on the head but ours, the ignored ones and reviewer bots' own.
+    ci = [
+        c
+        for c in snapshot.checks
+        if c.name not in settings.ignore_checks and not _reviewer_check(c, snapshot)
+    ]
+    required = snapshot.rules.required_checks if snapshot.rules.known else frozenset()
+    if required:
+        ci = [c for c in ci if c.name in required]
+        absent = required - {c.name for c in ci} - settings.ignore_checks
+        if absent:
+            waiting.append(f"required check(s) not reported yet: {_names(absent)}")
+    failing = [c.name for c in ci if c.state == CheckState.FAILED]
+    running = [c.name for c in ci if c.state == CheckState.PENDING]
+    passing = [c.name for c in ci if c.state == CheckState.PASSED]
+    if failing:
+        blocked.append(f"failing check(s): {_names(failing)}: fix them or re-run")
+    if running:
+        waiting.append(f"check(s) still running: {_names(running)}")
+
+    opinions = latest_reviews(snapshot.reviews)
+    changes = [r.login for r in opinions.values() if r.state == ReviewState.CHANGES_REQUESTED]
+    approvals = [r.login for r in opinions.values() if r.state == ReviewState.APPROVED]
+    if changes:
+        blocked.append(f"changes requested by {_names(changes)}: they need to re-review, or dismiss it")
+    elif snapshot.review_decision == ReviewDecision.REVIEW_REQUIRED:
+        blocked.append("the branch rules require an approving review")
+    if snapshot.requested:
+        waiting.append(f"review requested from {_names(snapshot.requested)}, not given yet")
+    if snapshot.threads:
+        shown = "; ".join(f"{_code(t.where())} ({t.author})" for t in snapshot.threads[:5])
+        more = f" and {len(snapshot.threads) - 5} more" if len(snapshot.threads) > 5 else ""
+        blocked.append(f"{len(snapshot.threads)} unresolved thread(s): {shown}{more}: resolve or answer them")
+
+    if blocked:
+        return Verdict(Outcome.BLOCKED, HEADLINE_PREFIX[Outcome.BLOCKED] + "; ".join(blocked), tuple(waiting))
+    if waiting:
+        return Verdict(Outcome.WAITING, HEADLINE_PREFIX[Outcome.WAITING] + "; ".join(waiting), ())
+
+    evidence = [
+        f"{len(passing)} check(s) passed" if passing else "no checks reported",
+        f"approved by {_names(approvals)}" if approvals else "no approval required or given",
+        "no unresolved threads",
+    ]
+    if behind:
+        evidence.append(f"behind `{snapshot.base_ref}` (the rules do not require it up to date)")
+    quiet = max(0.0, now - snapshot.last_activity)
+    quiet_window = settings.quiet_seconds
+    if quiet < quiet_window:
+        until = snapshot.last_activity + quiet_window
+        words = f"a quiet window of {_minutes(quiet_window)} without activity (until {_clock(until)})"
+        return Verdict(Outcome.WAITING, HEADLINE_PREFIX[Outcome.WAITING] + words, tuple(evidence), until)
+    evidence.append(f"quiet for {_minutes(quiet_window)} or more")  # stable: no edit per look
+    in_flight = reviews_in_flight(snapshot)
+    if in_flight:
+        if quiet >= STALL_GIVE_UP:
+            return Verdict(
+                Outcome.CAUTIOUS,
+                HEADLINE_PREFIX[Outcome.CAUTIOUS]
+                + ", ".join(evidence)
+                + f"; but {'; '.join(in_flight)}, and nothing moved for {_minutes(quiet)}."
+                " Your call to merge.",
+                tuple(in_flight),
+                stalled=tuple(in_flight),
+            )
+        again = snapshot.last_activity + (STALL_LOOK_AGAIN if quiet < STALL_LOOK_AGAIN else STALL_GIVE_UP)
+        return Verdict(
+            Outcome.WAITING,
+            HEADLINE_PREFIX[Outcome.WAITING] + "a review still in flight: " + "; ".join(in_flight),
+            tuple(evidence),
+            again,
+        )
+    return Verdict(
+        Outcome.READY, HEADLINE_PREFIX[Outcome.READY] + ", ".join(evidence) + ". Your call to merge.", ()
+    )

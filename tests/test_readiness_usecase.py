@@ -1,0 +1,174 @@
+"""The readiness use case against a recording GitHub: what it reads, when it stays silent, what
+it writes and when it asks to look again (table-driven, milliseconds)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from app.review import readiness as rd
+from app.review.markers import decode
+from app.usecases.readiness import Memory, _rules, evaluate, remember_ci
+from tests.recording_github import REPO, RecordingGitHub, RecordingTimers, make_bot, repo_config
+
+NOW = 1_800_000_000.0
+HEAD = "a" * 40
+ISO = "2027-01-15T08:00:00Z"  # after NOW: whatever happened counts as just now
+
+
+def the_pull(**fields: Any) -> dict[str, Any]:
+    return {
+        "number": 1,
+        "state": "open",
+        "merged": False,
+        "draft": False,
+        "head": {"sha": HEAD},
+        "base": {"ref": "main"},
+        "user": {"login": "alice"},
+        "requested_reviewers": [],
+        "requested_teams": [],
+        "mergeable": True,
+        "mergeable_state": "clean",
+        "created_at": ISO,
+        "updated_at": ISO,
+        **fields,
+    }
+
+
+BOT_REVIEW = {"user": {"login": "revbot[bot]"}, "state": "APPROVED", "commit_id": HEAD, "submitted_at": ISO}
+
+
+def answers(
+    *, pull: dict[str, Any], reviews: list[Any], config: str | None = None, statuses: Any = None
+) -> Any:
+    base = f"/repos/{REPO}"
+    table: dict[tuple[str, str], Any] = {
+        ("GET", f"{base}/pulls/1"): pull,
+        ("GET", f"{base}/pulls/1/reviews"): reviews,
+        **repo_config(config),
+        # every App's check runs, and the search for the bot's own (the query string is ignored)
+        ("GET", f"{base}/commits/{HEAD}/check-runs"): {"total_count": 0, "check_runs": []},
+        ("GET", f"{base}/commits/{HEAD}/status"): statuses
+        if statuses is not None
+        else {"state": "pending", "statuses": [], "sha": HEAD, "total_count": 0},
+        ("GET", f"{base}/rules/branches/main"): [],
+        ("POST", "/graphql"): {
+            "repository": {
+                "pullRequest": {
+                    "reviewDecision": None,
+                    "reviewThreads": {"pageInfo": {"hasNextPage": False, "endCursor": None}, "nodes": []},
+                }
+            }
+        },
+        ("GET", f"{base}/issues/1/comments"): [],
+        ("GET", f"{base}/issues/1/reactions"): [],
+        ("POST", f"{base}/issues/1/comments"): (201, {"id": 5}),
+        ("POST", f"{base}/check-runs"): (201, {"id": 9}),
+    }
+    return table
+
+
+async def run(table: Any, timers: RecordingTimers) -> tuple[RecordingGitHub, Any]:
+    gh = RecordingGitHub(table)
+    bot = make_bot(timers=timers)
+    found = await evaluate(gh, bot, repo=REPO, pr_number=1, installation_id=7, since=NOW)
+    return gh, found
+
+
+@pytest.mark.parametrize(
+    ("case", "pull", "reviews", "config"),
+    [
+        ("closed", the_pull(state="closed"), [BOT_REVIEW], None),
+        ("merged", the_pull(state="closed", merged=True), [BOT_REVIEW], None),
+        ("not reviewed by the bot", the_pull(), [], None),
+        ("turned off", the_pull(), [BOT_REVIEW], "readiness:\n  enabled: false\n"),
+        ("a draft", the_pull(draft=True), [BOT_REVIEW], None),
+    ],
+)
+async def test_silent_where_it_does_not_follow(
+    case: str, pull: Any, reviews: Any, config: str | None
+) -> None:
+    timers = RecordingTimers(NOW)
+    gh, found = await run(answers(pull=pull, reviews=reviews, config=config), timers)
+    assert found is None
+    assert gh.writes() == []
+    assert timers.asked == []
+
+
+async def test_a_followed_pull_gets_one_comment_and_one_check_and_a_look_at_the_window_end() -> None:
+    timers = RecordingTimers(NOW)
+    gh, found = await run(answers(pull=the_pull(), reviews=[BOT_REVIEW]), timers)
+    assert found is not None and found.verdict.outcome == rd.Outcome.WAITING
+    assert gh.writes() == [
+        ("POST", f"/repos/{REPO}/issues/1/comments"),
+        ("POST", f"/repos/{REPO}/check-runs"),
+    ]
+    [check] = [c for c in gh.calls if c.path.endswith("/check-runs") and c.method == "POST"]
+    assert check.data["conclusion"] == "neutral" and check.data["name"] == "revbot readiness"
+    [(repo, number, at)] = timers.asked
+    assert (repo, number) == (REPO, 1) and at > NOW  # the end of the quiet window
+
+
+async def test_mergeability_not_computed_yet_is_waited_for_and_looked_at_again_soon() -> None:
+    timers = RecordingTimers(NOW)
+    pull = the_pull(mergeable=None, mergeable_state="unknown")
+    _, found = await run(
+        answers(pull=pull, reviews=[BOT_REVIEW], config="readiness:\n  quiet_minutes: 0\n"), timers
+    )
+    assert found is not None
+    assert found.verdict.headline == "⏳ Waiting — GitHub is still computing whether it merges cleanly"
+    assert [at for *_, at in timers.asked] == [NOW + 5.0]  # READINESS_SETTLE_SECONDS
+
+
+async def test_a_refused_read_names_the_permission() -> None:
+    timers = RecordingTimers(NOW)
+    table = answers(pull=the_pull(), reviews=[BOT_REVIEW])
+    table[("GET", f"/repos/{REPO}/commits/{HEAD}/status")] = (
+        403,
+        {"message": "Resource not accessible by integration"},
+    )
+    _, found = await run(table, timers)
+    assert found is not None and "commit statuses (statuses: read)" in found.verdict.headline
+
+
+def test_required_checks_and_strictness_come_from_the_rulesets() -> None:
+    rules = _rules(
+        [
+            {"type": "pull_request", "parameters": {"required_approving_review_count": 1}},
+            {
+                "type": "required_status_checks",
+                "parameters": {
+                    "required_status_checks": [{"context": "build"}, {"context": "test"}],
+                    "strict_required_status_checks_policy": True,
+                },
+            },
+        ]
+    )
+    assert rules == rd.Rules(known=True, required_checks=frozenset({"build", "test"}), strict=True)
+
+
+def test_the_marker_remembers_failures_and_when_ci_turned_green() -> None:
+    memory = Memory(heads=[("h1", NOW)])
+    snapshot = rd.Snapshot(
+        head_sha="h1",
+        base_ref="main",
+        author="alice",
+        draft=False,
+        head_pushed_at=NOW,
+        mergeable=True,
+        mergeable_state=rd.MergeState.CLEAN,
+        checks=(rd.Check("test", rd.CheckState.FAILED, "actions", NOW),),
+    )
+    remember_ci(memory, snapshot, rd.Settings(), NOW + 1)
+    remember_ci(memory, snapshot, rd.Settings(), NOW + 2)  # the same failure is kept once
+    assert memory.red == [("test", "h1", NOW + 1)] and memory.green_at is None
+    memory.heads.append(("h2", NOW + 3))
+    passed = replace(
+        snapshot, head_sha="h2", checks=(rd.Check("test", rd.CheckState.PASSED, "actions", NOW + 4),)
+    )
+    remember_ci(memory, passed, rd.Settings(), NOW + 5)
+    assert memory.green_at == NOW + 5
+    restored = Memory.read(decode(memory.marker(), "readiness"))
+    assert (restored.heads, restored.red, restored.green_at) == (memory.heads, memory.red, memory.green_at)
