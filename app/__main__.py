@@ -302,7 +302,7 @@ async def _learnings_run(url: str, repo: str, forget: int | None) -> int:
     store = Store(url)
     try:
         await store.create_schema()
-        learnings = DatabaseLearnings(store.engine)
+        learnings = DatabaseLearnings(store.engine, upsert=store.backend.upsert)
         if forget is not None:
             removed = await learnings.forget(repo, forget)
             if removed is None:

@@ -156,7 +156,7 @@ class Runtime:
         self.reviewer: Reviewer = reviewer or self._default_reviewer()
         self.repo_configs = RepoConfigs()
         self.analyses = AnalysisCache()
-        self.learnings = DatabaseLearnings(self.store.engine)
+        self.learnings = DatabaseLearnings(self.store.engine, upsert=self.store.backend.upsert)
         self.timers = StoreTimers(
             self.store, wake=self._wake_worker, bucket=settings.readiness_settle_seconds
         )

@@ -58,5 +58,15 @@ def test_the_bots_handlers_their_order_and_recorded_names() -> None:
         "app.handlers.decoy.on_own_review_submitted",
         "app.handlers.threads.on_thread_reply",
         "app.handlers.threads.on_new_commits",
+        "app.handlers.readiness.on_pull_request",
+        "app.handlers.readiness.on_review",
+        "app.handlers.readiness.on_thread",
+        "app.handlers.readiness.on_inline_comment",
+        "app.handlers.readiness.on_comment",
+        "app.handlers.readiness.on_check_run",
+        "app.handlers.readiness.on_check_suite",
+        "app.handlers.readiness.on_status",
+        "app.handlers.readiness.on_timer",
+        "app.handlers.readiness.on_look",
     ]
     assert router.order == [h for concern in CONCERNS for h in concern.order]

@@ -15,13 +15,11 @@ for its prompt, from the database, never from the pull request (the caller fence
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from sqlalchemy import delete, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Table, delete, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..store.schema import learnings as table
@@ -81,9 +79,9 @@ def _repo(repo: str) -> str:
 
 
 class DatabaseLearnings:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, upsert: Callable[[Table], Any]) -> None:
         self.engine = engine
-        self.postgres = engine.dialect.name == "postgresql"
+        self._insert = upsert  # the store's dialect's INSERT ... ON CONFLICT (``Backend.upsert``)
 
     @staticmethod
     def _learning(row: Any) -> Learning:
@@ -107,7 +105,7 @@ class DatabaseLearnings:
         )
 
     async def remember(self, repo: str, learning: Learning) -> Learning:
-        insert = (pg_insert if self.postgres else sqlite_insert)(table).values(
+        insert = self._insert(table).values(
             repo=_repo(repo),
             rule=learning.key.rule,
             path_dir=learning.key.pattern.directory,
