@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 STALL_LOOK_AGAIN = 15 * 60.0  # seconds of quiet after which a review in flight is looked at again
@@ -203,7 +203,6 @@ class Verdict:
     headline: str  # the first line, one of the four fixed forms
     reasons: tuple[str, ...]
     look_again_at: float | None = None  # when time alone may change the answer
-    stalled: tuple[str, ...] = field(default=())
 
     @property
     def looks_ready(self) -> bool:
@@ -385,7 +384,6 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
                 + f"; but {'; '.join(in_flight)}, and nothing moved for {_minutes(quiet)}."
                 " Your call to merge.",
                 tuple(in_flight),
-                stalled=tuple(in_flight),
             )
         again = snapshot.last_activity + (STALL_LOOK_AGAIN if quiet < STALL_LOOK_AGAIN else STALL_GIVE_UP)
         return Verdict(

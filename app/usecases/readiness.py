@@ -429,7 +429,6 @@ async def settle_soon(
 class Evaluation:
     verdict: rd.Verdict
     text: str
-    followed: bool  # the repository follows this pull request (comment and check run kept)
 
 
 async def evaluate(
@@ -476,4 +475,4 @@ async def evaluate(
                 repo=repo, pr_number=pr_number, installation_id=installation_id, at=again, since=since
             )
     log.info("readiness %s", verdict.outcome.value)
-    return Evaluation(verdict, text, followed)
+    return Evaluation(verdict, text)
