@@ -304,6 +304,8 @@ def opened(**changes: Any) -> dict[str, Any]:
         ("e" * 101, "d", "X-GitHub-Event: expected 1-100 letters, digits, '_', '.' or '-'"),
         ("pull_request\udcff", "d", "X-GitHub-Event: expected 1-100 letters, digits, '_', '.' or '-'"),
         ("pull request", "d", "X-GitHub-Event: expected 1-100 letters, digits, '_', '.' or '-'"),
+        ("revbot_timer", "d", "X-GitHub-Event: revbot_timer is the bot's own"),
+        ("revbot_readiness", "d", "X-GitHub-Event: revbot_readiness is the bot's own"),
     ],
 )
 def test_delivery_headers(event: str | None, delivery: str | None, error: str | None) -> None:

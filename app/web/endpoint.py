@@ -35,7 +35,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from ..config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
-from ..events import NUMBER_AT
+from ..events import NUMBER_AT, TIMER_EVENTS
 from ..logs import describe_failure, log_context
 from ..metrics import DELIVERIES, UNVERIFIED_EVENT, child
 from ..pacing import AckFirst
@@ -126,6 +126,9 @@ def delivery_headers(event: str | None, delivery_id: str | None) -> tuple[str, s
             f"X-GitHub-Event: expected 1-{EVENT_LENGTH} letters, digits, '_', '.' or '-'",
             outcome="refused_headers",
         )
+    if event in TIMER_EVENTS:
+        # Jobs the bot gives itself (readiness timers) are recorded by the store, never posted.
+        raise Refused(400, f"X-GitHub-Event: {event} is the bot's own", outcome="refused_headers")
     return event, delivery_id
 
 
