@@ -157,7 +157,7 @@ async def test_rerun_triggers(
             "pull_request",
             "synchronize",
             "alice",
-            ["readiness.on_pull_request", "review.on_push", "threads.on_new_commits"],
+            ["review.on_push", "threads.on_new_commits", "readiness.on_pull_request"],
         ),
         ("pull_request", "review_requested", "revbot[bot]", []),
         ("pull_request", "closed", "alice", []),
@@ -177,7 +177,7 @@ async def test_rerun_triggers(
             "pull_request_review_comment",
             "created",
             "alice",
-            ["mentions.on_inline_comment", "readiness.on_inline_comment", "threads.on_thread_reply"],
+            ["mentions.on_inline_comment", "threads.on_thread_reply", "readiness.on_inline_comment"],
         ),
         ("pull_request_review_comment", "created", "revbot[bot]", []),
         ("pull_request_review_thread", "resolved", "revbot[bot]", ["readiness.on_thread"]),  # opted in
