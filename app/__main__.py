@@ -102,6 +102,7 @@ async def _review_remote(target: str, output: str) -> int:
     from .github import GitHubClient, get_pull
     from .guards import BotIdentity
     from .review.engine import BuiltinReviewer
+    from .review.markers import Trigger
     from .review.report import as_json, as_text
     from .usecases.pull import build_context
     from .usecases.review import plan_for, policy_for
@@ -125,7 +126,7 @@ async def _review_remote(target: str, output: str) -> int:
         pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
         result = await BuiltinReviewer().review(pull_context)
     policy = policy_for(pull_context, config=config, approve=True, identity=identity)
-    plan = plan_for(result, pull_context, policy=policy, trigger="cli", identity=identity)
+    plan = plan_for(result, pull_context, policy=policy, trigger=Trigger.CLI, identity=identity)
     if output == "json":
         print(as_json(result, head_sha=pull_context.head_sha, event=plan.event))
     else:
