@@ -322,16 +322,15 @@ async def _learnings_run(url: str, repo: str, forget: int | None) -> int:
 
 
 def _learnings(args: argparse.Namespace) -> int:
-    from .config import DEFAULT_DATABASE_PATH, async_database_url
+    from .dburl import BadDatabaseUrl, sqlalchemy_url
 
     if re.fullmatch(r"[\w.-]+/[\w.-]+", args.repo) is None:
         print(f"revbot: --repo expects OWNER/NAME, got {args.repo!r}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        raw = os.environ.get("DATABASE_URL", "").strip()
-        url = async_database_url(raw) if raw else f"sqlite+aiosqlite:///{DEFAULT_DATABASE_PATH}"
-    except ConfigError as exc:
-        print(f"revbot: configuration error: {exc}", file=sys.stderr)
+        url = sqlalchemy_url(os.environ.get("DATABASE_URL", "").strip() or None)
+    except BadDatabaseUrl as exc:
+        print(f"revbot: configuration error: DATABASE_URL: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     return asyncio.run(_learnings_run(url, args.repo, args.forget))
 
