@@ -102,6 +102,7 @@ async def _review_remote(target: str, output: str) -> int:
     from .github import GitHubClient, get_pull
     from .guards import BotIdentity
     from .review.engine import BuiltinReviewer
+    from .review.markers import Trigger
     from .review.report import as_json, as_text
     from .usecases.pull import build_context
     from .usecases.review import plan_for, policy_for
@@ -125,7 +126,7 @@ async def _review_remote(target: str, output: str) -> int:
         pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
         result = await BuiltinReviewer().review(pull_context)
     policy = policy_for(pull_context, config=config, approve=True, identity=identity)
-    plan = plan_for(result, pull_context, policy=policy, trigger="cli", identity=identity)
+    plan = plan_for(result, pull_context, policy=policy, trigger=Trigger.CLI, identity=identity)
     if output == "json":
         print(as_json(result, head_sha=pull_context.head_sha, event=plan.event))
     else:
@@ -321,16 +322,15 @@ async def _learnings_run(url: str, repo: str, forget: int | None) -> int:
 
 
 def _learnings(args: argparse.Namespace) -> int:
-    from .config import DEFAULT_DATABASE_PATH, async_database_url
+    from .dburl import BadDatabaseUrl, sqlalchemy_url
 
     if re.fullmatch(r"[\w.-]+/[\w.-]+", args.repo) is None:
         print(f"revbot: --repo expects OWNER/NAME, got {args.repo!r}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        raw = os.environ.get("DATABASE_URL", "").strip()
-        url = async_database_url(raw) if raw else f"sqlite+aiosqlite:///{DEFAULT_DATABASE_PATH}"
-    except ConfigError as exc:
-        print(f"revbot: configuration error: {exc}", file=sys.stderr)
+        url = sqlalchemy_url(os.environ.get("DATABASE_URL", "").strip() or None)
+    except BadDatabaseUrl as exc:
+        print(f"revbot: configuration error: DATABASE_URL: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     return asyncio.run(_learnings_run(url, args.repo, args.forget))
 

@@ -27,12 +27,11 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from sqlalchemy.engine import make_url
 
+from . import dburl
 from .eventloop import EventLoop
 
 DEFAULT_API_URL = "https://api.github.com"
-DEFAULT_DATABASE_PATH = Path("data") / "revbot.sqlite3"
 MAX_BODY_BYTES = 25 * 1024 * 1024
 # PostgreSQL connections per process at most (the shared pool, plus in a web process the ledger
 # insert's own; app/store/connect.py splits them). Heroku's and Fly's small Postgres plans allow
@@ -41,8 +40,6 @@ DEFAULT_POOL_SIZE = 8
 # Heroku sends SIGKILL 30 s after SIGTERM; the HTTP drain and the worker's grace share this budget.
 DEFAULT_SHUTDOWN_SECONDS = 20.0
 MAX_HTTP_DRAIN_SECONDS = 5.0
-# What libpq's ``sslmode`` accepts; asyncpg's ``ssl`` argument takes the same words.
-SSL_MODES = frozenset({"disable", "allow", "prefer", "require", "verify-ca", "verify-full"})
 DEFAULT_BODY_BUDGET_BYTES = 64 * 1024 * 1024  # request bodies in memory at once (two full-size ones fit)
 
 
@@ -82,43 +79,6 @@ def default_graphql_url(api_url: str) -> str:
     if base.endswith("/api/v3"):
         return base.removesuffix("/v3") + "/graphql"
     return base + "/graphql"
-
-
-def async_database_url(url: str) -> str:
-    """Map the URL forms operators paste (Heroku's ``postgres://``) to SQLAlchemy async drivers."""
-    for prefix in ("postgres://", "postgresql://", "postgresql+asyncpg://"):
-        if url.startswith(prefix):
-            return "postgresql+asyncpg://" + url.removeprefix(prefix)
-    for prefix in ("sqlite:///", "sqlite+aiosqlite:///"):
-        if url.startswith(prefix):
-            return "sqlite+aiosqlite:///" + url.removeprefix(prefix)
-    raise ConfigError("DATABASE_URL", "expected a postgres://, postgresql:// or sqlite:/// URL")
-
-
-def postgres_engine_options(url: str, *, pool_size: int) -> tuple[str, dict[str, Any]]:
-    """The URL and ``create_async_engine`` options for PostgreSQL.
-
-    Heroku and Fly hand out URLs ending in ``?sslmode=require`` (libpq's spelling); SQLAlchemy
-    would pass it to asyncpg as an unknown keyword (a TypeError), so it becomes asyncpg's ``ssl``.
-    """
-    parsed = make_url(url)
-    query = dict(parsed.query)
-    mode = query.pop("sslmode", None)
-    if isinstance(mode, tuple):  # repeated in the query string: the last one counts, as in libpq
-        mode = mode[-1]
-    connect_args: dict[str, Any] = {}
-    if mode is not None:
-        if mode not in SSL_MODES:
-            known = ", ".join(sorted(SSL_MODES))
-            raise ConfigError("DATABASE_URL", f"sslmode={mode!r} is not one of {known}")
-        connect_args["ssl"] = mode
-    options: dict[str, Any] = {
-        "pool_size": pool_size,
-        "max_overflow": 0,
-        "pool_pre_ping": True,
-        "connect_args": connect_args,
-    }
-    return parsed.set(query=query).render_as_string(hide_password=False), options
 
 
 def shutdown_budget(total: float) -> tuple[float, float]:
@@ -306,13 +266,7 @@ class Settings(LlmSettings, AnalysisSettings):
 
     @property
     def sqlalchemy_url(self) -> str:
-        if self.database_url:
-            return async_database_url(self.database_url)
-        return f"sqlite+aiosqlite:///{DEFAULT_DATABASE_PATH}"
-
-    @property
-    def is_sqlite(self) -> bool:
-        return self.sqlalchemy_url.startswith("sqlite")
+        return dburl.sqlalchemy_url(self.database_url)
 
     def private_key_pem(self) -> str:
         """The App's RSA private key as PEM text, from PRIVATE_KEY or the file at PRIVATE_KEY_PATH."""
@@ -376,10 +330,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> tuple[Settings, str]:
             settings = Settings.model_validate({k.lower(): v for k, v in env.items()})
     except ValidationError as exc:
         raise _first_problem(exc) from None
-    if settings.database_url:
-        url = async_database_url(settings.database_url)
-        if not url.startswith("sqlite"):
-            postgres_engine_options(url, pool_size=settings.database_pool_size)
+    try:
+        dburl.check(settings.sqlalchemy_url, pool_size=settings.database_pool_size)
+    except dburl.BadDatabaseUrl as exc:
+        raise ConfigError("DATABASE_URL", str(exc)) from None
     if settings.reviewer == "llm":
         check_llm_settings(settings)
     return settings, settings.private_key_pem()
@@ -389,7 +343,7 @@ def ephemeral_sqlite_problem(settings: Settings, environ: Mapping[str, str]) -> 
     """On a Heroku dyno (``DYNO`` is set) the filesystem is thrown away at every restart (at least
     daily): a SQLite ledger would forget which deliveries it handled and redeliveries would run
     twice. ``serve`` refuses that unless the operator says it is fine."""
-    if not environ.get("DYNO") or not settings.is_sqlite or settings.allow_ephemeral_sqlite:
+    if settings.allow_ephemeral_sqlite or not dburl.erased_on_restart(settings.sqlalchemy_url, environ):
         return None
     return ConfigError(
         "DATABASE_URL",

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import Connection, MetaData
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.config import async_database_url
+from app.dburl import async_database_url
 from app.store import Store
 
 PG_ENV = "DATABASE_URL_TEST_PG"

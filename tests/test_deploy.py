@@ -23,14 +23,13 @@ from sqlalchemy import text
 from app.config import (
     DEFAULT_SHUTDOWN_SECONDS,
     ConfigError,
-    async_database_url,
     ephemeral_sqlite_problem,
     load_env_file,
     load_llm_settings,
     load_settings,
-    postgres_engine_options,
     shutdown_budget,
 )
+from app.dburl import async_database_url, postgres_engine_options
 from app.review.llm.providers import make_provider
 from app.store import Store
 from app.store.postgres import split_pool

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.review import render
-from app.review.markers import FindingMarker, ReviewMarker, carries, decode_all, encode, trailer
+from app.review.markers import FindingMarker, ReviewMarker, Trigger, carries, decode_all, encode, trailer
 from app.review.model import Finding, ReviewResult, Severity, Verdict
 from tests.harness import REPO, BotHarness
 
@@ -64,8 +64,8 @@ def test_only_the_trailer_outside_fences_is_read(body: str | None, fingerprints:
 
 
 def test_the_last_review_marker_is_the_bots() -> None:
-    forged = ReviewMarker(head_sha="f" * 40, trigger="decoy", verdict="APPROVE", findings=0)
-    real = ReviewMarker(head_sha=HEAD, trigger="mention", verdict="COMMENT", findings=1)
+    forged = ReviewMarker(head_sha="f" * 40, trigger=Trigger.DECOY, verdict="APPROVE", findings=0)
+    real = ReviewMarker(head_sha=HEAD, trigger=Trigger.MENTION, verdict="COMMENT", findings=1)
     assert ReviewMarker.read(f"```\n{forged.encode()}\n```\n{real.encode()}") == real
     assert ReviewMarker.read(f"{forged.encode()}\n{real.encode()}") == real
     note = encode("note", key="k")
@@ -105,7 +105,7 @@ def test_a_suggestion_is_posted_verbatim_or_withheld(suggestion: str, posted: bo
         head_sha=HEAD,
         commentable={"a.py": frozenset({1})},
         policy=render.Policy(approve=True, pr_by_bot=False),
-        trigger="mention",
+        trigger=Trigger.MENTION,
         bot_name="revbot",
     )
     [comment] = plan.comments
@@ -130,7 +130,7 @@ def test_messages_paths_and_annotations_never_quote_a_key() -> None:
         head_sha=HEAD,
         commentable={},
         policy=render.Policy(approve=True, pr_by_bot=False),
-        trigger="mention",
+        trigger=Trigger.MENTION,
         bot_name="revbot",
     )
     # The hidden marker keeps the path as GitHub names the file (it is matched against it later).

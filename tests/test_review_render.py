@@ -7,7 +7,7 @@ import pytest
 
 from app.config import RepoConfig, parse_repo_config
 from app.review import render
-from app.review.markers import FindingMarker, ReviewMarker, decode_all, encode
+from app.review.markers import FindingMarker, ReviewMarker, Trigger, decode_all, encode
 from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
 
 HEAD = "a" * 40
@@ -65,7 +65,7 @@ def plan(
 ) -> render.ReviewPlan:
     policy = render.Policy(approve=True, pr_by_bot=False, max_comments=max_comments)
     return render.plan_review(
-        res, head_sha=HEAD, commentable=commentable, policy=policy, trigger="decoy", bot_name="revbot"
+        res, head_sha=HEAD, commentable=commentable, policy=policy, trigger=Trigger.DECOY, bot_name="revbot"
     )
 
 
@@ -136,12 +136,53 @@ def test_code_spans_show_code_literally() -> None:
 
 
 def test_markers_round_trip_and_ignore_malformed_ones() -> None:
-    marker = ReviewMarker(head_sha=HEAD, trigger="mention", verdict="APPROVE", findings=0)
+    marker = ReviewMarker(head_sha=HEAD, trigger=Trigger.MENTION, verdict="APPROVE", findings=0)
     body = f"text\n{marker.encode()}\n<!-- revbot:review {{not json}} -->"
     assert ReviewMarker.read(body) == marker
     assert decode_all(encode("note", key="a--b"), "note") == [{"key": "a--b"}]
     assert "--" not in encode("note", key="a--b")[len("<!-- ") : -len(" -->")]
     assert ReviewMarker.read("no marker") is None
+
+
+# Every value a review marker has ever carried, as the JSON text older versions wrote, and what
+# this version reads: the persisted values must never change. A value it does not know (written by a
+# newer version, or not a string) reads as None, and the rest of the marker still counts (its head
+# stays reviewed, so it is not reviewed twice).
+MARKER_TRIGGERS: list[tuple[str, Trigger | None]] = [
+    ('"decoy"', Trigger.DECOY),
+    ('"team"', Trigger.TEAM),
+    ('"mention"', Trigger.MENTION),
+    ('"rerun"', Trigger.RERUN),
+    ('"auto"', Trigger.AUTO),
+    ('"push"', Trigger.PUSH),
+    ('"overrule"', Trigger.OVERRULE),
+    ('"cli"', Trigger.CLI),
+    ('"schedule"', None),
+    ('"DECOY"', None),
+    ('""', None),
+    ("7", None),
+    ("null", None),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), MARKER_TRIGGERS)
+def test_review_markers_read_every_trigger_and_survive_unknown_ones(
+    raw: str, expected: Trigger | None
+) -> None:
+    line = (
+        '<!-- revbot:review {"findings":2,"head_sha":"' + HEAD + '","issued_at":1.5,'
+        '"trigger":' + raw + ',"verdict":"REQUEST_CHANGES"} -->'
+    )
+    marker = ReviewMarker.read(f"body\n{line}")
+    assert marker == ReviewMarker(
+        head_sha=HEAD, trigger=expected, verdict="REQUEST_CHANGES", findings=2, issued_at=1.5
+    )
+    if expected is not None:
+        assert marker.encode() == line  # byte-identical to what older versions wrote
+
+
+def test_the_trigger_table_covers_every_trigger() -> None:
+    assert {t for _, t in MARKER_TRIGGERS} - {None} == set(Trigger)
 
 
 def test_check_run_outcome_follows_the_worst_finding() -> None:

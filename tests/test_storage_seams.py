@@ -19,9 +19,10 @@ DIALECT_QUESTIONS = re.compile(
 BACKENDS = {"store/connect.py", "store/sqlite.py", "store/sqlite_writer.py", "store/postgres.py"}
 # Not questions about the running store, each for its reason:
 ALLOWED = {
-    # the settings edge: DATABASE_URL's accepted spellings and sslmode, checked at load so that a
-    # bad URL exits 2 naming it; and the Heroku check that refuses an ephemeral SQLite file
-    "config.py": {'"sqlite"', "is_sqlite"},
+    # DATABASE_URL's accepted spellings, sslmode and the Heroku dyno check, as pure string work:
+    # ``config`` checks a URL with it at load (a bad one exits 2 naming it) before any store
+    # exists, so it cannot be a backend module (``app.store`` imports ``app.config``)
+    "dburl.py": {"is_sqlite", "get_backend_name", '"sqlite"'},
     # the schema's declarative per-dialect column type (one table definition for both)
     "store/schema.py": {'"sqlite"'},
 }

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.review.markers import ReviewMarker
+from app.review.markers import ReviewMarker, Trigger
 from app.usecases.review import review_pull
 from tests.recording_github import IDENTITY, REPO, RecordingGitHub, make_bot, pull, repo_config
 
@@ -32,7 +32,9 @@ def blobs(document: Any) -> dict[str, Any]:
 
 
 def bot_review_of_head(*, issued_at: float) -> dict[str, Any]:
-    marker = ReviewMarker(head_sha=HEAD, trigger="decoy", verdict="APPROVE", findings=0, issued_at=issued_at)
+    marker = ReviewMarker(
+        head_sha=HEAD, trigger=Trigger.DECOY, verdict="APPROVE", findings=0, issued_at=issued_at
+    )
     return {
         "id": 5,
         "user": {"login": IDENTITY.bot_login},
@@ -80,18 +82,19 @@ def github(
 @pytest.mark.parametrize(
     ("situation", "approve", "trigger", "writes", "event"),
     [
-        ("new", True, "decoy", [CREATE_CHECK_RUN, POST_REVIEW, FINISH_CHECK_RUN], "APPROVE"),
-        ("new", False, "decoy", [CREATE_CHECK_RUN, POST_REVIEW, FINISH_CHECK_RUN], "COMMENT"),  # no approvals
-        ("closed", True, "decoy", [], None),
+        ("new", True, Trigger.DECOY, [CREATE_CHECK_RUN, POST_REVIEW, FINISH_CHECK_RUN], "APPROVE"),
+        # no approvals
+        ("new", False, Trigger.DECOY, [CREATE_CHECK_RUN, POST_REVIEW, FINISH_CHECK_RUN], "COMMENT"),
+        ("closed", True, Trigger.DECOY, [], None),
         # a trigger that arrived before the review of this head was posted coalesces into it
-        ("reviewed", True, "mention", [], None),
-        ("reviewed", True, "decoy", [DROP_DECOY], None),  # ... and a decoy request is still dropped
-        ("reviewed later", True, "mention", [], None),  # an approved head has nothing new to say
-        ("reviewed later", True, "rerun", [CREATE_CHECK_RUN, POST_REVIEW, FINISH_CHECK_RUN], "APPROVE"),
+        ("reviewed", True, Trigger.MENTION, [], None),
+        ("reviewed", True, Trigger.DECOY, [DROP_DECOY], None),  # ... and a decoy request is still dropped
+        ("reviewed later", True, Trigger.MENTION, [], None),  # an approved head has nothing new to say
+        ("reviewed later", True, Trigger.RERUN, [CREATE_CHECK_RUN, POST_REVIEW, FINISH_CHECK_RUN], "APPROVE"),
     ],
 )
 async def test_review_pull(
-    situation: str, approve: bool, trigger: str, writes: list[tuple[str, str]], event: str | None
+    situation: str, approve: bool, trigger: Trigger, writes: list[tuple[str, str]], event: str | None
 ) -> None:
     received_at = 100.0
     reviews = {
@@ -106,7 +109,7 @@ async def test_review_pull(
         pr_number=1,
         trigger=trigger,
         received_at=received_at,
-        force=trigger == "rerun",
+        force=trigger == Trigger.RERUN,
     )
     assert gh.writes() == writes
     posted = [c.data for c in gh.calls if (c.method, c.path) == POST_REVIEW]

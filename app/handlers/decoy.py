@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import github
 from ..events import ReviewEvent
 from ..guards import is_bot_login
-from ..review.markers import ReviewMarker
+from ..review.markers import ReviewMarker, Trigger
 from ..usecases.decoy import drop_decoy
 from .concern import OrderedRouter
 from .context import Context, accepts_own_events
@@ -24,7 +24,7 @@ async def on_own_review_submitted(event: ReviewEvent, ctx: Context) -> None:
     if event.repo is None or not is_bot_login(event.reviewer_login, ctx.bot.identity):
         return
     marker = ReviewMarker.read(event.body)
-    if marker is None or marker.trigger != "decoy":
+    if marker is None or marker.trigger != Trigger.DECOY:
         return
     pull = await github.get_pull(ctx.gh, repo=event.repo, pr_number=event.pr_number)
     await drop_decoy(ctx.gh, ctx.bot, repo=event.repo, pr_number=event.pr_number, pull=pull)

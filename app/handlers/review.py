@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import github
 from ..events import CheckRunEvent, PullRequestEvent
+from ..review.markers import Trigger
 from ..usecases.review import check_name, review_pull
 from .concern import OrderedRouter
 from .context import Context
@@ -26,12 +27,12 @@ async def on_review_requested(event: PullRequestEvent, ctx: Context) -> None:
     if event.requested_reviewer is not None:
         if event.requested_reviewer.casefold() != identity.decoy_login.casefold():
             return
-        trigger = "decoy"
+        trigger = Trigger.DECOY
     elif event.requested_team is not None:
         config = await ctx.bot.repo_configs.get(ctx.gh, repo=event.repo, slug=identity.slug)
         if event.requested_team.casefold() not in {t.casefold() for t in config.review.teams}:
             return
-        trigger = "team"
+        trigger = Trigger.TEAM
     else:
         return
     await github.react(ctx.gh, repo=event.repo, target="pull", target_id=event.pr_number, content="eyes")
@@ -58,7 +59,7 @@ async def on_opened(event: PullRequestEvent, ctx: Context) -> None:
             ctx.bot,
             repo=event.repo,
             pr_number=event.pr_number,
-            trigger="auto",
+            trigger=Trigger.AUTO,
             received_at=ctx.received_at,
         )
 
@@ -75,7 +76,7 @@ async def on_push(event: PullRequestEvent, ctx: Context) -> None:
             ctx.bot,
             repo=event.repo,
             pr_number=event.pr_number,
-            trigger="push",
+            trigger=Trigger.PUSH,
             received_at=ctx.received_at,
             only_if_blocked=True,
         )
@@ -96,7 +97,7 @@ async def on_rerun(event: CheckRunEvent, ctx: Context) -> None:
             ctx.bot,
             repo=event.repo,
             pr_number=pr_number,
-            trigger="rerun",
+            trigger=Trigger.RERUN,
             received_at=ctx.received_at,
             force=True,
         )

@@ -16,6 +16,7 @@ never be read as the bot's own.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import re
@@ -23,6 +24,27 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 PREFIX = "revbot"
+
+
+class Trigger(enum.StrEnum):
+    """What asked for a review; persisted in every review marker, so values never change."""
+
+    DECOY = "decoy"  # the decoy reviewer was requested
+    TEAM = "team"  # a configured team was requested
+    MENTION = "mention"  # ``@slug review``
+    RERUN = "rerun"  # the check run's "Re-run"
+    AUTO = "auto"  # opened / ready for review, with automatic review on
+    PUSH = "push"  # new commits on a PR the bot blocks
+    OVERRULE = "overrule"  # a finding was overruled (usecases.disputes)
+    CLI = "cli"  # ``python -m app review`` (printed, never posted)
+
+    @classmethod
+    def parse(cls, value: object) -> Trigger | None:
+        """The trigger a marker names; ``None`` for one this version does not know (a newer
+        version wrote it): the rest of the marker still counts, so its head is not reviewed twice."""
+        return cls(value) if isinstance(value, str) and value in cls._value2member_map_ else None
+
+
 _MARKER_LINE = re.compile(r"<!-- " + PREFIX + r":(?P<kind>[a-z-]+) (?P<data>\{.*\}) -->")
 # CommonMark: a fence opens with 3+ backticks or tildes (indented at most 3 spaces) and closes with
 # a run of the same character at least as long.
@@ -101,7 +123,7 @@ class ReviewMarker:
     """Carried by every review the bot posts."""
 
     head_sha: str
-    trigger: str  # decoy | team | mention | rerun | auto | push
+    trigger: Trigger | None  # None: a value this version does not know (see Trigger.parse)
     verdict: str  # the GitHub review event that was posted
     findings: int
     issued_at: float = 0.0  # epoch seconds, sub-second (GitHub's submitted_at has whole seconds)
@@ -119,7 +141,7 @@ class ReviewMarker:
         try:
             return cls(
                 head_sha=str(data["head_sha"]),
-                trigger=str(data["trigger"]),
+                trigger=Trigger.parse(data["trigger"]),
                 verdict=str(data["verdict"]),
                 findings=int(data["findings"]),
                 issued_at=float(data.get("issued_at", 0.0)),

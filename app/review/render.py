@@ -23,7 +23,7 @@ from typing import Any
 
 from .analyzers.injection import PR_BODY_PATH
 from .analyzers.secrets import redact_secrets
-from .markers import FindingMarker, ReviewMarker, problem_key
+from .markers import FindingMarker, ReviewMarker, Trigger, problem_key
 from .model import Finding, ReviewResult, Severity, Verdict
 from .overrule import Overrule
 
@@ -205,7 +205,7 @@ def plan_review(
     head_sha: str,
     commentable: Mapping[str, frozenset[int]],
     policy: Policy,
-    trigger: str,
+    trigger: Trigger,
     bot_name: str,
     rereview: Rereview | None = None,
     issued_at: float = 0.0,
@@ -278,7 +278,7 @@ def render_body(
     inline: list[Finding],
     in_body: list[Finding],
     head_sha: str,
-    trigger: str,
+    trigger: Trigger,
     bot_name: str,
     policy: Policy,
     rereview: Rereview | None = None,

@@ -11,6 +11,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..config import DEFAULT_POOL_SIZE
+from ..dburl import is_sqlite
 from . import postgres, sqlite
 from .backend import Backend
 from .postgres import PostgresBackend, describe
@@ -20,8 +21,8 @@ from .sqlite import SqliteBackend
 def open_backend(
     url: str, *, sqlite_synchronous: str = "FULL", pool_size: int = DEFAULT_POOL_SIZE
 ) -> Backend:
-    """The backend for a SQLAlchemy async URL (``config.async_database_url`` makes one)."""
-    if make_url(url).get_backend_name() == "sqlite":
+    """The backend for a SQLAlchemy async URL (``dburl.async_database_url`` makes one)."""
+    if is_sqlite(url):
         return SqliteBackend(url, sqlite_synchronous=sqlite_synchronous)
     return PostgresBackend(url, pool_size=pool_size)
 
@@ -29,13 +30,13 @@ def open_backend(
 def read_only_engine(url: str) -> AsyncEngine:
     """An engine that never creates or changes anything (``doctor``); FileNotFoundError names a
     SQLite file that does not exist yet."""
-    if make_url(url).get_backend_name() == "sqlite":
+    if is_sqlite(url):
         return sqlite.read_only_engine(url)
     return postgres.read_only_engine(url)
 
 
 def describe_database(url: str) -> str:
     """Where the database is, without its password (also before a backend could be opened)."""
-    if make_url(url).get_backend_name() == "sqlite":
+    if is_sqlite(url):
         return f"SQLite {make_url(url).database}"
     return describe(url)

@@ -16,7 +16,7 @@ from ..commands import HELP_TEXT, Command, parse_command, parse_forget
 from ..events import IssueCommentEvent, ReviewCommentEvent
 from ..github import GitHubClient
 from ..guards import is_bot_login, may_ask
-from ..review.markers import carries, encode
+from ..review.markers import Trigger, carries, encode
 from .bot import Bot
 from .disputes import forget_text, learnings_text, take_thumbs_down
 from .readiness import evaluate
@@ -58,7 +58,7 @@ async def answer_command(
     match command:
         case Command.REVIEW:
             await review_pull(
-                gh, bot, repo=repo, pr_number=pr_number, trigger="mention", received_at=received_at
+                gh, bot, repo=repo, pr_number=pr_number, trigger=Trigger.MENTION, received_at=received_at
             )
         case Command.RESOLVE:
             await take_thumbs_down(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)

@@ -19,6 +19,7 @@ from .. import github
 from ..commands import Dispute
 from ..github import GitHubClient
 from ..review import render
+from ..review.markers import Trigger
 from ..review.model import Severity
 from ..review.overrule import Role, may_overrule, severity_named
 from .bot import Bot
@@ -27,8 +28,6 @@ from .review import review_pull
 from .threads import open_bot_threads, say_in_thread
 
 log = logging.getLogger(__name__)
-
-OVERRULE_TRIGGER = "overrule"
 
 
 def refusal(login: str, role: Role, severity: Severity, slug: str) -> str:
@@ -104,7 +103,7 @@ async def dispute_finding(
             bot,
             repo=repo,
             pr_number=pr_number,
-            trigger=OVERRULE_TRIGGER,
+            trigger=Trigger.OVERRULE,
             received_at=received_at,
             force=True,
             only_if_blocked=True,
@@ -125,7 +124,7 @@ async def take_thumbs_down(
             bot,
             repo=repo,
             pr_number=pr_number,
-            trigger=OVERRULE_TRIGGER,
+            trigger=Trigger.OVERRULE,
             received_at=received_at,
             force=True,
             only_if_blocked=True,

@@ -26,7 +26,7 @@ from ..guards import BotIdentity, is_bot_login
 from ..review import decide, render
 from ..review.diff import parse_patch
 from ..review.learnings import Learning, prompt_context
-from ..review.markers import FindingMarker, ReviewMarker
+from ..review.markers import FindingMarker, ReviewMarker, Trigger
 from ..review.model import ModelInputs, ModelOptions, PriorFinding, PullContext, ReviewResult, Verdict
 from ..review.overrule import Overrule, withdraw
 from .bot import Bot
@@ -61,7 +61,7 @@ def plan_for(
     pull_context: PullContext,
     *,
     policy: render.Policy,
-    trigger: str,
+    trigger: Trigger,
     identity: BotIdentity,
     rereview: render.Rereview | None = None,
     inline: bool = True,
@@ -88,7 +88,7 @@ async def review_pull(
     *,
     repo: str,
     pr_number: int,
-    trigger: str,
+    trigger: Trigger,
     received_at: float,
     force: bool = False,
     only_if_blocked: bool = False,
@@ -123,7 +123,7 @@ async def review_pull(
         window=config.review.coalesce_seconds,
     ):
         log.info("head %s already reviewed; trigger %s coalesces into it", head_sha[:12], trigger)
-        if trigger == "decoy":
+        if trigger == Trigger.DECOY:
             await drop_decoy(gh, bot, repo=repo, pr_number=pr_number, pull=pull)
         return
     check_run_id = (
