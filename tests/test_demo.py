@@ -376,6 +376,7 @@ def test_the_html_page_escapes_what_the_pull_request_says() -> None:
     assert "revbot:note" not in rendered
 
 
+@pytest.mark.slow
 def test_the_ready_page_shows_the_readiness_comment_and_check(demo: Callable[[str], Run]) -> None:
     run = demo("ready")
     assert run.returncode == 0, run.stdout + run.stderr

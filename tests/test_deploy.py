@@ -205,6 +205,7 @@ def install_sets() -> dict[str, dict[str, str]]:
     return {"docker": docker, "heroku": pinned(ROOT / "requirements.txt"), "fly": docker}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("platform", ["docker", "heroku", "fly"])
 def test_every_platform_installs_the_model_sdks_and_they_import(platform: str) -> None:
     """REVIEWER=llm with no file edited: each platform's install set holds both SDKs and what they

@@ -89,6 +89,7 @@ async def blocked(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
     bot.assert_conforms()
 
 
+@pytest.mark.slow
 async def test_a_maintainer_overruling_the_last_blocker_gets_one_approval(
     blocked: tuple[BotHarness, int],
 ) -> None:
@@ -113,6 +114,7 @@ async def test_a_maintainer_overruling_the_last_blocker_gets_one_approval(
     assert any(c.path == f"/repos/{REPO}/collaborators/{MAINTAINER}/permission" for c in bot.fake.calls)
 
 
+@pytest.mark.slow
 async def test_the_same_dispute_by_the_author_alone_changes_nothing(blocked: tuple[BotHarness, int]) -> None:
     bot, number = blocked
     _, root, _ = bot_thread(bot, number)
@@ -128,6 +130,7 @@ async def test_the_same_dispute_by_the_author_alone_changes_nothing(blocked: tup
     assert bot_thread(bot, number)[2] is False
 
 
+@pytest.mark.slow
 async def test_someone_without_write_access_cannot_overrule(blocked: tuple[BotHarness, int]) -> None:
     bot, number = blocked
     _, root, _ = bot_thread(bot, number)
@@ -138,6 +141,7 @@ async def test_someone_without_write_access_cannot_overrule(blocked: tuple[BotHa
     assert "only people with write access" in said.body["body"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("blocked", [{"REVIEW_APPROVE": "false"}], indirect=True)
 async def test_with_approval_disabled_the_overruled_block_is_dismissed(
     blocked: tuple[BotHarness, int],
@@ -152,6 +156,7 @@ async def test_with_approval_disabled_the_overruled_block_is_dismissed(
     assert bot.fake.review_decision(REPO, number) is None
 
 
+@pytest.mark.slow
 async def test_a_thumbs_down_counts_when_the_bot_next_looks_at_its_threads(
     blocked: tuple[BotHarness, int],
 ) -> None:
@@ -175,6 +180,7 @@ async def test_a_thumbs_down_counts_when_the_bot_next_looks_at_its_threads(
     assert bot_thread(bot, number)[2] is True
 
 
+@pytest.mark.slow
 async def test_the_author_may_overrule_a_concern_without_a_new_review(tmp_path: Path) -> None:
     bot = await start(tmp_path)
     try:
@@ -196,6 +202,7 @@ async def test_the_author_may_overrule_a_concern_without_a_new_review(tmp_path: 
     bot.assert_conforms()
 
 
+@pytest.mark.slow
 async def test_a_remembered_dispute_keeps_the_finding_out_of_the_next_pull_request_until_forgotten(
     tmp_path: Path,
 ) -> None:

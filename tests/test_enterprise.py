@@ -49,6 +49,7 @@ async def test_the_fake_answers_the_api_only_under_the_enterprise_prefixes(enter
     enterprise.fake.problems.clear()
 
 
+@pytest.mark.slow
 async def test_review_rereview_and_thread_resolution_on_enterprise_server(enterprise: BotHarness) -> None:
     bot = enterprise
     assert bot.env()["GITHUB_API_URL"] == f"http://127.0.0.1:{bot.fake_port}/api/v3"

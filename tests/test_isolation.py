@@ -97,6 +97,7 @@ async def pool() -> AsyncIterator[ProcessPool]:
 # --- the pool -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_child_sees_no_secret_of_the_server_and_lives_in_its_own_directory(
     pool: ProcessPool, secrets_in_environment: list[str]
 ) -> None:
@@ -118,6 +119,7 @@ async def test_a_child_sees_no_secret_of_the_server_and_lives_in_its_own_directo
     assert seen.limits["cpu"] != -1  # a CPU budget is set for the job
 
 
+@pytest.mark.slow
 async def test_the_deadline_kills_the_child_and_a_new_one_takes_its_place(tmp_path: Path) -> None:
     boundary = ProcessPool(Limits(workers=1, deadline_seconds=0.5))
     try:
@@ -135,6 +137,7 @@ async def test_the_deadline_kills_the_child_and_a_new_one_takes_its_place(tmp_pa
         boundary.close()
 
 
+@pytest.mark.slow
 async def test_cpu_and_memory_limits_are_answers(pool: ProcessPool) -> None:
     spun = await pool.run(Spin())
     assert isinstance(spun, Tripped) and spun.limit is Limit.CPU
@@ -145,6 +148,7 @@ async def test_cpu_and_memory_limits_are_answers(pool: ProcessPool) -> None:
     assert await pool.run(Echo(3)) == 3
 
 
+@pytest.mark.slow
 async def test_a_file_over_the_size_limit_is_an_answer() -> None:
     boundary = ProcessPool(Limits(workers=1, file_size_mb=1))
     try:
@@ -181,6 +185,7 @@ def hostile_repo(tmp_path: Path, pre_commit: str) -> Path:
     return repo
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(HOSTILE))
 def test_review_git_on_a_hostile_pull_request_ends_at_its_limits_with_notes(
     tmp_path: Path, variant: str, secrets_in_environment: list[str]
@@ -250,6 +255,7 @@ def peak_rss_mb() -> float:
     raise AssertionError("no VmHWM")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["backtracking", "alias-bomb"])
 async def test_serve_answers_deliveries_while_a_hostile_review_is_held_and_then_posts_its_limits(
     tmp_path: Path, variant: str, secrets_in_environment: list[str], caplog: pytest.LogCaptureFixture
@@ -335,6 +341,7 @@ async def test_ruffs_stderr_reaches_neither_the_log_nor_the_review(
     assert "quoted-back" not in said
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "value"),
     [

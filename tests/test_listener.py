@@ -115,6 +115,7 @@ async def test_headers_sent_too_slowly_are_cut_off(serve: Callable[..., Awaitabl
     assert server.site.guard.counts["header_timeout"] == 1
 
 
+@pytest.mark.slow
 async def test_an_idle_connection_is_closed_after_the_keepalive_timeout(
     serve: Callable[..., Awaitable[Server]],
 ) -> None:

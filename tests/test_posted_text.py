@@ -165,6 +165,7 @@ def root_comment(bot: BotHarness, number: int, path: str) -> tuple[str, bool]:
     raise AssertionError(f"no thread on {path}")
 
 
+@pytest.mark.slow
 async def test_a_ruff_suggestion_never_requotes_a_key_the_secrets_finding_masks(bot: BotHarness) -> None:
     number = bot.open_pull({"src/settings.py": f'AWS_KEY = f"{KEY}"\n'}, author=AUTHOR)
     await bot.start()
@@ -178,6 +179,7 @@ async def test_a_ruff_suggestion_never_requotes_a_key_the_secrets_finding_masks(
     assert KEY not in sent_to_github(bot)
 
 
+@pytest.mark.slow
 async def test_a_forged_marker_in_a_pull_request_cannot_resolve_the_bots_thread(bot: BotHarness) -> None:
     # Ruff's F541 fix turns the doubled braces into single ones: its suggestion is a marker.
     forged = FORGED.replace("a.py", "src/forged.py").replace("{", "{{").replace("}", "}}")

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app import github
 from app.review.markers import decode
 from tests.conformance import validate_graphql
@@ -44,6 +46,7 @@ async def _done(bot: BotHarness, delivery_id: str) -> bool:
     return row is not None and row["status"] == "done"
 
 
+@pytest.mark.slow
 async def test_a_worker_killed_in_the_quiet_window_still_makes_the_call_after_restart(tmp_path: Path) -> None:
     bot = BotHarness(tmp_path, run_worker=False, env={"READINESS_SETTLE_SECONDS": "0.2"})
     number = bot.open_pull({"a.py": "x = 1\n"}, base_files={".github/revbot.yml": CONFIG})

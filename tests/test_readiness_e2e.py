@@ -111,6 +111,7 @@ async def green(bot: Bot, number: int, *names: str) -> None:
     await bot.h.drain()
 
 
+@pytest.mark.slow
 async def test_reviewed_fixed_approved_green_and_quiet_is_one_ready_comment_and_a_success_check(
     bot: Bot,
 ) -> None:
@@ -141,6 +142,7 @@ async def ready_but_quiet(bot: Bot) -> int:
     return number
 
 
+@pytest.mark.slow
 async def test_a_push_restarts_it_waiting_for_ci_then_blocked_on_the_failing_check_then_ready(
     bot: Bot,
 ) -> None:
@@ -177,6 +179,7 @@ async def test_a_push_restarts_it_waiting_for_ci_then_blocked_on_the_failing_che
 HOLDS = ["human thread", "conflict", "requested reviewer", "reviewer bot's eyes"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hold", HOLDS)
 async def test_each_hold_keeps_the_call_with_its_reason_named(bot: Bot, hold: str) -> None:
     number = await ready_but_quiet(bot)
@@ -207,6 +210,7 @@ async def test_each_hold_keeps_the_call_with_its_reason_named(bot: Bot, hold: st
         assert bot.check(number)[0] == "success"
 
 
+@pytest.mark.slow
 async def test_a_burst_of_100_check_runs_is_one_edit_per_settled_state(bot: Bot) -> None:
     number = await ready_but_quiet(bot)
     edits = bot.comment_edits()
@@ -224,6 +228,7 @@ async def test_a_burst_of_100_check_runs_is_one_edit_per_settled_state(bot: Bot)
     assert bot.headline(number).startswith("✅ Looks merge-ready — 51 check(s) passed")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["closed", "merged"])
 async def test_nothing_runs_for_a_closed_or_merged_pull_request(bot: Bot, how: str) -> None:
     number = await reviewed_and_fixed(bot)
@@ -240,6 +245,7 @@ async def test_nothing_runs_for_a_closed_or_merged_pull_request(bot: Bot, how: s
     assert await bot.h.timers() == []
 
 
+@pytest.mark.slow
 async def test_its_own_check_run_and_comment_echoes_wake_nothing(bot: Bot) -> None:
     number = await ready_but_quiet(bot)
     await bot.tick(QUIET)
@@ -259,6 +265,7 @@ async def test_its_own_check_run_and_comment_echoes_wake_nothing(bot: Bot) -> No
     assert bot.comment_edits() == edits
 
 
+@pytest.mark.slow
 async def test_status_answers_at_once_in_the_same_words(bot: Bot) -> None:
     number = await ready_but_quiet(bot)
     await bot.fake.comment(REPO, number, "@revbot status", by=AUTHOR)
@@ -274,6 +281,7 @@ async def test_status_answers_at_once_in_the_same_words(bot: Bot) -> None:
     assert reply.startswith("⏳ Waiting — a quiet window")  # asking is not activity
 
 
+@pytest.mark.slow
 async def test_a_missing_permission_is_said_instead_of_guessed(bot: Bot) -> None:
     del bot.fake.shapes.app_info.permissions["statuses"]
     number = await reviewed_and_fixed(bot)
@@ -285,6 +293,7 @@ async def test_a_missing_permission_is_said_instead_of_guessed(bot: Bot) -> None
     )
 
 
+@pytest.mark.slow
 async def test_a_pull_request_turned_draft_again_does_not_keep_a_ready_call(bot: Bot) -> None:
     number = await ready_but_quiet(bot)
     await bot.tick(QUIET)
@@ -301,6 +310,7 @@ async def test_a_pull_request_turned_draft_again_does_not_keep_a_ready_call(bot:
     assert bot.check(number)[0] == "neutral"
 
 
+@pytest.mark.slow
 async def test_mergeability_github_has_not_computed_is_waited_for_then_read_again(bot: Bot) -> None:
     number = await reviewed_and_fixed(bot)
     await green(bot, number, "test")

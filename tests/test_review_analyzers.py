@@ -264,6 +264,7 @@ async def test_files_ruff_cannot_see_are_reported_as_not_checked() -> None:
     assert output.incomplete
 
 
+@pytest.mark.slow
 async def test_a_ruff_that_hangs_is_killed_and_the_files_marked_unchecked() -> None:
     sleeper = PythonAnalyzer(time_limit=0.3, command=[sys.executable, "-c", "import time; time.sleep(30)"])
     output = await run(sleeper, under_review("m.py", None, "x = 1\n", read=True))

@@ -205,6 +205,7 @@ class _Unfinished:
         )
 
 
+@pytest.mark.slow
 async def test_a_check_that_could_not_run_prevents_approval() -> None:
     result = await BuiltinReviewer([_Unfinished()]).review(pull([changed("m.py", None, "x = 1\n")]))
     assert result.verdict is Verdict.COMMENT

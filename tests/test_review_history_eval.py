@@ -146,6 +146,7 @@ def build(tmp_path: Path) -> tuple[Repo, dict[str, str]]:
     return repo, c
 
 
+@pytest.mark.slow
 async def test_mines_the_pairs_and_scores_the_builtin_reviewer_exactly(tmp_path: Path) -> None:
     repo, c = build(tmp_path)
     mined = await mine(repo.path)
@@ -196,6 +197,7 @@ async def test_mines_the_pairs_and_scores_the_builtin_reviewer_exactly(tmp_path:
     assert totals["ordinary_commits"]["per_100_commits"] == {"blocker": 0.0, "concern": 0.0}
 
 
+@pytest.mark.slow
 async def test_listed_pairs_and_the_limit(tmp_path: Path) -> None:
     repo, c = build(tmp_path)
     listing = f"# intro\tfix\n{c['mean'][:10]}\t{c['mean-fix']}\tnote\n\n{c['base']}\tdeadbeef\n"
@@ -208,6 +210,7 @@ async def test_listed_pairs_and_the_limit(tmp_path: Path) -> None:
     assert limited.dropped[Drop.LIMIT] >= 1
 
 
+@pytest.mark.slow
 def test_the_command_prints_pairs_then_totals_and_json(tmp_path: Path) -> None:
     repo, c = build(tmp_path)
     command = [sys.executable, "-m", "app", "eval", "--history", str(repo.path), "--commits", "2"]

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.review.analyzers import catalogue, default_analyzers, file_level_rules
 from app.review.rules import rules_markdown
 
@@ -19,6 +21,7 @@ def test_the_readme_table_is_the_generated_catalogue() -> None:
     assert text[start + len("<!-- rules:start -->\n") : end] == rules_markdown()
 
 
+@pytest.mark.slow
 def test_python_m_app_rules_prints_it() -> None:
     done = subprocess.run([sys.executable, "-m", "app", "rules"], capture_output=True, text=True, check=True)
     assert done.stdout == rules_markdown()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from app.review.engine import BuiltinReviewer
 from app.review.model import ModelInputs, PullContext, ThreadQuestion
 
@@ -47,11 +49,13 @@ def engine_imports(tree: ast.Module) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_no_module_probes_which_reviewer_it_holds() -> None:
     found = {name: hits for name, tree in modules() if (hits := probes(tree))}
     assert found == {}
 
 
+@pytest.mark.slow
 def test_only_the_choosers_name_an_engine() -> None:
     found = {
         name: hits

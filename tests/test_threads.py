@@ -124,6 +124,7 @@ async def test_an_argument_is_not_a_fix(reviewed: tuple[BotHarness, int]) -> Non
     assert replies(bot) == [] and resolutions(bot) == []
 
 
+@pytest.mark.slow
 async def test_the_author_disputing_a_blocker_is_told_once_who_can_overrule_it(
     reviewed: tuple[BotHarness, int],
 ) -> None:

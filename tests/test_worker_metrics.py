@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from tests.conftest import until
 from tests.harness import REPO, BotHarness, free_port
@@ -36,6 +37,7 @@ def sample(text: str, name: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
+@pytest.mark.slow
 async def test_a_separate_worker_serves_its_own_metrics(tmp_path: Path) -> None:
     web = BotHarness(tmp_path, run_worker=False, env={"METRICS_TOKEN": TOKEN})
     number = web.open_pull({"src/a.py": "x = 1\n"})
@@ -73,6 +75,7 @@ async def test_a_separate_worker_serves_its_own_metrics(tmp_path: Path) -> None:
     web.assert_conforms()
 
 
+@pytest.mark.slow
 def test_a_worker_metrics_port_in_use_stops_the_start_with_one_line(tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -93,6 +96,7 @@ def test_a_worker_metrics_port_in_use_stops_the_start_with_one_line(tmp_path: Pa
     assert re.fullmatch(r"revbot: cannot listen on 127\.0\.0\.1:\d+: address already in use\n", said)
 
 
+@pytest.mark.slow
 def test_a_bad_worker_metrics_port_exits_2_naming_it(tmp_path: Path) -> None:
     env = {**os.environ, **BotHarness(tmp_path).env(), "WORKER_METRICS_PORT": "70000"}
     done = subprocess.run(
