@@ -97,18 +97,23 @@ async def dispute_finding(
         learn_problem=problem,
     )
     if severity is Severity.BLOCKER:
-        # The same re-decision a fix gets; nothing is posted unless the block goes.
-        await review_pull(
-            gh,
-            bot,
-            repo=repo,
-            pr_number=pr_number,
-            trigger=Trigger.OVERRULE,
-            received_at=received_at,
-            force=True,
-            only_if_blocked=True,
-            only_if_unblocks=True,
-        )
+        await redecide(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
+
+
+async def redecide(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, received_at: float) -> None:
+    """The re-decision a fix gets, after a blocker was overruled: nothing is posted unless the
+    block goes."""
+    await review_pull(
+        gh,
+        bot,
+        repo=repo,
+        pr_number=pr_number,
+        trigger=Trigger.OVERRULE,
+        received_at=received_at,
+        force=True,
+        only_if_blocked=True,
+        only_if_unblocks=True,
+    )
 
 
 async def take_thumbs_down(
@@ -119,17 +124,7 @@ async def take_thumbs_down(
     comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
     taken = await take_reactions(gh, bot, repo=repo, pr_number=pr_number, comments=comments)
     if any(severity_named(o.severity) is Severity.BLOCKER for o in taken):
-        await review_pull(
-            gh,
-            bot,
-            repo=repo,
-            pr_number=pr_number,
-            trigger=Trigger.OVERRULE,
-            received_at=received_at,
-            force=True,
-            only_if_blocked=True,
-            only_if_unblocks=True,
-        )
+        await redecide(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
 
 
 async def learnings_text(bot: Bot, *, repo: str) -> str:
