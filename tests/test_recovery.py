@@ -7,6 +7,7 @@ down, let deliveries fail, and check what the sweep recovers, through the same l
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -161,7 +162,9 @@ async def test_the_sweep_pages_through_the_log_and_stops_where_it_read_before(do
         await recovery._save(newest + OVERLAP_SECONDS + 2)
         counts = await recovery.sweep()
         assert counts is not None and counts.read == 0
-        await recovery._save(newest + OVERLAP_SECONDS - 5)
+        # From the oldest attempt's stamp, however long sending the 130 took: all of them again.
+        oldest = math.floor(bot.fake.hooks.deliveries[0].delivered_at)
+        await recovery._save(oldest + OVERLAP_SECONDS)
         counts = await recovery.sweep()
         assert counts is not None and counts.read == 130 and counts.already_recorded == 130
         # Never further back than the 3 days GitHub keeps, however old the cursor.
