@@ -1,7 +1,8 @@
 """``python -m app doctor``: is this deployment healthy? Read-only: it never creates a database,
 a table or a setting; it only reads and says what is wrong and where to fix it.
 
-Checks: the settings; the database (reachable, schema, what the queue holds); the App on GitHub
+Checks: the settings; the database (reachable, schema, what the queue holds); an analysis
+process (it starts, and with no network); the App on GitHub
 (authenticates; granted permissions and subscribed events against ``app.yml``); the App's
 webhook (URL, secret, content type); recent deliveries from GitHub's log; and the running bot's
 ``/metrics`` endpoint; with ``REVIEWER=llm``, one tiny timed request to the model provider.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import aiohttp
@@ -21,7 +22,7 @@ from sqlalchemy import func, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from .auth import AppJWT
-from .config import Settings, ephemeral_sqlite_problem
+from .config import AnalysisSettings, Settings, ephemeral_sqlite_problem
 from .github import AppClient
 from .recovery import github_time, never_delivered, succeeded
 from .store import SCHEMA_VERSION, deliveries, read_only_engine, schema_version
@@ -207,6 +208,27 @@ async def check_llm(settings: Settings) -> Check:
     return Check("llm", "ok", f"{settings.llm_model} at {where} answered in {seconds:.2f}s ({said!r})")
 
 
+async def check_analysis(settings: AnalysisSettings) -> Check:
+    """One analysis process started as ``serve`` starts them: does it, and has it a network?"""
+    from .review.isolation.pool import AnalysisError, ProcessPool, limits_of
+
+    pool = ProcessPool(replace(limits_of(settings), workers=1))
+    try:
+        network = await pool.network()
+    except AnalysisError as exc:
+        return Check("analysis", "FAIL", f"an analysis process does not start: {exc}")
+    finally:
+        pool.close()
+    if not network.offline:
+        return Check(
+            "analysis",
+            "warn",
+            f"analysis processes share this host's network ({network.why}); "
+            "allow network namespaces (unshare) to take it from them",
+        )
+    return Check("analysis", "ok", "analysis processes start, bounded, with no network")
+
+
 async def run_checks(
     settings: Settings,
     pem: str,
@@ -220,6 +242,7 @@ async def run_checks(
     if problem is not None:
         checks.append(Check("settings", "FAIL", str(problem)))
     checks.append(await check_database(settings))
+    checks.append(await check_analysis(settings))
     if settings.reviewer == "llm":
         checks.append(await check_llm(settings))
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=15)) as session:

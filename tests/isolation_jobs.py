@@ -128,3 +128,21 @@ class Write:
         with stage("write", "`writing`", "it was not done"), open("big", "wb") as out:  # noqa: ASYNC230
             out.write(b"x" * (self.megabytes * 1024 * 1024))
         return self.megabytes
+
+
+@dataclass(frozen=True, slots=True)
+class Dial:
+    """Tries a TCP connection to a port of this machine's loopback: ``connected`` or the error."""
+
+    port: int
+
+    def result_type(self) -> type[str]:
+        return str
+
+    async def run(self) -> str:
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.port), 30)
+        except OSError as exc:
+            return os.strerror(exc.errno) if exc.errno else str(exc)
+        writer.close()
+        return "connected"

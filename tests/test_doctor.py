@@ -61,6 +61,7 @@ async def test_a_healthy_deployment_passes_every_check(bot: BotHarness) -> None:
     assert set(found) == {
         "settings",
         "database",
+        "analysis",
         "github",
         "permissions and events",
         "webhook url",
@@ -132,6 +133,7 @@ async def test_github_unreachable_fails_and_stops_there(tmp_path: Path, private_
         ("settings", "ok"),
         ("settings", "FAIL"),
         ("database", "warn"),
+        ("analysis", "ok"),
         ("github", "FAIL"),
     ]
     assert not (tmp_path / "none").exists()  # read-only: not even the directory

@@ -25,9 +25,9 @@ import pytest
 from app.review.analyzers import default_analyzers
 from app.review.engine import BuiltinReviewer
 from app.review.isolation.limits import Limit, Limits, Tripped
-from app.review.isolation.pool import ProcessPool
+from app.review.isolation.pool import Network, ProcessPool
 from tests.harness import REPO, SECRET, BotHarness
-from tests.isolation_jobs import Echo, Forever, Gate, Grow, LookAround, Spin, Write
+from tests.isolation_jobs import Dial, Echo, Forever, Gate, Grow, LookAround, Spin, Write
 
 LLM_KEY = "sk-test-llm-key-do-not-leak-1234"
 METRICS_TOKEN = "metrics-token-do-not-leak-5678"
@@ -117,6 +117,22 @@ async def test_a_child_sees_no_secret_of_the_server_and_lives_in_its_own_directo
         "pgid_is_pid": 1,
     }
     assert seen.limits["cpu"] != -1  # a CPU budget is set for the job
+
+
+@pytest.mark.slow
+async def test_a_child_reaches_no_host_not_even_the_serving_processs_own_ports(pool: ProcessPool) -> None:
+    server = await asyncio.start_server(lambda _r, w: w.close(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        assert await Dial(port).run() == "connected"  # from here, the port answers
+        network = await pool.network()
+        if not network.offline and not os.environ.get("CI"):
+            pytest.skip(f"this machine gives no network namespace: {network.why}")
+        assert network == Network(offline=True)
+        assert await pool.run(Dial(port)) == "Network is unreachable"
+    finally:
+        server.close()
+        await server.wait_closed()
 
 
 @pytest.mark.slow

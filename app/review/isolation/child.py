@@ -5,14 +5,16 @@ process's import path), then one pickled job at a time (the serving process is t
 answers each with JSON frames: ``{"started": true}`` once the job is unpickled (its deadline
 counts from there), ``{"stage": ...}`` as a job enters a part of its work, then
 ``{"result": ...}``, ``{"tripped": ...}`` or ``{"error": ...}``. Its protocol pipes are moved off
-fds 0 and 1 first, so nothing it runs (ruff) can write into them. It never reads the network or
-the serving process's environment (it has neither), and exits when its input closes.
+fds 0 and 1 first, so nothing it runs (ruff) can write into them. It has no network (a namespace
+of its own, where the kernel allows one) and none of the serving process's environment, and it
+exits when its input closes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import errno
 import json
 import os
@@ -93,6 +95,44 @@ def _cpu_budget(seconds: int) -> None:
     )
 
 
+CLONE_NEWNET = 0x40000000  # <linux/sched.h>; os.CLONE_* only from Python 3.12
+CLONE_NEWUSER = 0x10000000
+
+
+def _unshare(flags: int) -> None:
+    if hasattr(os, "unshare"):
+        os.unshare(flags)
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(flags) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+def leave_network() -> str | None:
+    """Move into a network namespace of its own (loopback only, and down): what runs here can
+    reach no host, the serving process's ports included. None when done, else why not (the
+    kernel or a container's seccomp profile refuses namespaces): the pool says so once."""
+    if not sys.platform.startswith("linux"):
+        return "this platform has no namespaces"
+    try:
+        _unshare(CLONE_NEWNET)  # root with CAP_SYS_ADMIN, as in most containers
+        return None
+    except OSError as privileged:
+        reason = privileged.strerror or str(privileged)
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        # Unprivileged: a user namespace first, mapping this user to itself, so files and
+        # permissions look the same from inside.
+        _unshare(CLONE_NEWUSER | CLONE_NEWNET)
+        Path("/proc/self/setgroups").write_text("deny")
+        Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+        Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+        return None
+    except OSError as unprivileged:
+        return f"{reason}; as a user namespace: {unprivileged.strerror or unprivileged}"
+
+
 def _clear(directory: Path) -> None:
     for entry in directory.iterdir():
         if entry.is_dir() and not entry.is_symlink():
@@ -135,9 +175,11 @@ def main() -> int:
     if first is None:
         return 0
     setup: Setup = pickle.loads(first)
+    offline = leave_network()
     apply_limits(setup.limits)
     sys.path.extend(p for p in setup.sys_path if p not in sys.path)
-    child._send({"ready": True})  # a job's deadline counts from here, not from the start-up
+    # A job's deadline counts from here, not from the start-up.
+    child._send({"ready": True, "network": offline or ""})
     home = Path.cwd()
     while (frame := read_frame(source)) is not None:
         _cpu_budget(setup.limits.cpu_seconds)

@@ -43,7 +43,15 @@ from ...config import AnalysisSettings, load_analysis_settings
 from .child import HEADER, Setup
 from .limits import Job, Limit, Limits, Stage, Tripped
 
-__all__ = ["AnalysisError", "Boundary", "ProcessPool", "child_environment", "limits_of", "shared_pool"]
+__all__ = [
+    "AnalysisError",
+    "Boundary",
+    "Network",
+    "ProcessPool",
+    "child_environment",
+    "limits_of",
+    "shared_pool",
+]
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +88,30 @@ def child_environment(home: Path) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Network:
+    """What a child reached at start-up: a network namespace of its own (``offline``), or, when
+    the kernel refused one, the host's network and why (``python -m app doctor`` says it)."""
+
+    offline: bool
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Nothing:
+    """A job that only makes sure a child is running."""
+
+    def result_type(self) -> type[bool]:
+        return bool
+
+    async def run(self) -> bool:
+        return True
+
+
 class _Child:
     """One child process, its private directory, and the frames it has sent but not yet read."""
+
+    network: Network
 
     def __init__(self, limits: Limits) -> None:
         self.home = Path(tempfile.mkdtemp(prefix="revbot-analysis-"))
@@ -104,9 +134,12 @@ class _Child:
             ready = self._frame(STARTUP_SECONDS)
         except (_Late, _TooLarge):
             ready = None
-        if ready is None or json.loads(ready) != {"ready": True}:
+        said = json.loads(ready) if ready is not None else None
+        if not isinstance(said, dict) or said.get("ready") is not True:
             self.close()
             raise AnalysisError("an analysis process did not start")
+        refused = str(said.get("network") or "")
+        self.network = Network(offline=not refused, why=refused)
 
     @property
     def alive(self) -> bool:
@@ -239,10 +272,18 @@ class ProcessPool:
         self._children: set[_Child] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self._network: Network | None = None
 
     @property
     def limits(self) -> Limits:
         return self._limits
+
+    async def network(self) -> Network:
+        """Whether the children have a network; starts one to find out, if none runs yet."""
+        if self._network is None:
+            await self.run(_Nothing())
+        assert self._network is not None
+        return self._network
 
     async def run(self, job: Job[R]) -> R | Tripped:
         running = _Running()
@@ -278,6 +319,12 @@ class ProcessPool:
                 raise AnalysisError("the analysis pool is closed")
             child = _Child(self._limits)
             self._children.add(child)
+            if not child.network.offline and (self._network is None or self._network.offline):
+                log.warning(
+                    "analysis processes share the host's network (no namespace of their own: %s)",
+                    child.network.why,
+                )
+            self._network = child.network
             return child
 
     def _forget(self, child: _Child) -> None:
