@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -482,26 +482,34 @@ async def dismiss_review(
     )
 
 
-THREADS_QUERY = """
-query ReviewThreads($owner: String!, $name: String!, $number: Int!, $after: String) {
-  repository(owner: $owner, name: $name) {
-    pullRequest(number: $number) {
-      reviewThreads(first: 100, after: $after) {
-        pageInfo { hasNextPage endCursor }
-        nodes {
-          id
-          isResolved
-          path
-          line
-          comments(first: 1) {
-            nodes { databaseId body author { __typename login } }
-          }
-        }
-      }
+# One page of review threads, as both queries below read them (root comment only: its marker).
+THREAD_PAGE = """
+fragment ThreadPage on PullRequestReviewThreadConnection {
+  pageInfo { hasNextPage endCursor }
+  nodes {
+    id
+    isResolved
+    path
+    line
+    comments(first: 1) {
+      nodes { databaseId body author { __typename login } }
     }
   }
 }
 """
+
+THREADS_QUERY = (
+    """
+query ReviewThreads($owner: String!, $name: String!, $number: Int!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100, after: $after) { ...ThreadPage }
+    }
+  }
+}
+"""
+    + THREAD_PAGE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -534,23 +542,34 @@ def _thread(node: Mapping[str, Any]) -> ReviewThread | None:
     )
 
 
-async def iter_review_threads(gh: GitHubClient, *, repo: str, pr_number: int) -> AsyncIterator[ReviewThread]:
-    """Every review thread of a PR, 100 per page, lazily: a caller looking for one stops early."""
+async def _thread_pages(
+    gh: GitHubClient, query: str, *, repo: str, pr_number: int
+) -> AsyncIterator[Mapping[str, Any]]:
+    """The ``pullRequest`` object of each page of ``query`` (100 review threads a page)."""
     owner, name = _split(repo)
     after: str | None = None
     while True:
-        data = await gh.query(
-            THREADS_QUERY, {"owner": owner, "name": name, "number": pr_number, "after": after}
-        )
-        threads = (((data or {}).get("repository") or {}).get("pullRequest") or {}).get("reviewThreads") or {}
-        for node in threads.get("nodes") or []:
-            thread = _thread(node)
-            if thread is not None:
-                yield thread
-        page = threads.get("pageInfo") or {}
+        data = await gh.query(query, {"owner": owner, "name": name, "number": pr_number, "after": after})
+        pull = ((data or {}).get("repository") or {}).get("pullRequest") or {}
+        yield pull
+        page = (pull.get("reviewThreads") or {}).get("pageInfo") or {}
         if not page.get("hasNextPage"):
             return
         after = page.get("endCursor")
+
+
+def _threads_of(pull: Mapping[str, Any]) -> Iterator[ReviewThread]:
+    for node in (pull.get("reviewThreads") or {}).get("nodes") or []:
+        thread = _thread(node)
+        if thread is not None:
+            yield thread
+
+
+async def iter_review_threads(gh: GitHubClient, *, repo: str, pr_number: int) -> AsyncIterator[ReviewThread]:
+    """Every review thread of a PR, 100 per page, lazily: a caller looking for one stops early."""
+    async for pull in _thread_pages(gh, THREADS_QUERY, repo=repo, pr_number=pr_number):
+        for thread in _threads_of(pull):
+            yield thread
 
 
 async def get_review_comment(gh: GitHubClient, *, repo: str, comment_id: int) -> dict[str, Any]:
@@ -582,27 +601,19 @@ async def resolve_review_thread(gh: GitHubClient, *, thread_node_id: str) -> boo
 # ---------------------------------------------------------------------------------------------
 # Readiness: what GitHub says of a pull request's CI, reviews and branch at its head.
 # ---------------------------------------------------------------------------------------------
-READINESS_QUERY = """
+READINESS_QUERY = (
+    """
 query Readiness($owner: String!, $name: String!, $number: Int!, $after: String) {
   repository(owner: $owner, name: $name) {
     pullRequest(number: $number) {
       reviewDecision
-      reviewThreads(first: 100, after: $after) {
-        pageInfo { hasNextPage endCursor }
-        nodes {
-          id
-          isResolved
-          path
-          line
-          comments(first: 1) {
-            nodes { databaseId body author { __typename login } }
-          }
-        }
-      }
+      reviewThreads(first: 100, after: $after) { ...ThreadPage }
     }
   }
 }
 """
+    + THREAD_PAGE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -614,22 +625,12 @@ class ReviewState:
 
 
 async def read_review_state(gh: GitHubClient, *, repo: str, pr_number: int) -> ReviewState:
-    owner, name = _split(repo)
-    after: str | None = None
     decision: str | None = None
     threads: list[ReviewThread] = []
-    while True:
-        data = await gh.query(
-            READINESS_QUERY, {"owner": owner, "name": name, "number": pr_number, "after": after}
-        )
-        pull = ((data or {}).get("repository") or {}).get("pullRequest") or {}
+    async for pull in _thread_pages(gh, READINESS_QUERY, repo=repo, pr_number=pr_number):
         decision = pull.get("reviewDecision")
-        page = pull.get("reviewThreads") or {}
-        threads.extend(t for t in (_thread(n) for n in page.get("nodes") or []) if t is not None)
-        info = page.get("pageInfo") or {}
-        if not info.get("hasNextPage"):
-            return ReviewState(decision, tuple(threads))
-        after = info.get("endCursor")
+        threads.extend(_threads_of(pull))
+    return ReviewState(decision, tuple(threads))
 
 
 async def list_check_runs(gh: GitHubClient, *, repo: str, ref: str) -> list[dict[str, Any]]:
