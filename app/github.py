@@ -645,6 +645,12 @@ async def get_combined_status(gh: GitHubClient, *, repo: str, ref: str) -> dict[
     return data
 
 
+async def get_branch(gh: GitHubClient, *, repo: str, branch: str) -> dict[str, Any]:
+    """A branch, with the summary of its classic protection (required status checks)."""
+    data: dict[str, Any] = await gh.getitem(f"/repos/{repo}/branches/{quote(branch, safe='')}")
+    return data
+
+
 async def list_branch_rules(gh: GitHubClient, *, repo: str, branch: str) -> list[dict[str, Any]]:
     """The active ruleset rules for ``branch`` (readable with metadata access)."""
     url = f"/repos/{repo}/rules/branches/{quote(branch, safe='')}?per_page={PER_PAGE}"

@@ -121,9 +121,17 @@ CASES: list[tuple[str, Snapshot, Outcome, str]] = [
     ),
     (
         "behind, rules lax",
-        replace(READY, mergeable_state=MergeState.BEHIND),
+        replace(READY, mergeable_state=MergeState.BEHIND, rules=Rules(known=True, strict=False)),
         Outcome.READY,
-        "✅ Looks merge-ready — 2 check(s) passed, approved by `bob`, no unresolved threads, behind `main`",
+        "✅ Looks merge-ready — 2 check(s) passed, approved by `bob`, no unresolved threads, behind `main`"
+        " (the rules do not require it up to date)",
+    ),
+    (
+        "behind, strictness unreadable",
+        replace(READY, mergeable_state=MergeState.BEHIND, rules=Rules(known=True, strict=None)),
+        Outcome.READY,
+        "✅ Looks merge-ready — 2 check(s) passed, approved by `bob`, no unresolved threads, behind `main`"
+        " (I cannot read whether the rules require it up to date)",
     ),
     (
         "required check absent",

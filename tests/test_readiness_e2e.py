@@ -176,6 +176,22 @@ async def test_a_push_restarts_it_waiting_for_ci_then_blocked_on_the_failing_che
     assert "CI failures seen: `test` on " in body and "all green since" in body
 
 
+@pytest.mark.slow
+async def test_classic_branch_protection_names_the_checks_that_count(bot: Bot) -> None:
+    bot.fake.protect_branch(REPO, "main", contexts=["build"])
+    number = await reviewed_and_fixed(bot)
+    await green(bot, number, "test")
+    lint = await bot.fake.start_check_run(REPO, bot.head(number), "lint")
+    await bot.fake.complete_check_run(REPO, lint, "failure")  # not required: does not block
+    await bot.tick(SETTLED + QUIET)
+    assert bot.headline(number) == "⏳ Waiting — required check(s) not reported yet: `build`"
+    await green(bot, number, "build")
+    await bot.tick(SETTLED + QUIET)
+    assert bot.headline(number).startswith("✅ Looks merge-ready — 1 check(s) passed")
+    assert bot.check(number)[0] == "success"
+    assert [c.status for c in bot.fake.calls if c.path == f"/repos/{REPO}/branches/main"][-1] == 200
+
+
 HOLDS = ["human thread", "conflict", "requested reviewer", "reviewer bot's eyes"]
 
 

@@ -54,6 +54,11 @@ def answers(
         if statuses is not None
         else {"state": "pending", "statuses": [], "sha": HEAD, "total_count": 0},
         ("GET", f"{base}/rules/branches/main"): [],
+        ("GET", f"{base}/branches/main"): {
+            "name": "main",
+            "protected": False,
+            "protection": {"enabled": False},
+        },
         ("POST", "/graphql"): {
             "repository": {
                 "pullRequest": {
@@ -133,20 +138,103 @@ async def test_a_refused_read_names_the_permission() -> None:
     assert found is not None and "commit statuses (statuses: read)" in found.verdict.headline
 
 
-def test_required_checks_and_strictness_come_from_the_rulesets() -> None:
-    rules = _rules(
-        [
-            {"type": "pull_request", "parameters": {"required_approving_review_count": 1}},
+STRICT_RULESET = [
+    {"type": "pull_request", "parameters": {"required_approving_review_count": 1}},
+    {
+        "type": "required_status_checks",
+        "parameters": {
+            "required_status_checks": [{"context": "build"}, {"context": "test"}],
+            "strict_required_status_checks_policy": True,
+        },
+    },
+]
+LAX_RULESET = [
+    {
+        "type": "required_status_checks",
+        "parameters": {"required_status_checks": [{"context": "test"}]},
+    }
+]
+UNPROTECTED = {"name": "main", "protected": False, "protection": {"enabled": False}}
+
+
+def protected(*contexts: str, level: str = "non_admins", **more: Any) -> dict[str, Any]:
+    checks = {"enforcement_level": level, "contexts": list(contexts), "checks": [], **more}
+    return {
+        "name": "main",
+        "protected": True,
+        "protection": {"enabled": True, "required_status_checks": checks},
+    }
+
+
+@pytest.mark.parametrize(
+    ("rulesets", "branch", "expected"),
+    [
+        pytest.param(None, None, rd.Rules(), id="neither readable: every check counts"),
+        pytest.param([], UNPROTECTED, rd.Rules(known=True, strict=False), id="no rules at all"),
+        pytest.param(
+            STRICT_RULESET,
+            None,
+            rd.Rules(known=True, required_checks=frozenset({"build", "test"}), strict=True),
+            id="a strict ruleset",
+        ),
+        pytest.param(
+            LAX_RULESET,
+            UNPROTECTED,
+            rd.Rules(known=True, required_checks=frozenset({"test"}), strict=False),
+            id="a lax ruleset",
+        ),
+        pytest.param(
+            [],
+            protected("ci/build"),
+            rd.Rules(known=True, required_checks=frozenset({"ci/build"}), strict=None),
+            id="classic protection: up to date not readable",
+        ),
+        pytest.param(
+            None,
+            protected("ci/build", strict=True),
+            rd.Rules(known=True, required_checks=frozenset({"ci/build"}), strict=True),
+            id="classic protection that says strict",
+        ),
+        pytest.param(
+            LAX_RULESET,
+            protected("ci/build", strict=False),
+            rd.Rules(known=True, required_checks=frozenset({"ci/build", "test"}), strict=False),
+            id="both, merged",
+        ),
+        pytest.param(
+            STRICT_RULESET,
+            protected("ci/build"),
+            rd.Rules(known=True, required_checks=frozenset({"build", "test", "ci/build"}), strict=True),
+            id="a strict ruleset wins over unreadable strictness",
+        ),
+        pytest.param(
+            [],
+            protected("ci/build", level="off"),
+            rd.Rules(known=True, strict=False),
+            id="classic protection with its checks switched off",
+        ),
+        pytest.param(
+            None,
             {
-                "type": "required_status_checks",
-                "parameters": {
-                    "required_status_checks": [{"context": "build"}, {"context": "test"}],
-                    "strict_required_status_checks_policy": True,
+                **protected(),
+                "protection": {
+                    "enabled": True,
+                    "required_status_checks": {
+                        "enforcement_level": "everyone",
+                        "contexts": [],
+                        "checks": [{"context": "lint", "app_id": 1}],
+                    },
                 },
             },
-        ]
-    )
-    assert rules == rd.Rules(known=True, required_checks=frozenset({"build", "test"}), strict=True)
+            rd.Rules(known=True, required_checks=frozenset({"lint"}), strict=None),
+            id="classic protection naming a check by app",
+        ),
+    ],
+)
+def test_required_checks_and_strictness_from_rulesets_and_classic_protection(
+    rulesets: list[dict[str, Any]] | None, branch: dict[str, Any] | None, expected: rd.Rules
+) -> None:
+    assert _rules(rulesets, branch) == expected
 
 
 def test_the_marker_remembers_failures_and_when_ci_turned_green() -> None:

@@ -162,7 +162,7 @@ class Rules:
 
     known: bool = False
     required_checks: frozenset[str] = frozenset()
-    strict: bool = False  # the branch must be up to date with its base
+    strict: bool | None = None  # the branch must be up to date with its base (None: not readable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,7 +366,12 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
         "no unresolved threads",
     ]
     if behind:
-        evidence.append(f"behind `{snapshot.base_ref}` (the rules do not require it up to date)")
+        why = (
+            "the rules do not require it up to date"
+            if snapshot.rules.strict is False
+            else "I cannot read whether the rules require it up to date"
+        )
+        evidence.append(f"behind `{snapshot.base_ref}` ({why})")
     quiet = max(0.0, now - snapshot.last_activity)
     quiet_window = settings.quiet_seconds
     if quiet < quiet_window:

@@ -253,6 +253,24 @@ class CiActions:
             for rule in repo.rules
         ]
 
+    def branch(self, repo: Repo, name: str) -> dict[str, Any]:
+        """``GET /repos/{owner}/{repo}/branches/{branch}``: the branch, its tip, and the summary of
+        its classic protection that any reader gets (GitHub leaves "require up to date" out)."""
+        api, web = self.shapes.repo_api(repo), self.shapes.repo_web(repo)
+        checks = repo.protection.get(name)
+        summary = {"enforcement_level": "off", "contexts": [], "checks": []} if checks is None else checks
+        commit = self.ci.commit(repo, repo.branches[name])
+        # REST's commit says when a signature was verified; the status webhook's does not.
+        commit["commit"]["verification"]["verified_at"] = None
+        return {
+            "name": name,
+            "commit": commit,
+            "_links": {"self": f"{api}/branches/{name}", "html": f"{web}/tree/{name}"},
+            "protected": checks is not None,
+            "protection": {"enabled": checks is not None, "required_status_checks": summary},
+            "protection_url": f"{api}/branches/{name}/protection",
+        }
+
     @staticmethod
     def required_approvals(repo: Repo, pull: Pull) -> int:
         for rule in CiActions.branch_rules(repo, pull.base_ref):

@@ -15,7 +15,7 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -573,6 +573,16 @@ class FakeGitHub:
     def set_mergeability_pending(self, repo: str, number: int) -> None:
         """GitHub has not computed mergeability yet: the next read of the PR answers null."""
         self.world.pull(self.world.repo(repo), number).mergeable_pending = True
+
+    def protect_branch(
+        self, repo: str, branch: str, *, contexts: Sequence[str], enforcement_level: str = "non_admins"
+    ) -> None:
+        """Classic branch protection requiring these status checks (from any App)."""
+        self.world.repo(repo).protection[branch] = {
+            "enforcement_level": enforcement_level,
+            "contexts": list(contexts),
+            "checks": [{"context": c, "app_id": None} for c in contexts],
+        }
 
     def set_branch_rules(self, repo: str, rules: list[dict[str, Any]]) -> None:
         """The default branch's active rules (GitHub's ``repository-rule`` objects)."""

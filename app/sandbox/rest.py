@@ -574,6 +574,13 @@ def get_combined_status(ctx: Ctx) -> Reply:
     return Reply(200, ctx.fake.ci.ci.combined(repo, sha))
 
 
+def get_branch(ctx: Ctx) -> Reply:
+    repo = ctx.repo()
+    if ctx.params["branch"] not in repo.branches:
+        raise not_found()
+    return Reply(200, ctx.fake.ci.branch(repo, ctx.params["branch"]))
+
+
 def get_branch_rules(ctx: Ctx) -> Reply:
     return ctx.page(ctx.fake.ci.branch_rules(ctx.repo(), ctx.params["branch"]))
 
@@ -650,6 +657,7 @@ ROUTES: list[Route] = [
     _r("GET", _OWNER_REPO + r"/commits/(?P<ref>.+)/check-runs", list_check_runs_for_ref),
     _r("GET", _OWNER_REPO + r"/commits/(?P<ref>.+)/status", get_combined_status),
     _r("GET", _OWNER_REPO + r"/rules/branches/(?P<branch>.+)", get_branch_rules),
+    _r("GET", _OWNER_REPO + r"/branches/(?P<branch>.+)", get_branch),
 ]
 
 

@@ -82,6 +82,8 @@ class Repo:
     associations: dict[str, str] = field(default_factory=dict)  # lowercased login -> OWNER/MEMBER/...
     pushed_at: str = ""
     rules: list[dict[str, object]] = field(default_factory=list)  # the default branch's rules (rulesets)
+    # Classic branch protection: branch -> its required status checks (contexts, enforcement level).
+    protection: dict[str, dict[str, object]] = field(default_factory=dict)
 
     @property
     def owner(self) -> str:

@@ -16,10 +16,10 @@ the next look is a durable timer (``bot.timers``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import gidgethub
 
@@ -33,6 +33,7 @@ from ..review.markers import decode, encode
 from .bot import Bot
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MARKER = "readiness"
 HISTORY = 20  # heads and failures kept in the marker
@@ -137,18 +138,31 @@ def _settings(config: ReadinessConfig) -> rd.Settings:
     )
 
 
-def _rules(items: Iterable[Mapping[str, Any]]) -> rd.Rules:
+def _rules(rulesets: Iterable[Mapping[str, Any]] | None, branch: Mapping[str, Any] | None) -> rd.Rules:
+    """Required checks and strictness from the base branch's rulesets and its classic protection
+    (GitHub enforces both); None for a source the App could not read."""
     required: set[str] = set()
-    strict = False
-    for rule in items:
-        if rule.get("type") != "required_status_checks":
-            continue
-        parameters = rule.get("parameters") or {}
-        required |= {
-            str(c.get("context")) for c in parameters.get("required_status_checks") or [] if c.get("context")
-        }
-        strict = strict or bool(parameters.get("strict_required_status_checks_policy"))
-    return rd.Rules(known=True, required_checks=frozenset(required), strict=strict)
+    strict: list[bool | None] = []  # what each readable source says
+    if rulesets is not None:
+        policies = [r.get("parameters") or {} for r in rulesets if r.get("type") == "required_status_checks"]
+        for parameters in policies:
+            contexts = parameters.get("required_status_checks") or []
+            required |= {str(c.get("context")) for c in contexts if c.get("context")}
+        strict.append(any(p.get("strict_required_status_checks_policy") for p in policies))
+    if branch is not None:
+        protection = branch.get("protection") or {}
+        checks = protection.get("required_status_checks") or {}
+        enforced = bool(protection.get("enabled") and checks) and checks.get("enforcement_level") != "off"
+        if enforced:
+            required |= {str(c) for c in checks.get("contexts") or [] if c}
+            required |= {str(c.get("context")) for c in checks.get("checks") or [] if c.get("context")}
+        # A branch's summary leaves "require up to date" out (only admins read the protection).
+        strict.append(checks.get("strict") if enforced else False)
+    return rd.Rules(
+        known=bool(strict),
+        required_checks=frozenset(required),
+        strict=True if True in strict else (None if None in strict or not strict else False),
+    )
 
 
 def _review_state(value: Any) -> rd.ReviewState | None:
@@ -181,6 +195,17 @@ async def _optional(read: Any, missing: list[str], permission: str, default: Any
         raise
 
 
+async def _unreadable_is_none(read: Awaitable[T]) -> T | None:
+    """Branch rules the App may not read (403) or that are gone (404): unknown, not an error;
+    with neither readable, every check counts."""
+    try:
+        return await read
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) not in (403, 404):
+            raise
+        return None
+
+
 async def read_state(
     gh: GitHubClient,
     bot: Bot,
@@ -199,12 +224,10 @@ async def read_state(
     combined = await _optional(
         github.get_combined_status(gh, repo=repo, ref=head), missing, STATUSES_PERMISSION, {}
     )
-    try:
-        rules = _rules(await github.list_branch_rules(gh, repo=repo, branch=base_ref))
-    except gidgethub.BadRequest as exc:  # rules unreadable here: every check counts
-        if int(exc.status_code) not in (403, 404):
-            raise
-        rules = rd.Rules()
+    rules = _rules(
+        await _unreadable_is_none(github.list_branch_rules(gh, repo=repo, branch=base_ref)),
+        await _unreadable_is_none(github.get_branch(gh, repo=repo, branch=base_ref)),
+    )
     state = await github.read_review_state(gh, repo=repo, pr_number=number)
     comments = await github.list_issue_comments(gh, repo=repo, number=number)
     reactions = await github.list_pull_reactions(gh, repo=repo, pr_number=number)
