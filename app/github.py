@@ -437,10 +437,13 @@ async def read_tree(gh: GitHubClient, *, repo: str, sha: str) -> Tree:
     return Tree(tuple(blobs), tuple(symlinks), bool(isinstance(data, dict) and data.get("truncated")))
 
 
-async def find_check_run(gh: GitHubClient, *, repo: str, head_sha: str, name: str) -> dict[str, Any] | None:
-    data = await gh.getitem(
-        f"/repos/{repo}/commits/{head_sha}/check-runs?check_name={quote(name)}&filter=latest&per_page={PER_PAGE}"
-    )
+async def find_check_run(
+    gh: GitHubClient, *, repo: str, head_sha: str, name: str, app_id: int
+) -> dict[str, Any] | None:
+    """The latest check run of this App (``app_id``) by ``name`` on the commit: another App's run
+    of the same name is not ours to update (GitHub answers 403)."""
+    query = f"check_name={quote(name)}&app_id={app_id}&filter=latest&per_page={PER_PAGE}"
+    data = await gh.getitem(f"/repos/{repo}/commits/{head_sha}/check-runs?{query}")
     runs = data.get("check_runs", []) if isinstance(data, dict) else []
     return runs[0] if runs else None
 

@@ -142,6 +142,26 @@ async def test_a_clean_pull_request_is_approved(bot: BotHarness) -> None:
     assert bot.fake.review_decision(REPO, number) == "APPROVED"
 
 
+async def test_another_apps_check_run_of_the_same_name_is_left_alone(bot: BotHarness) -> None:
+    """A workflow or App may name a check run like the bot's: GitHub lets only its creator update
+    it, so the bot makes its own instead of failing on someone else's."""
+    number = bot.open_pull({"src/ok.py": "def add(a, b):\n    return a + b\n"}, author=AUTHOR)
+    await bot.start()
+    head = bot.fake.world.pull(bot.fake.world.repo(REPO), number).head_sha
+    theirs = await bot.fake.start_check_run(REPO, head, "revbot review", app="impostor")
+    await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+    await bot.drain()
+    assert [c for c in bot.fake.calls if c.status == 403] == []
+    [post] = reviews_posted(bot)
+    assert post.body["event"] == "APPROVE"
+    runs = [r for r in bot.fake.world.check_runs.values() if r.name == "revbot review"]
+    assert sorted((r.app, r.status, r.conclusion) for r in runs) == [
+        ("", "completed", "success"),
+        ("impostor", "in_progress", None),
+    ]
+    assert bot.fake.world.check_runs[theirs].app == "impostor"
+
+
 async def test_with_approval_disabled_a_clean_pull_request_gets_a_comment_review(tmp_path: Path) -> None:
     bot = BotHarness(tmp_path, env={"REVIEW_APPROVE": "false"})
     bot.fake.add_user(DECOY)

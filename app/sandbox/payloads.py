@@ -137,13 +137,18 @@ class Shapes:
             "site_admin": False,
         }
 
+    def app_id(self, slug: str = "") -> int:
+        """The id of the fake's own App (``""`` or its slug), or a stable one for another App."""
+        if not slug or slug == self.app_info.slug:
+            return self.app_info.id
+        return int(hashlib.sha1(slug.encode(), usedforsecurity=False).hexdigest()[:6], 16)
+
     def app(self, slug: str = "") -> JSON:
         """The fake's own App, or (``slug``) another App installed on the repository (CI, a
         reviewer bot) with the same shape."""
         info = self.app_info
         if slug and slug != info.slug:
-            other_id = int(hashlib.sha1(slug.encode(), usedforsecurity=False).hexdigest()[:6], 16)
-            info = AppInfo(other_id, slug, f"{slug}-developer", info.created_at)
+            info = AppInfo(self.app_id(slug), slug, f"{slug}-developer", info.created_at)
         return {
             "id": info.id,
             "slug": info.slug,

@@ -526,6 +526,12 @@ def get_check_run(ctx: Ctx) -> Reply:
 def update_check_run(ctx: Ctx) -> Reply:
     repo = ctx.repo()
     run = _check_run(ctx)
+    if ctx.fake.shapes.app_id(run.app) != ctx.fake.shapes.app_id():
+        raise ApiError(
+            403,
+            f"Invalid app_id `{ctx.fake.shapes.app_id(run.app)}` - check run can only be modified by"
+            " the GitHub App that created it.",
+        )
     ctx.fake.actions.update_check_run(repo, run, ctx.actor, ctx.json_object(), ctx.emit)
     return Reply(200, ctx.fake.shapes.check_run(run))
 
@@ -544,7 +550,7 @@ def list_check_runs_for_ref(ctx: Ctx) -> Reply:
         raise validation_failed(
             "Commit", "ref", "invalid", f"No commit found for SHA: {ctx.params['ref']}"
         ) from None
-    name, status = ctx.query.get("check_name"), ctx.query.get("status")
+    name, status, app_id = ctx.query.get("check_name"), ctx.query.get("status"), ctx.query.get("app_id")
     runs = [
         r
         for r in world.check_runs.values()
@@ -552,11 +558,12 @@ def list_check_runs_for_ref(ctx: Ctx) -> Reply:
         and r.head_sha == sha
         and (name is None or r.name == name)
         and (status is None or r.status == status)
+        and (app_id is None or str(ctx.fake.shapes.app_id(r.app)) == app_id)
     ]
     if ctx.query.get("filter", "latest") == "latest":
-        latest: dict[str, Any] = {}
-        for run in runs:
-            latest[run.name] = run
+        latest: dict[tuple[str, str], Any] = {}
+        for run in runs:  # the newest of each name, per App (two Apps may share a name)
+            latest[run.app, run.name] = run
         runs = list(latest.values())
     runs.sort(key=lambda r: r.id, reverse=True)
     return ctx.page([ctx.fake.shapes.check_run(r) for r in runs], wrap="check_runs")

@@ -405,7 +405,9 @@ async def publish(
     name = check_name(bot.identity.slug)
     conclusion = "success" if verdict.looks_ready else "neutral"
     output = {"title": verdict.headline[:250], "summary": text[:60000]}
-    existing = await github.find_check_run(gh, repo=repo, head_sha=head, name=name)
+    existing = await github.find_check_run(
+        gh, repo=repo, head_sha=head, name=name, app_id=bot.settings.app_id
+    )
     if existing is None:
         payload = {
             "name": name,

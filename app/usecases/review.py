@@ -380,7 +380,9 @@ async def post_review(
 async def start_check_run(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, head_sha: str) -> int:
     """The bot's check run for this head: reused if it exists (a retried job), else created."""
     name = check_name(bot.identity)
-    existing = await github.find_check_run(gh, repo=repo, head_sha=head_sha, name=name)
+    existing = await github.find_check_run(
+        gh, repo=repo, head_sha=head_sha, name=name, app_id=bot.settings.app_id
+    )
     if existing is not None:
         await github.update_check_run(
             gh, repo=repo, check_run_id=int(existing["id"]), payload={"status": "in_progress"}
