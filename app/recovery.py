@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from .github import AppClient
 from .metrics import DELIVERIES, RECOVERED
 from .store import IncomingDelivery, Store, deliveries
 from .store.schema import recovery_state
-from .web.endpoint import Refused, delivery_headers, incoming_delivery
+from .web.endpoint import SIGNATURE_PREFIX, Refused, delivery_headers, incoming_delivery
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ LOOKBACK_SECONDS = 3 * 24 * 3600  # GitHub keeps the delivery log for 3 days
 # Read a little before the last sweep's newest entry: an attempt can appear in the log after a
 # later one did. Re-reading costs one page; recording twice is impossible (the ledger dedups).
 OVERLAP_SECONDS = 10 * 60
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 LOCK_KEY = 727275  # pg advisory lock of the sweeper (727274 serialises the schema DDL)
 CURSOR = "hook_deliveries"
 
@@ -72,6 +74,19 @@ def never_delivered(attempts: Sequence[dict[str, Any]]) -> dict[str, dict[str, A
     }
 
 
+def logged_digest(headers: Any) -> str | None:
+    """The body's HMAC as GitHub signed the attempt, from the request headers its log keeps: the
+    digest the endpoint would have recorded, so a replay of that captured body is a duplicate
+    after a recovery too. None when the header is absent or not a SHA-256 hex digest."""
+    if not isinstance(headers, dict):
+        return None
+    for name, value in headers.items():
+        if str(name).lower() == "x-hub-signature-256" and isinstance(value, str):
+            digest = value.removeprefix(SIGNATURE_PREFIX).lower()
+            return digest if SHA256_HEX.fullmatch(digest) else None
+    return None
+
+
 def incoming_from(delivery: dict[str, Any]) -> IncomingDelivery | None:
     """The ledger entry for a delivery read back from the log, as the endpoint would have built it
     (every value checked the same way); None for a ping or a delivery the ledger could not hold."""
@@ -82,7 +97,7 @@ def incoming_from(delivery: dict[str, Any]) -> IncomingDelivery | None:
     body = orjson.dumps(payload)
     try:
         event, delivery_id = delivery_headers(str(delivery.get("event")), str(delivery.get("guid")))
-        return incoming_delivery(event, delivery_id, payload, body)
+        return incoming_delivery(event, delivery_id, payload, body, logged_digest(request.get("headers")))
     except Refused as refused:
         log.warning("delivery %s from GitHub's log not recorded: %s", delivery.get("guid"), refused.error)
         return None

@@ -7,10 +7,14 @@ down, let deliveries fail, and check what the sweep recovers, through the same l
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import math
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -20,13 +24,27 @@ from app.auth import AppJWT
 from app.github import AppClient
 from app.housekeeping import EMPTY_PAYLOAD, Housekeeping, empty_old_payloads
 from app.metrics import REGISTRY
-from app.recovery import LOOKBACK_SECONDS, OVERLAP_SECONDS, DeliveryRecovery, never_delivered
+from app.recovery import (
+    LOOKBACK_SECONDS,
+    OVERLAP_SECONDS,
+    DeliveryRecovery,
+    logged_digest,
+    never_delivered,
+)
 from app.store import IncomingDelivery, JobStatus, Store, decompress_payload, deliveries
 from app.store.postgres import PostgresBackend
-from tests.harness import APP_ID, REPO, BotHarness
+from tests.harness import APP_ID, REPO, SECRET, BotHarness
 
 AUTHOR = "alice"
 DECOY = "revbot"
+
+
+def distinct(payload: dict[str, Any], n: int) -> dict[str, Any]:
+    """Another delivery of the same kind: GitHub's bodies differ (a timestamp at least), and a
+    body seen before under another id is a replay, answered as a duplicate."""
+    copy: dict[str, Any] = json.loads(json.dumps(payload))
+    copy["pull_request"]["updated_at"] = f"2027-01-01T00:{n // 60:02d}:{n % 60:02d}Z"
+    return copy
 
 
 def review_posts(bot: BotHarness) -> list[object]:
@@ -92,6 +110,56 @@ async def test_a_review_request_sent_while_the_bot_was_down_is_recovered_at_star
 
 @pytest.mark.e2e
 @pytest.mark.slow
+async def test_a_recovered_body_replayed_under_a_new_delivery_id_is_a_duplicate(down: BotHarness) -> None:
+    """The log keeps the attempt's signature: the recovered row carries the digest the endpoint
+    would have recorded, so whoever captured the failed attempt cannot have it worked twice."""
+    bot = down
+    number = bot.open_pull({"src/c.py": "value = undefined_name\n"}, author=AUTHOR)
+    await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+    [failed] = bot.fake.hooks.deliveries
+    body = json.dumps(failed.payload, separators=(",", ":")).encode()  # as the fake sent it
+    signature = failed.request_headers["X-Hub-Signature-256"]
+    assert signature == "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    await bot.start()
+    assert bot.runtime is not None and bot.runtime.housekeeping is not None
+    await bot.runtime.housekeeping.round_done.wait()
+    await bot.drain()
+    assert len(review_posts(bot)) == 1
+
+    replay = {**failed.request_headers, "X-GitHub-Delivery": "captured-and-replayed"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(bot.webhook_url, data=body, headers=replay) as answer,
+    ):
+        assert (answer.status, await answer.json()) == (200, {"status": "duplicate"})
+    await bot.drain()
+    assert await bot.store.delivery("captured-and-replayed") is None
+    assert len(review_posts(bot)) == 1
+
+
+HEX = "ab" * 32
+
+
+@pytest.mark.parametrize(
+    ("headers", "digest"),
+    [
+        ({"X-Hub-Signature-256": f"sha256={HEX}"}, HEX),
+        ({"x-hub-signature-256": f"sha256={HEX.upper()}"}, HEX),  # header names are case-free
+        ({"X-Hub-Signature-256": "sha256=6dcb09b5b57875f334f61aebed695e2e4193db5e"}, None),  # cut short
+        ({"X-Hub-Signature": "sha1=a84d88e7554fc1fa21bcbc4efae3c782a70d2b9d"}, None),  # SHA-1 only
+        ({}, None),
+        (None, None),
+        ("X-Hub-Signature-256: sha256=" + HEX, None),
+    ],
+)
+def test_the_logged_signature_is_the_digest_only_when_a_whole_sha256(
+    headers: Any, digest: str | None
+) -> None:
+    assert logged_digest(headers) == digest
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
 async def test_only_deliveries_without_a_success_and_without_a_ledger_row_are_fetched(
     down: BotHarness,
 ) -> None:
@@ -102,7 +170,7 @@ async def test_only_deliveries_without_a_success_and_without_a_ledger_row_are_fe
     await bot.start()
     assert bot.runtime is not None and bot.runtime.housekeeping is not None
     await bot.runtime.housekeeping.round_done.wait()
-    assert await bot.fake.send_webhook("pull_request", payload, delivery_id="arrived") == 202
+    assert await bot.fake.send_webhook("pull_request", distinct(payload, 1), delivery_id="arrived") == 202
     arrived = bot.fake.hooks.deliveries[-1]
     # GitHub gave up waiting (its 10 s) although the bot had recorded it: the log says failed.
     arrived.status_code, arrived.status = 504, "timed out"
@@ -142,7 +210,7 @@ async def test_the_sweep_pages_through_the_log_and_stops_where_it_read_before(do
     bot.run_worker = False
     payload = bot.fake.pull_request_payload(REPO, bot.open_pull({"a.py": "x = 1\n"}), "opened", sender=AUTHOR)
     for n in range(130):
-        await bot.fake.send_webhook("pull_request", payload, delivery_id=f"missed-{n}")
+        await bot.fake.send_webhook("pull_request", distinct(payload, n), delivery_id=f"missed-{n}")
     await bot.start()
     assert bot.runtime is not None and bot.runtime.housekeeping is not None
     await bot.runtime.housekeeping.round_done.wait()
@@ -285,7 +353,7 @@ async def test_a_delivery_gone_from_the_log_is_skipped_and_the_rest_recovered(do
     bot.run_worker = False
     payload = bot.fake.pull_request_payload(REPO, bot.open_pull({"a.py": "x = 1\n"}), "opened", sender=AUTHOR)
     await bot.fake.send_webhook("pull_request", payload, delivery_id="expired")
-    await bot.fake.send_webhook("pull_request", payload, delivery_id="kept")
+    await bot.fake.send_webhook("pull_request", distinct(payload, 1), delivery_id="kept")
     expired = bot.fake.hooks.deliveries[0]
     bot.fake.fail_next("GET", rf"/app/hook/deliveries/{expired.id}", status=404)
     await bot.start()
