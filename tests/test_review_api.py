@@ -14,12 +14,13 @@ from app.review.analyzers.api import (
     api_findings,
     capped,
     defined_names,
+    in_a_package,
     is_public_module,
     module_name,
 )
 from app.review.engine import BuiltinReviewer
 from app.review.local import context_from_git
-from app.review.model import Severity
+from app.review.model import RepoTree, Severity
 
 BASE = '''\
 """A module."""
@@ -207,6 +208,33 @@ def test_public_modules(path: str, public: bool, name: str) -> None:
     assert module_name(path) == name
 
 
+PACKAGED = RepoTree.of(
+    [
+        *("pkg/__init__.py", "pkg/mod.py", "pkg/sub/__init__.py", "pkg/sub/deep.py"),
+        *("src/lib/__init__.pyi", "src/lib/api.py", "src/alone.py", "top.py"),
+        *("bench/compare.py", "pkg/loose/script.py"),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "tree", "packaged"),
+    [
+        ("pkg/mod.py", PACKAGED, True),
+        ("pkg/sub/deep.py", PACKAGED, True),
+        ("src/lib/api.py", PACKAGED, True),  # src layout; a stub-only __init__ counts
+        ("top.py", PACKAGED, True),  # a top-level module is importable as it is
+        ("src/alone.py", PACKAGED, True),
+        ("bench/compare.py", PACKAGED, False),  # a directory of scripts
+        ("pkg/loose/script.py", PACKAGED, False),  # a directory inside a package without __init__
+        ("bench/compare.py", None, True),  # no listing: assumed packaged
+        ("bench/compare.py", RepoTree.of(["bench/compare.py"], truncated=True), True),
+    ],
+)
+def test_only_modules_inside_a_package_are_api(path: str, tree: RepoTree | None, packaged: bool) -> None:
+    assert in_a_package(path, tree) is packaged
+
+
 def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
@@ -218,11 +246,15 @@ async def test_the_engine_compares_with_the_base(tmp_path: Path) -> None:
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.email", "dev@example.com")
     git(repo, "config", "user.name", "Dev")
+    (repo / "bench").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
     (repo / "pkg" / "mod.py").write_text(BASE)
+    (repo / "bench" / "run.py").write_text(BASE)
     (repo / "tests" / "test_mod.py").write_text("def test_x(a=1):\n    pass\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
     (repo / "pkg" / "mod.py").write_text(change("retries=3", "retries=5"))
+    (repo / "bench" / "run.py").write_text(change("retries=3", "retries=5"))  # a script: not API
     (repo / "tests" / "test_mod.py").write_text("def test_x(a=2):\n    pass\n")  # tests: not API
     git(repo, "commit", "-qam", "change")
     result = await BuiltinReviewer().review(await context_from_git(repo, "HEAD~1", "HEAD"))

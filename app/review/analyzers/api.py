@@ -5,9 +5,10 @@ deliberate, so the finding says what changed and asks whether the callers and th
 
 Read with griffe's static visitor (the AST, never an import: no inspection, no extensions), one
 module at a time from the two texts: ``api_findings`` is a pure function of (path, base text,
-head text, added lines). Public means not underscored (the module's ``__all__`` when it has one)
-and not in tests. Imported names are not the module's API (griffe's rule), so a re-export is
-not followed.
+head text, added lines). Public means not underscored (the module's ``__all__`` when it has one),
+not in tests, and inside a package (``__init__.py`` all the way up: a directory of scripts is
+nobody's API). Imported names are not the module's API (griffe's rule), so a re-export is not
+followed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 import griffe
 
-from ..model import ChangedFile, Finding, Severity
+from ..model import ChangedFile, Finding, RepoTree, Severity
 from .base import AnalysisInput, AnalyzerOutput, Rule, finding, is_python, is_test_path
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "api_findings",
     "capped",
     "defined_names",
+    "in_a_package",
     "is_public_module",
     "module_name",
 ]
@@ -59,6 +61,22 @@ def is_public_module(path: str) -> bool:
         return False
     parts = PurePosixPath(path).with_suffix("").parts
     return not any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts)
+
+
+def in_a_package(path: str, tree: RepoTree | None) -> bool:
+    """Whether a user imports the module as part of a package: every directory above it (a
+    leading ``src/`` aside) has an ``__init__.py``. A directory of scripts (``bench/``,
+    ``scripts/``) has none, and its functions are nobody's API. Without a whole tree listing:
+    assumed so. Namespace packages (PEP 420) have no ``__init__.py`` and are left out too."""
+    if tree is None or tree.truncated:
+        return True
+    parts = PurePosixPath(path).parts[:-1]
+    start = 1 if parts and parts[0] == "src" else 0
+    for depth in range(start + 1, len(parts) + 1):
+        package = "/".join(parts[:depth])
+        if f"{package}/__init__.py" not in tree.files and f"{package}/__init__.pyi" not in tree.files:
+            return False
+    return True
 
 
 @dataclass(slots=True)
@@ -277,6 +295,8 @@ class ApiBreakAnalyzer:
         }
         for item in batch.files:
             if item.file.status not in BASE_STATUSES or not is_public_module(item.path):
+                continue
+            if not in_a_package(item.path, batch.tree):
                 continue
             base = batch.base.get(item.file.previous_path or item.path)
             if item.text is None or base is None or base.text is None:
