@@ -191,6 +191,13 @@ async def test_the_author_may_overrule_a_concern_without_a_new_review(tmp_path: 
         await bot.drain()
         assert bot_thread(bot, number)[2] is True
         assert [r.body["event"] for r in reviews_posted(bot)] == ["COMMENT"]  # nothing blocked: no review
+        # Counted at once on the head's check run, not at the next review; never silently.
+        [run] = [r for r in bot.fake.world.check_runs.values() if r.head_sha == head_of(bot, number)]
+        assert (run.title, run.conclusion) == ("No problems found (1 overruled)", "success")
+        assert run.summary is not None and run.summary.endswith(
+            f"**Overruled since this review**:\n- `debug/breakpoint` `src/debug.py:2` by `{AUTHOR}`"
+        )
+        assert len(run.annotations) == 1  # the review's, not sent again
         # The next review of the PR leaves it out, and says so.
         bot.fake.push(REPO, "feature", {"README.md": "# widgets, again\n"})
         await bot.fake.comment(REPO, number, "@revbot review", by=AUTHOR)

@@ -9,6 +9,7 @@ from app.config import RepoConfig, parse_repo_config
 from app.review import render
 from app.review.markers import FindingMarker, ReviewMarker, Trigger, decode_all, encode
 from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.overrule import Overrule
 
 HEAD = "a" * 40
 
@@ -228,3 +229,35 @@ def test_repo_config_never_raises(text: str | None, problem: str | None) -> None
         assert config == RepoConfig()
     if text and "auto: true" in text:
         assert config.review.auto and config.review.max_comments == 5
+
+
+def _overrule(rule: str, line: int, by: str) -> Overrule:
+    return Overrule("f", "k", rule, "src/a.py", line, "concern", by, "", 1)
+
+
+@pytest.mark.parametrize(
+    ("summary", "overruled", "expected"),
+    [
+        ("Review body.", [], "Review body."),
+        (
+            "Review body.",
+            [_overrule("debug/print", 3, "mia")],
+            "Review body.\n\n**Overruled since this review**:\n- `debug/print` `src/a.py:3` by `mia`",
+        ),
+        (  # a second recount replaces the first one's list
+            "Review body.\n\n**Overruled since this review**:\n- `debug/print` `src/a.py:3` by `mia`",
+            [_overrule("debug/print", 3, "mia"), _overrule("api/break", 9, "bob")],
+            "Review body.\n\n**Overruled since this review**:\n- `debug/print` `src/a.py:3` by `mia`\n"
+            "- `api/break` `src/a.py:9` by `bob`",
+        ),
+        (  # nothing overruled any more: the list goes
+            "Review body.\n\n**Overruled since this review**:\n- `debug/print` `src/a.py:3` by `mia`",
+            [],
+            "Review body.",
+        ),
+    ],
+)
+def test_a_recounted_summary_lists_what_was_overruled_since_the_review(
+    summary: str, overruled: list[Overrule], expected: str
+) -> None:
+    assert render.recounted_summary(summary, overruled) == expected

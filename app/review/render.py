@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -360,11 +360,7 @@ def _rereview_lines(rereview: Rereview, *, event: str, head_sha: str) -> list[st
     if rereview.fixed:
         lines += ["", f"**Verified fixed** at {short}:", *(_marker_line(m) for m in rereview.fixed)]
     if rereview.overruled:
-        lines += [
-            "",
-            "**Overruled** on this pull request:",
-            *(f"- {code(o.rule)} {code(f'{o.path}:{o.line}')} by {code(o.by)}" for o in rereview.overruled),
-        ]
+        lines += ["", "**Overruled** on this pull request:", *_overrule_lines(rereview.overruled)]
     if rereview.still_open:
         lines += [
             "",
@@ -383,6 +379,22 @@ def _rereview_lines(rereview: Rereview, *, event: str, head_sha: str) -> list[st
             "A maintainer needs to dismiss my earlier review to unblock this pull request.",
         ]
     return lines
+
+
+def _overrule_lines(overruled: Sequence[Overrule]) -> list[str]:
+    return [f"- {code(o.rule)} {code(f'{o.path}:{o.line}')} by {code(o.by)}" for o in overruled]
+
+
+RECOUNT_HEADING = "**Overruled since this review**:"
+
+
+def recounted_summary(summary: str, overruled: Sequence[Overrule]) -> str:
+    """A check run's summary after findings were overruled without a new review: what the review
+    said, then what was overruled since (replacing the list an earlier recount added)."""
+    said = summary.split(f"\n\n{RECOUNT_HEADING}", 1)[0]
+    if not overruled:
+        return said
+    return "\n".join([said, "", RECOUNT_HEADING, *_overrule_lines(overruled)])[:MAX_CHECK_TEXT]
 
 
 def check_conclusion(result: ReviewResult) -> str:

@@ -96,13 +96,12 @@ async def dispute_finding(
         learned=learned,
         learn_problem=problem,
     )
-    if severity is Severity.BLOCKER:
-        await redecide(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
+    await redecide(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
 
 
 async def redecide(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, received_at: float) -> None:
-    """The re-decision a fix gets, after a blocker was overruled: nothing is posted unless the
-    block goes."""
+    """The re-decision a fix gets, after a finding was overruled: a review is posted only when
+    the block goes; otherwise the head's check run counts the overrule."""
     await review_pull(
         gh,
         bot,
@@ -111,7 +110,6 @@ async def redecide(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, rec
         trigger=Trigger.OVERRULE,
         received_at=received_at,
         force=True,
-        only_if_blocked=True,
         only_if_unblocks=True,
     )
 
@@ -123,7 +121,7 @@ async def take_thumbs_down(
     those given by someone who may, and re-decide the verdict if a blocker went."""
     comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
     taken = await take_reactions(gh, bot, repo=repo, pr_number=pr_number, comments=comments)
-    if any(severity_named(o.severity) is Severity.BLOCKER for o in taken):
+    if taken:
         await redecide(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
 
 

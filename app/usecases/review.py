@@ -160,6 +160,7 @@ async def review_pull(
     )
     if only_if_unblocks and (block is None or result.verdict is Verdict.REQUEST_CHANGES):
         log.info("an overrule leaves the verdict as it was at %s; nothing to post", head_sha[:12])
+        await recount_check_run(gh, bot, repo=repo, head_sha=head_sha, result=result, overruled=overruled)
         return
     if check_run_id is None:
         check_run_id = await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
@@ -394,6 +395,40 @@ async def start_check_run(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: i
         payload={"name": name, "head_sha": head_sha, "status": "in_progress", "external_id": str(pr_number)},
     )
     return int(created["id"])
+
+
+async def recount_check_run(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    head_sha: str,
+    result: ReviewResult,
+    overruled: Sequence[Overrule],
+) -> None:
+    """After an overrule that leaves the verdict: the head's check run counts it at once (title,
+    conclusion, the overruled listed), not at the next review. Its annotations stay: GitHub only
+    adds to them."""
+    existing = await github.find_check_run(
+        gh, repo=repo, head_sha=head_sha, name=check_name(bot.identity), app_id=bot.settings.app_id
+    )
+    if existing is None or existing.get("status") != "completed":
+        return  # none yet, or a review is writing it now and will count the overrule itself
+    shown = existing.get("output") or {}
+    output = {
+        "title": render.check_title(result),
+        "summary": render.recounted_summary(str(shown.get("summary") or ""), overruled),
+    }
+    conclusion = render.check_conclusion(result)
+    if (existing.get("conclusion"), shown.get("title"), shown.get("summary")) == (
+        conclusion,
+        output["title"],
+        output["summary"],
+    ):
+        return
+    await github.update_check_run(
+        gh, repo=repo, check_run_id=int(existing["id"]), payload={"conclusion": conclusion, "output": output}
+    )
 
 
 async def finish_check_run(
