@@ -430,6 +430,44 @@ async def test_a_rereview_that_would_approve_comments_instead_when_the_pr_steers
     assert bot.fake.review_decision(REPO, number) == "CHANGES_REQUESTED"
 
 
+def doubt_marked_lines(asked: Asked) -> Reply:
+    """A model that reports a concern on every added line marked ``# HMM``."""
+    if asked.schema == "judge_thread":
+        return Reply({"status": "cannot_tell", "reason": "no idea"})
+    findings = [
+        proposed(path, number, severity="concern", confidence=0.9, message="Is this what you meant?")
+        for path, lines in asked.files().items()
+        for number, text in lines
+        if "# HMM" in text
+    ]
+    return answer(asked, findings)
+
+
+async def test_a_rereview_where_the_model_reports_only_concerns_lifts_the_block(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    """The model accounted for every file (findings on one): no approval (only "nothing found"
+    approves), but its own block goes, as with the built-in reviewer: nothing here is silence."""
+    model.script = doubt_marked_lines
+    bot = await start_bot(tmp_path, llm_env(model))
+    try:
+        number = await review_once(bot, {"src/util.py": "def double(x:\n    return x * 2\n"})
+        bot.fake.push(REPO, "feature", {"src/util.py": "def double(x):\n    return x + x  # HMM\n"})
+        await bot.fake.comment(REPO, number, "@revbot review", by=AUTHOR)
+        await bot.drain()
+        first, second = reviews_posted(bot)
+    finally:
+        await bot.stop()
+    bot.assert_conforms()
+    assert (first.body["event"], second.body["event"]) == ("REQUEST_CHANGES", "COMMENT")
+    body = second.body["body"]
+    assert "**Verified fixed**" in body and "Is this what you meant?" in str(second.body)
+    assert "**Not approving:** the model reported findings on 1 file (`src/util.py`)" in body
+    assert "stands until a maintainer dismisses it" not in body
+    assert [c for c in bot.fake.calls if c.path.endswith("/dismissals") and c.status == 200]
+    assert bot.fake.review_decision(REPO, number) is None
+
+
 async def test_a_120_file_pr_through_github_names_what_the_cap_left_unreviewed(
     tmp_path: Path, model: FakeModelServer
 ) -> None:

@@ -14,7 +14,9 @@ from app.review.llm.trust import (
     UNTRUSTED_RULE,
     approval_withheld,
     confirmed,
+    holds_block,
     injection_withheld,
+    reported,
     steering_finding,
 )
 from tests.fake_llm import proposed
@@ -48,21 +50,54 @@ def test_confirmed(
 
 
 @pytest.mark.parametrize(
-    ("skipped", "given", "confirmed_paths", "expected"),
+    ("files", "findings", "asked", "expected"),
     [
-        (None, ["a", "b"], {"a", "b"}, None),
-        (None, [], set(), None),  # nothing for the model (all in review.llm.skip.paths)
-        (None, ["a", "b"], {"a"}, "did not confirm 1 file as reviewed with nothing found (`b`)"),
-        (None, ["a", "b", "c", "d", "e"], set(), "did not confirm 5 files as reviewed with nothing found"),
-        ("a draft", ["a"], {"a"}, "the model did not review this pull request (a draft)"),
-        ("a draft", [], set(), "the model did not review this pull request (a draft)"),
+        ([("a", "nothing_found"), ("b", "findings")], [proposed("b", 1)], ["a", "b"], {"b"}),
+        # "findings" with none on the file, or a finding under another status, is no report.
+        ([("a", "findings")], [], ["a"], set()),
+        ([("a", "not_reviewed")], [proposed("a", 1)], ["a"], set()),
+        # A list that does not match the request accounts for nothing.
+        ([("a", "findings")], [proposed("a", 1)], ["a", "b"], set()),
+        ([("a", "findings"), ("a", "findings")], [proposed("a", 1)], ["a"], set()),
     ],
 )
-def test_approval_withheld(
-    skipped: str | None, given: list[str], confirmed_paths: set[str], expected: str | None
+def test_reported(
+    files: list[tuple[str, str]], findings: list[dict[str, Any]], asked: list[str], expected: set[str]
 ) -> None:
-    reason = approval_withheld(skipped=skipped, given=given, confirmed=confirmed_paths)
+    assert reported(answer(files, findings), asked) == expected
+
+
+@pytest.mark.parametrize(
+    ("skipped", "given", "confirmed_paths", "reported_paths", "expected", "block"),
+    [
+        (None, ["a", "b"], {"a", "b"}, set(), None, False),
+        (None, [], set(), set(), None, False),  # nothing for the model (all in review.llm.skip.paths)
+        (None, ["a", "b"], {"a"}, set(), "did not confirm 1 file as reviewed with nothing found (`b`)", True),
+        (None, list("abcde"), set(), set(), "did not confirm 5 files as reviewed with nothing found", True),
+        # Findings reported on a file: accounted for, so no block held; still never an approval.
+        (None, ["a", "b"], {"a"}, {"b"}, "the model reported findings on 1 file (`b`)", False),
+        (None, ["a", "b", "c"], {"a"}, {"b"}, "did not confirm 1 file as reviewed with nothing found", True),
+        ("a draft", ["a"], {"a"}, set(), "the model did not review this pull request (a draft)", True),
+        ("a draft", [], set(), set(), "the model did not review this pull request (a draft)", True),
+    ],
+)
+def test_approval_withheld_and_whether_it_holds_the_block(
+    skipped: str | None,
+    given: list[str],
+    confirmed_paths: set[str],
+    reported_paths: set[str],
+    expected: str | None,
+    block: bool,
+) -> None:
+    coverage: dict[str, Any] = {
+        "skipped": skipped,
+        "given": given,
+        "confirmed": confirmed_paths,
+        "reported": reported_paths,
+    }
+    reason = approval_withheld(**coverage)
     assert (reason is None) if expected is None else (reason is not None and expected in reason)
+    assert holds_block(**coverage) is block
 
 
 @pytest.mark.parametrize(

@@ -170,6 +170,9 @@ class ReviewResult:
     # AI reviewer was found while the model reviewed), files the model did not review and why,
     # and its usage (rendered collapsed in the review body).
     withhold_approval: str | None = None
+    # Whether that also keeps the bot's earlier request for changes (re-review): true unless the
+    # model accounted for every file, with findings on some (``llm.trust.holds_block``).
+    withheld_holds_block: bool = True
     model_skipped: tuple[Skipped, ...] = ()
     usage: tuple[str, ...] = ()
     incomplete: bool = False  # a check could not run: an unchecked file is not approved
@@ -181,6 +184,12 @@ class ReviewResult:
     # (path, head line) of everything the model's prompts showed (``eval --history``: was the
     # defect in what the model saw); empty for the built-in reviewer, which sees the hunks.
     prompt_lines: frozenset[tuple[str, int]] = frozenset()
+
+    @property
+    def holds_block(self) -> bool:
+        """Whether a re-review without blockers must still leave the bot's request for changes
+        standing: approval was withheld for a reason a person should look at."""
+        return self.withhold_approval is not None and self.withheld_holds_block
 
 
 @dataclass(frozen=True, slots=True)

@@ -295,7 +295,11 @@ def render_body(
         and event == "COMMENT"
         and result.verdict is not (Verdict.REQUEST_CHANGES)
     ):
-        stands = " My earlier request for changes stands until a maintainer dismisses it." if rereview else ""
+        stands = (
+            " My earlier request for changes stands until a maintainer dismisses it."
+            if rereview and result.holds_block
+            else ""
+        )
         lines += ["", f"**Not approving:** {escape(result.withhold_approval)}.{stands}"]
     elif rereview is None and result.verdict is Verdict.APPROVE and event == "COMMENT":
         reason = (

@@ -183,9 +183,10 @@ async def review_pull(
     plan = plan_for(
         result, pull_context, policy=policy, trigger=trigger, identity=bot.identity, rereview=rereview
     )
-    if rereview is not None and plan.event == "COMMENT" and result.withhold_approval is None:
-        # No blockers remain but approval is disabled: only dismissing clears the sticky block.
-        # (Withheld approval keeps the block too: a person should look at this PR.)
+    if rereview is not None and plan.event == "COMMENT" and not result.holds_block:
+        # No blockers remain but approval is disabled or withheld: only dismissing clears the
+        # sticky block. (An approval withheld for the model's silence or steering keeps it: a
+        # person should look at this PR.)
         outcome = await dismiss_blocks(
             gh,
             repo=repo,

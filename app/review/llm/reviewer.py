@@ -82,6 +82,7 @@ class Outcome:
     line_counts: dict[str, int] = field(default_factory=dict)  # path -> lines at head, when read
     given: list[str] = field(default_factory=list)  # the files the model was to review
     confirmed: set[str] = field(default_factory=set)  # ... that it said "reviewed, nothing found" for
+    reported: set[str] = field(default_factory=set)  # ... that it said "findings" for, with some
     injection: list[Finding] = field(default_factory=list)  # untrusted answers, steering reports
     untrusted: int = 0  # answers without their request's canary
     related_cut: int = 0  # related definitions and call sites left out of the prompts (budget)
@@ -394,6 +395,7 @@ class LlmReviewer(Reviewer):
             else:
                 outcome.outside += 1
         outcome.confirmed |= trust.confirmed(answer, paths)
+        outcome.reported |= trust.reported(answer, paths)
         outcome.injection += [
             trust.steering_finding(report, paths=paths, line_counts=outcome.line_counts)
             for report in answer.steering
@@ -454,9 +456,14 @@ class LlmReviewer(Reviewer):
         )
         incomplete = base.verdict is not verdict_for(base.findings)
         verdict = verdict_for(findings, incomplete=incomplete)
-        withhold = trust.injection_withheld(
+        injected = trust.injection_withheld(
             {f.rule for f in findings}, model_read=outcome.reviewed > 0, tripwire=INJECTION_RULE
-        ) or trust.approval_withheld(skipped=skipped, given=outcome.given, confirmed=outcome.confirmed)
+        )
+        # A file it reported on counts only while a finding stands on it (not dropped).
+        reported = outcome.reported & {f.path for f in findings}
+        withhold = injected or trust.approval_withheld(
+            skipped=skipped, given=outcome.given, confirmed=outcome.confirmed, reported=reported
+        )
         if withhold is not None and verdict is Verdict.APPROVE:
             verdict = Verdict.COMMENT
         all_notes = [*base.notes, *notes, *extra]
@@ -474,6 +481,10 @@ class LlmReviewer(Reviewer):
             analysed=base.analysed,
             notes=tuple(all_notes),
             withhold_approval=withhold,
+            withheld_holds_block=injected is not None
+            or trust.holds_block(
+                skipped=skipped, given=outcome.given, confirmed=outcome.confirmed, reported=reported
+            ),
             incomplete=incomplete,
             model_skipped=tuple(outcome.not_reviewed),
             usage=self._usage(outcome),

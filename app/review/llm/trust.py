@@ -19,6 +19,7 @@ not depend on the wording:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from ..analyzers import finding as make_finding
 from ..analyzers.injection import PR_BODY_PATH
@@ -43,27 +44,63 @@ def confirmed(answer: ModelAnswer, paths: Sequence[str]) -> set[str]:
     }
 
 
-def approval_withheld(*, skipped: str | None, given: Sequence[str], confirmed: set[str]) -> str | None:
+def reported(answer: ModelAnswer, paths: Sequence[str]) -> set[str]:
+    """The files of a request the answer accounts for with findings: a coverage list that names
+    each file of the request exactly once, this one with "findings", and a finding on it."""
+    if sorted(c.path for c in answer.files) != sorted(paths):
+        return set()
+    with_findings = {f.path for f in answer.findings}
+    return {c.path for c in answer.files if c.status is Coverage.FINDINGS and c.path in with_findings}
+
+
+def approval_withheld(
+    *,
+    skipped: str | None,
+    given: Sequence[str],
+    confirmed: AbstractSet[str],
+    reported: AbstractSet[str] = frozenset(),
+) -> str | None:
     """Why the model's review does not let the pull request be approved, or None.
 
     ``skipped``: why the model did not review the pull request at all; ``given``: the files it was
-    to review (every analysed file with a diff, less ``review.llm.skip.paths``)."""
+    to review (every analysed file with a diff, less ``review.llm.skip.paths``); ``confirmed``:
+    those it said "reviewed, nothing found" for; ``reported``: those it reported findings on
+    that stand. Only "nothing found" on every file approves."""
     if skipped is not None:
         return (
             f"the model did not review this pull request ({skipped}); with the model reviewer, "
             "only its review of every file approves"
         )
-    silent = [path for path in given if path not in confirmed]
-    if not silent:
+    unconfirmed = [path for path in given if path not in confirmed]
+    if not unconfirmed:
         return None
-    names = ", ".join(f"`{p}`" for p in silent[:3]) + (
-        f" and {len(silent) - 3} more" if len(silent) > 3 else ""
-    )
-    plural = "s" if len(silent) != 1 else ""
+    silent = [path for path in unconfirmed if path not in reported]
+    if not silent:
+        return (
+            f"the model reported findings on {_count(unconfirmed)} ({_names(unconfirmed)}); with the "
+            'model reviewer, only "nothing found" on every file approves'
+        )
     return (
-        f"the model did not confirm {len(silent)} file{plural} as reviewed with nothing found ({names}); "
+        f"the model did not confirm {_count(silent)} as reviewed with nothing found ({_names(silent)}); "
         "its silence never approves"
     )
+
+
+def holds_block(
+    *, skipped: str | None, given: Sequence[str], confirmed: AbstractSet[str], reported: AbstractSet[str]
+) -> bool:
+    """Whether a withheld approval also keeps the bot's earlier request for changes: the model was
+    silent on a file (or did not review at all), so a person should look. A model that accounted
+    for every file, findings on some, lets the block go as the built-in reviewer's would."""
+    return skipped is not None or any(p not in confirmed and p not in reported for p in given)
+
+
+def _count(paths: Sequence[str]) -> str:
+    return f"{len(paths)} file{'s' if len(paths) != 1 else ''}"
+
+
+def _names(paths: Sequence[str]) -> str:
+    return ", ".join(f"`{p}`" for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
 def untrusted_finding(paths: Sequence[str], request_id: str) -> Finding:
