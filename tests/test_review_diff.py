@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.review.diff import PatchLines, is_anchorable, parse_patch
+from app.review.diff import PatchLines, base_of, is_anchorable, parse_patch
 
 GIT_ENV = {
     **os.environ,
@@ -188,3 +188,33 @@ def test_a_hand_written_patch_with_missing_blank_context_prefix_is_tolerated() -
     lines = parse_patch(patch)
     assert lines.right_lines == {1, 2, 3, 4}
     assert lines.added == {3}
+
+
+ROUND_TRIPS = {
+    "three-hunks": (NUMBERED, MULTI_HUNK),
+    "omitted-counts": ("a\n", "b\n"),
+    "deletion-only": ("a\nb\nc\n", "a\nc\n"),
+    "deleted-at-the-start": ("a\nb\nc\nd\n", "c\nd\n"),
+    "deleted-at-the-end": (NUMBERED, "".join(NUMBERED.splitlines(keepends=True)[:20])),
+    "added-at-the-end": ("a\nb\n", "a\nb\nc\nd\n"),
+    "no-newline-new-side": ("a\nb\n", "a\nb\nc"),
+    "no-newline-old-side": ("a\nb", "a\nb\nc\n"),
+    "no-newline-both-sides-context": ("a\nb\nc", "A\nb\nc"),
+    "no-newline-both-sides-changed": ("a\nb", "a\nB"),
+    "crlf-file": ("a\r\nb\r\n", "a\r\nB\r\nc\r\n"),
+    "everything-replaced": ("one\ntwo\n", "three\nfour\nfive\n"),
+}
+
+
+@pytest.mark.parametrize(("base", "head"), list(ROUND_TRIPS.values()), ids=list(ROUND_TRIPS))
+def test_the_base_is_rebuilt_from_the_head_and_its_patch(base: str, head: str) -> None:
+    assert base_of(head, git_patch(base, head)) == base
+
+
+def test_a_patch_that_does_not_fit_the_head_rebuilds_nothing() -> None:
+    patch = git_patch("a\nb\nc\n", "a\nB\nc\n")
+    assert base_of("a\nX\nc\n", patch) is None  # the added line is not what the head holds
+    assert base_of("a\n", patch) is None  # shorter than the hunk
+    assert base_of("a\nB\nc\n", None) is None
+    assert base_of("a\nB\nc\n", "") is None
+    assert base_of("a\nB\nc\n", "not a patch") is None

@@ -162,6 +162,32 @@ async def test_another_apps_check_run_of_the_same_name_is_left_alone(bot: BotHar
     assert bot.fake.world.check_runs[theirs].app == "impostor"
 
 
+async def test_the_api_check_compares_with_the_merge_base_not_the_moved_base_branch(
+    bot: BotHarness,
+) -> None:
+    """``main`` gained a parameter after the branch was cut: the pull request never removed it,
+    so only what the pull request itself changed is an API change (as its diff shows)."""
+    module = "def fetch(url):\n    return url\n\n\ndef parse(text):\n    return text\n"
+    base = {"pkg/__init__.py": "", "pkg/mod.py": module}
+    renamed = module.replace("def parse(text):\n    return text", "def parse(data):\n    return data")
+    number = bot.open_pull(
+        {"pkg/mod.py": renamed},
+        base_files=base,
+        author=AUTHOR,
+    )
+    moved = module.replace("def fetch(url):", "def fetch(url, timeout=5):")
+    bot.fake.push(REPO, "main", {"pkg/mod.py": moved})
+    await bot.start()
+    await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+    await bot.drain()
+    [post] = reviews_posted(bot)
+    text = json.dumps(post.body)
+    assert "`parse()` parameter `text` renamed to `data`" in text
+    assert "fetch()" not in text and "timeout" not in text
+    reads = [c.query.get("ref") for c in bot.fake.calls if c.path.endswith("/contents/pkg/mod.py")]
+    assert bot.fake.world.repo(REPO).branches["main"] not in reads  # the moved tip was never read
+
+
 async def test_with_approval_disabled_a_clean_pull_request_gets_a_comment_review(tmp_path: Path) -> None:
     bot = BotHarness(tmp_path, env={"REVIEW_APPROVE": "false"})
     bot.fake.add_user(DECOY)

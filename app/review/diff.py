@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["PatchLines", "is_anchorable", "parse_patch"]
+__all__ = ["PatchLines", "base_of", "is_anchorable", "parse_patch"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -132,3 +132,58 @@ def parse_patch(patch: str | None) -> PatchLines:
         crlf_lines=frozenset(crlf),
         tail_added=tuple(tail),
     )
+
+
+def base_of(head: str, patch: str | None) -> str | None:
+    """The LEFT side of a patch, rebuilt from the head text: the file as it was at the merge base,
+    which is what GitHub's pull-request diff is taken against (the base branch's tip may have
+    moved on since). Linear in the two texts. None when the patch does not apply to ``head``
+    (a context or added line differs), or there is no patch."""
+    if not patch:
+        return None
+    lines = patch.split("\n")
+    headers = [line for line in lines if line.startswith("@@")]
+    if not headers:
+        return None
+    if all(line.endswith("\r") for line in headers):
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    theirs = head.splitlines(keepends=True)
+    out: list[str] = []
+    at = 0  # head lines copied or consumed so far
+    old_left = new_left = 0
+    last: str | None = None  # what the previous content line was: " ", "+" or "-"
+    for raw in lines:
+        header = _HUNK.match(raw)
+        if header:
+            start = int(header.group(3)) - (0 if header.group(4) == "0" else 1)
+            if start < at or start > len(theirs):
+                return None
+            out.extend(theirs[at:start])  # what lies between hunks is the same on both sides
+            at = start
+            old_left = 1 if header.group(2) is None else int(header.group(2))
+            new_left = 1 if header.group(4) is None else int(header.group(4))
+            last = None
+            continue
+        if raw.startswith("\\"):  # "\ No newline at end of file": about the line before it
+            if last in ("-", " ") and out and out[-1].endswith("\n"):
+                out[-1] = out[-1][:-1]
+            continue
+        if old_left <= 0 and new_left <= 0:
+            continue
+        kind, text = (raw[0], raw[1:]) if raw else (" ", "")
+        if kind == "-":
+            out.append(text + "\n")
+            old_left -= 1
+        elif kind in "+ ":
+            if at >= len(theirs) or theirs[at].rstrip("\n") != text:
+                return None
+            if kind == " ":
+                out.append(theirs[at] if theirs[at].endswith("\n") else theirs[at] + "\n")
+                old_left -= 1
+            at += 1
+            new_left -= 1
+        else:
+            return None
+        last = kind
+    out.extend(theirs[at:])
+    return "".join(out)

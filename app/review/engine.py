@@ -24,10 +24,20 @@ from dataclasses import replace
 from ..config import load_analysis_settings
 from .analyzers import Analyzer, default_analyzers, is_python
 from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob, config_contents
+from .diff import base_of
 from .isolation.limits import Tripped
 from .isolation.pool import Boundary, shared_pool
 from .lintconfig import config_paths
-from .model import Finding, PullContext, Reviewer, ReviewResult, Severity, Skipped, Verdict
+from .model import (
+    FileContent,
+    Finding,
+    PullContext,
+    Reviewer,
+    ReviewResult,
+    Severity,
+    Skipped,
+    Verdict,
+)
 from .ruffpins import RuffPins
 from .selection import select_files
 
@@ -94,14 +104,23 @@ class BuiltinReviewer(Reviewer):
             else:
                 tools["ruff"] = tuple(pinned)
 
-        # The base side of the changed Python files the base had (the API check compares them).
-        base_paths = [
-            f.previous_path or f.path
-            for f in selection.analysable
-            if f.status in ("modified", "renamed") and is_python(f.path)
-        ]
+        # The base side of the changed Python files the base had (the API check compares them):
+        # rebuilt from the head and the patch, so at the merge base, as the diff is; read from
+        # the base only where that fails.
+        base: dict[str, FileContent | None] = {}
+        unbuilt: list[str] = []
+        for f in selection.analysable:
+            if f.status not in ("modified", "renamed") or not is_python(f.path):
+                continue
+            head = contents.get(f.path)
+            text = base_of(head.text, f.patch) if head is not None and head.text is not None else None
+            if text is None:
+                unbuilt.append(f.previous_path or f.path)
+            else:
+                base[f.previous_path or f.path] = FileContent(text=text, size=len(text.encode()))
         read_base = context.read_base
-        base = dict(await read_base(base_paths)) if read_base is not None and base_paths else {}
+        if read_base is not None and unbuilt:
+            base.update(await read_base(unbuilt))
         job = EvaluateJob(
             tuple(self.analyzers),
             selection.analysable,

@@ -136,7 +136,9 @@ class PullContext:
     model: ModelOptions = field(default_factory=ModelOptions)
     prior: tuple[PriorFinding, ...] = ()  # the bot's open threads, at re-review
     tree: TreeReader | None = None  # the layout at head; None: analysers work from the changed files
-    read_base: ContentReader | None = None  # the same reader at the base; None: not available
+    # The same reader at the base branch's tip; None: not available. The engine rebuilds a base
+    # from the patch first (the merge base, as the diff is) and reads here only where that fails.
+    read_base: ContentReader | None = None
 
 
 @dataclass(frozen=True, slots=True)

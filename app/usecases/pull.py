@@ -147,8 +147,8 @@ async def build_context(
         return await read_at(head_sha, paths)
 
     async def read_base(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
-        # The base branch's tip, as the pull request event gives it (its merge base would need
-        # one more call; the API check only compares the files the pull request changed).
+        # The base branch's tip, as the pull request event gives it: only for a file whose base
+        # side could not be rebuilt from its patch (the engine's first choice: the merge base).
         return await read_at(str(pull["base"]["sha"]), paths)
 
     async def tree() -> RepoTree | None:
