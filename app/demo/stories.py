@@ -411,8 +411,8 @@ async def ready(show: Show) -> None:
     await show.settle()
     await show.request_review(number, by=AUTHOR, again=True)
     await show.settle()
-    tests = await fake.start_check_run(REPO, head, "tests", app="actions")
-    lint = await fake.start_check_run(REPO, head, "lint", app="actions")
+    # One workflow's two jobs: both exist before the bot hears of either.
+    tests, lint = await fake.start_check_runs(REPO, head, ["tests", "lint"], app="actions")
     show.github('GitHub Actions started "tests" and "lint"')
     await _readiness(show, number, "⏳ Waiting — check(s) still running")
     await fake.complete_check_run(REPO, lint, "success")

@@ -550,10 +550,18 @@ class FakeGitHub:
 
     async def start_check_run(self, repo: str, sha: str, name: str, *, app: str = "actions") -> int:
         """App ``app`` starts a check run on ``sha``; emits ``check_run.created``. Returns its id."""
+        [run_id] = await self.start_check_runs(repo, sha, [name], app=app)
+        return run_id
+
+    async def start_check_runs(
+        self, repo: str, sha: str, names: Sequence[str], *, app: str = "actions"
+    ) -> list[int]:
+        """App ``app`` starts several check runs on ``sha`` at once (a workflow's jobs): all exist
+        before the first ``check_run.created`` is delivered. Returns their ids."""
         items, emit = self._collector()
-        run = self.ci.start_check_run(self.world.repo(repo), sha, name, app, emit)
+        runs = [self.ci.start_check_run(self.world.repo(repo), sha, name, app, emit) for name in names]
         await self._deliver_all(items)
-        return run.id
+        return [run.id for run in runs]
 
     async def complete_check_run(self, repo: str, run_id: int, conclusion: str) -> int:
         """Its App completes a check run; emits ``check_run.completed`` (and ``check_suite.completed``
