@@ -184,8 +184,16 @@ async def test_the_api_check_compares_with_the_merge_base_not_the_moved_base_bra
     text = json.dumps(post.body)
     assert "`parse()` parameter `text` renamed to `data`" in text
     assert "fetch()" not in text and "timeout" not in text
-    reads = [c.query.get("ref") for c in bot.fake.calls if c.path.endswith("/contents/pkg/mod.py")]
-    assert bot.fake.world.repo(REPO).branches["main"] not in reads  # the moved tip was never read
+    # Contents are read by GraphQL expressions "<ref>:<path>": the module at head, never at the tip.
+    reads = [
+        v
+        for c in bot.fake.calls
+        if c.variables
+        for v in c.variables.values()
+        if str(v).endswith(":pkg/mod.py")
+    ]
+    tip = bot.fake.world.repo(REPO).branches["main"]
+    assert reads and f"{tip}:pkg/mod.py" not in reads
 
 
 async def test_with_approval_disabled_a_clean_pull_request_gets_a_comment_review(tmp_path: Path) -> None:

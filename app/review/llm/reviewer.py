@@ -375,7 +375,7 @@ class LlmReviewer(Reviewer):
         outcome.reviewed += len(group.sections)
         outcome.shown.update(line for section in group.sections for line in section.shown)
         self._take(outcome, answer, group.sections)
-        matched = sorted(c.path for c in answer.files) == sorted(group.paths)  # else nothing is confirmed
+        matched = trust.covers(answer, group.paths)  # else nothing is confirmed
         for section in group.sections:
             path = section.file.path
             mine = ModelAnswer(

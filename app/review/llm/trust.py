@@ -36,7 +36,7 @@ def confirmed(answer: ModelAnswer, paths: Sequence[str]) -> set[str]:
     """The files of a request the answer confirms as reviewed with nothing found: its coverage
     list names each file of the request exactly once and nothing else, this one with
     "nothing_found", and no finding is on it. Nothing is confirmed by a list that does not match."""
-    if sorted(c.path for c in answer.files) != sorted(paths):
+    if not covers(answer, paths):
         return set()
     with_findings = {f.path for f in answer.findings}
     return {
@@ -44,10 +44,15 @@ def confirmed(answer: ModelAnswer, paths: Sequence[str]) -> set[str]:
     }
 
 
+def covers(answer: ModelAnswer, paths: Sequence[str]) -> bool:
+    """The coverage list names each file of the request exactly once, and nothing else."""
+    return sorted(c.path for c in answer.files) == sorted(paths)
+
+
 def reported(answer: ModelAnswer, paths: Sequence[str]) -> set[str]:
     """The files of a request the answer accounts for with findings: a coverage list that names
     each file of the request exactly once, this one with "findings", and a finding on it."""
-    if sorted(c.path for c in answer.files) != sorted(paths):
+    if not covers(answer, paths):
         return set()
     with_findings = {f.path for f in answer.findings}
     return {c.path for c in answer.files if c.status is Coverage.FINDINGS and c.path in with_findings}
