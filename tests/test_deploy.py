@@ -4,15 +4,18 @@ bot needs, parsed the way each platform reads them; and the settings they rely o
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tomllib
 from importlib.metadata import distribution
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from packaging.markers import default_environment
@@ -183,6 +186,95 @@ def test_requirements_txt_pins_exactly_what_pyproject_needs() -> None:
         assert canonicalize_name(req.name) in pins, f"{req.name} missing: run scripts/lock_requirements.py"
         assert req.specifier.contains(pins[canonicalize_name(req.name)]), f"{spec} vs the pin"
     assert set(pins) == _closure(declared), "requirements.txt is stale: run scripts/lock_requirements.py"
+
+
+def test_requirements_test_txt_is_the_deployed_set_and_the_test_tools_pinned_alike() -> None:
+    """The suite installs with requirements-test.txt as constraints: it must pin every package
+    the test extra pulls in (an unpinned one would float with the registry) and pin what is
+    deployed at the deployed version (so what is tested is what runs)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    tested = [*declared_requirements(), *project["optional-dependencies"]["test"]]
+    pins = pinned(ROOT / "requirements-test.txt")
+    deployed = pinned(ROOT / "requirements.txt")
+    assert {name: pins.get(name) for name in deployed} == deployed, "the two locks disagree"
+    for spec in tested:
+        req = Requirement(spec)
+        assert req.specifier.contains(pins[canonicalize_name(req.name)]), f"{spec} vs the pin"
+    assert set(pins) == _closure(tested), "requirements-test.txt is stale: run scripts/lock_requirements.py"
+
+
+def readme_command(heading_words: str) -> list[str]:
+    """The shell words of the README's fenced command that follows the paragraph starting with
+    ``heading_words`` (the README's two commands)."""
+    section = (ROOT / "README.md").read_text().split("## Two commands", 1)[1]
+    after = section.split(heading_words, 1)[1]
+    block = after.split("```sh\n", 1)[1].split("```", 1)[0]
+    return shlex.split(block.strip())
+
+
+@pytest.mark.parametrize(
+    ("paragraph", "lock"),
+    [("See the whole bot", "requirements.txt"), ("Run the tests", "requirements-test.txt")],
+)
+def test_the_readmes_two_commands_install_a_locked_set(paragraph: str, lock: str) -> None:
+    words = readme_command(paragraph)
+    install = words[words.index("install") : words.index("&&", words.index("install"))]
+    assert install[install.index("-c") + 1] == lock and (ROOT / lock).is_file()
+    if lock == "requirements-test.txt":
+        # CI installs exactly as the README says
+        ci = (ROOT / ".ci/run").read_text().splitlines()
+        installs = [shlex.split(line, comments=True) for line in ci if line.startswith("pip install")]
+        assert installs == [["pip", "install", "-q", *install[1:]]]
+
+
+def lock_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("lock_requirements", ROOT / "scripts/lock_requirements.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("locked", "newest", "said"),
+    [
+        ({"a": "1.0"}, {"a": "1.0"}, []),
+        ({"a": "1.0"}, {"a": "1.1"}, ["a: locked at 1.0; 1.1 is allowed by pyproject.toml"]),
+        ({"a": "2.0"}, {"a": "1.9"}, []),  # the registry pulled a release: the pin stays, no drift
+        ({"a": "1.0"}, {"a": "1.0", "b": "3"}, ["b: not locked; a fresh resolution adds 3"]),
+        ({"a": "1.0", "c": "1"}, {"a": "1.0"}, ["c: locked at 1; a fresh resolution no longer needs it"]),
+        (
+            {"z": "1", "a": "1"},
+            {"z": "2", "a": "2"},
+            [
+                "a: locked at 1; 2 is allowed by pyproject.toml",
+                "z: locked at 1; 2 is allowed by pyproject.toml",
+            ],
+        ),
+        ({"a": "1.0"}, {"a": "1.0.post1"}, ["a: locked at 1.0; 1.0.post1 is allowed by pyproject.toml"]),
+        ({"a": "1.0"}, {"a": "1.0.0"}, []),  # the same version spelt otherwise
+    ],
+)
+def test_lock_drift_is_reported_from_the_lock_and_a_resolution(
+    locked: dict[str, str], newest: dict[str, str], said: list[str]
+) -> None:
+    """``lock_requirements.py --check``'s comparison (pure: no test asks the registry)."""
+    assert lock_script().drift(locked, newest) == said
+
+
+def test_the_lock_scripts_closure_follows_extras_and_markers() -> None:
+    """Both locks come from one resolution, cut by ``closure``: an extra's requirements only when
+    the extra is asked for, a marker that does not hold leaves its requirement out."""
+    script = lock_script()
+    resolved = {
+        "a": script.Resolved("a", "1", ("b", "c; extra == 'x'", "d; python_version < '3'")),
+        "b": script.Resolved("b", "1", ()),
+        "c": script.Resolved("c", "1", ("b",)),
+        "d": script.Resolved("d", "1", ()),
+    }
+    assert script.closure(["a"], resolved) == {"a", "b"}
+    assert script.closure(["a[x]"], resolved) == {"a", "b", "c"}
 
 
 def install_sets() -> dict[str, dict[str, str]]:
