@@ -1,0 +1,161 @@
+"""The replay's small decisions: the settings it plays with, what a merge commit says, which
+lines a comment may sit on, how trees turn into commits, and which findings were posted again."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from app.replay.history import _title_and_body, changes
+from app.replay.measure import in_diff, reposted
+from app.replay.play import login_of, replay_config
+from app.review.markers import FindingMarker
+from app.sandbox import Call, FakeGitHub
+from app.sandbox.diff import diff_trees
+from app.sandbox.state import ReviewComment
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (None, {"review": {"on_push": True}}),
+        ("", {"review": {"on_push": True}}),
+        (
+            "readiness:\n  quiet_minutes: 5\n",
+            {"readiness": {"quiet_minutes": 5}, "review": {"on_push": True}},
+        ),
+        ("review:\n  on_push: false\n  max_comments: 3\n", {"review": {"on_push": True, "max_comments": 3}}),
+    ],
+)
+def test_the_repository_settings_apply_with_review_on_push(text: str | None, expected: object) -> None:
+    assert yaml.safe_load(replay_config(text)) == expected
+
+
+@pytest.mark.parametrize("text", ["review: [1, 2]\n", "- a list\n", "review: {on_push: [\n"])
+def test_settings_the_bot_cannot_use_stay_as_they_are(text: str) -> None:
+    assert replay_config(text) == text  # the bot reports the file, as it would on GitHub
+
+
+@pytest.mark.parametrize(
+    ("subject", "body", "expected"),
+    [
+        ("Merge pull request #12 from a/b", "Fix it\n\nLonger text.", (12, "Fix it", "Longer text.")),
+        ("Merge pull request #7 from a/b", "", (7, "Merge pull request #7 from a/b", "")),
+        (
+            "Add pathlib support to `edit` (#3781)",
+            "Details",
+            (3781, "Add pathlib support to `edit`", "Details"),
+        ),
+        ("Merge branch 'stable'", " notes ", (None, "Merge branch 'stable'", "notes")),
+    ],
+)
+def test_a_merge_commit_names_its_pull_request(subject: str, body: str, expected: tuple[object, ...]) -> None:
+    assert _title_and_body(subject, body) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "login"),
+    [("Alice Liddell", "Alice-Liddell"), ("  ", "author"), ("revbot", "revbot-author"), ("Zoë 🐍", "Zo")],
+)
+def test_authors_get_a_login_that_is_never_the_decoy(name: str, login: str) -> None:
+    assert login_of(name) == login
+
+
+def comment(path: str, line: int | None, *, side: str = "RIGHT", subject_type: str = "line") -> ReviewComment:
+    return ReviewComment(
+        id=1, node_id="n", repo="r", number=1, review_id=1, thread_id="t", user="u", body="b", path=path,
+        line=line, original_line=line, side=side, start_line=None, original_start_line=None, start_side=None,
+        commit_id="c", original_commit_id="c", diff_hunk="", position=None, original_position=1,
+        in_reply_to_id=None, created_at="", updated_at="", author_association="NONE",
+        subject_type=subject_type,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("where", "inside"),
+    [
+        (comment("a.py", 3), True),  # the added line
+        (comment("a.py", 2), False),  # context: a line the PR did not touch
+        (comment("a.py", 3, side="LEFT"), True),  # the removed line, on the old side
+        (comment("a.py", 2, side="LEFT"), False),
+        (comment("a.py", None, subject_type="file"), True),
+        (comment("b.py", 1), False),  # a file the PR did not change
+    ],
+)
+def test_a_comment_is_in_the_diff_only_on_a_line_the_pr_changed(where: ReviewComment, inside: bool) -> None:
+    old = {"a.py": "one\ntwo\nold\n", "b.py": "same\n"}
+    new = {"a.py": "one\ntwo\nthree\n", "b.py": "same\n"}
+    assert in_diff(diff_trees(old, new), where) is inside
+
+
+def test_changes_turn_one_tree_into_the_next() -> None:
+    old = {"kept": "k", "edited": "1", "gone": "g"}
+    new = {"kept": "k", "edited": "2", "added": "a"}
+    assert changes(old, new) == {"gone": None, "edited": "2", "added": "a"}
+    applied = {**old, **changes(old, new)}
+    assert {path: text for path, text in applied.items() if text is not None} == new
+
+
+# ------------------------------------------------------------------------------ re-posted findings
+REPO = "octo/widgets"
+BOT = "revbot[bot]"
+
+
+def review_call(fake: FakeGitHub, number: int, review_id: int) -> Call:
+    """The bot's request that posted a review, as the fake records it."""
+    path = f"/repos/{REPO}/pulls/{number}/reviews"
+    return Call("POST", path, {}, {}, 200, "token", 77, response={"id": review_id})
+
+
+def thread_call(thread: str, *, resolved: bool) -> Call:
+    name = "resolveReviewThread" if resolved else "unresolveReviewThread"
+    document = (
+        f"mutation M($threadId: ID!) {{ {name}(input: {{threadId: $threadId}}) {{ thread {{ id }} }} }}"
+    )
+    return Call(
+        "POST", "/graphql", {}, {}, 200, "token", 77, graphql=document, variables={"threadId": thread}
+    )
+
+
+def bot_review(fake: FakeGitHub, number: int, fingerprint: str) -> tuple[int, str]:
+    """A review of the bot's with one inline finding (by its fingerprint); its id and thread."""
+    repo = fake.world.repo(REPO)
+    marker = FindingMarker("head", "python/F821", fingerprint, "a.py", 2, "blocker").encode()
+    spec = {"path": "a.py", "line": 2, "side": "RIGHT", "body": f"Undefined name.\n\n{marker}"}
+    review = fake.actions.create_review(
+        repo, fake.world.pull(repo, number), BOT, body="review", event="COMMENT", comments=[spec],
+        commit_id=None, emit=lambda *_: None,
+    )  # fmt: skip
+    return review.id, fake.world.review_comments[review.comment_ids[0]].thread_id
+
+
+@pytest.fixture
+def pull() -> tuple[FakeGitHub, int]:
+    fake = FakeGitHub(app_id=1, app_slug="revbot", webhook_secret="s")
+    fake.add_installation(77, "octo")
+    fake.add_repo(REPO, installation_id=77)
+    fake.push(REPO, "main", {"a.py": "one\n"})
+    fake.push(REPO, "feature", {"a.py": "one\ntwo\n"})
+    return fake, int(fake.open_pull(REPO, head="feature", author="alice")["number"])
+
+
+def test_a_finding_posted_again_while_its_thread_is_open_is_reposted(pull: tuple[FakeGitHub, int]) -> None:
+    fake, number = pull
+    first, _ = bot_review(fake, number, "fp-1")
+    again, _ = bot_review(fake, number, "fp-1")
+    other, _ = bot_review(fake, number, "fp-2")
+    calls = [review_call(fake, number, i) for i in (first, again, other)]
+    assert reposted(fake, calls, f"/repos/{REPO}/pulls/{number}/reviews") == 1
+
+
+def test_a_finding_posted_again_after_its_thread_was_resolved_is_not(pull: tuple[FakeGitHub, int]) -> None:
+    fake, number = pull
+    first, thread = bot_review(fake, number, "fp-1")
+    again, _ = bot_review(fake, number, "fp-1")
+    third, _ = bot_review(fake, number, "fp-1")
+    path = f"/repos/{REPO}/pulls/{number}/reviews"
+    resolved_between = [review_call(fake, number, first), thread_call(thread, resolved=True)]
+    assert reposted(fake, [*resolved_between, review_call(fake, number, again)], path) == 0
+    # reopened, then the same finding posted again: the second comment's thread is open too
+    reopened = [*resolved_between, thread_call(thread, resolved=False), review_call(fake, number, again)]
+    assert reposted(fake, [*reopened, review_call(fake, number, third)], path) == 2
