@@ -146,6 +146,7 @@ def test_one_pr_by_its_merge_commit_with_its_page(
     assert "Add total" in text and "Take the offset" in text  # the title, and the later push
     assert "revbot[bot]" in text and "F821" in text  # the bot's review, with its finding
     assert '<b>Review decision:</b> <span class="ok">Approved</span>' in text  # fixed, so approved
+    assert "Rendered by <code>python -m app replay</code>" in text
 
 
 async def test_merged_pulls_are_read_from_the_merge_commits(clone: tuple[Path, dict[str, str]]) -> None:

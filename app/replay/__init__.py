@@ -117,7 +117,12 @@ async def replay(
                 print(line(report), file=progress, flush=True)
             if options.html is not None and pull is pulls[-1]:
                 page = html.render_pull(
-                    replayer.fake, played.repo, played.number, bot_login=BOT, pushes=played.pushes
+                    replayer.fake,
+                    played.repo,
+                    played.number,
+                    bot_login=BOT,
+                    pushes=played.pushes,
+                    command="python -m app replay",
                 )
     return reports, page
 
