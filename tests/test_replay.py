@@ -117,16 +117,28 @@ def thread_call(thread: str, *, resolved: bool) -> Call:
     )
 
 
-def bot_review(fake: FakeGitHub, number: int, fingerprint: str) -> tuple[int, str]:
-    """A review of the bot's with one inline finding (by its fingerprint); its id and thread."""
+def bot_review(fake: FakeGitHub, number: int, *findings: tuple[str, str, int, str]) -> tuple[int, str]:
+    """A review of the bot's with inline findings (fingerprint, path, line, rule); its id, and
+    the thread of its first comment."""
     repo = fake.world.repo(REPO)
-    marker = FindingMarker("head", "python/F821", fingerprint, "a.py", 2, "blocker").encode()
-    spec = {"path": "a.py", "line": 2, "side": "RIGHT", "body": f"Undefined name.\n\n{marker}"}
+    specs = [
+        {
+            "path": path,
+            "line": line,
+            "side": "RIGHT",
+            "body": "A finding.\n\n"
+            + FindingMarker("head", rule, fingerprint, path, line, "blocker").encode(),
+        }
+        for fingerprint, path, line, rule in findings
+    ]
     review = fake.actions.create_review(
-        repo, fake.world.pull(repo, number), BOT, body="review", event="COMMENT", comments=[spec],
+        repo, fake.world.pull(repo, number), BOT, body="review", event="COMMENT", comments=specs,
         commit_id=None, emit=lambda *_: None,
     )  # fmt: skip
     return review.id, fake.world.review_comments[review.comment_ids[0]].thread_id
+
+
+UNDEFINED = ("fp-1", "a.py", 2, "python/F821")  # on line 2 of a.py, "two"
 
 
 @pytest.fixture
@@ -135,27 +147,37 @@ def pull() -> tuple[FakeGitHub, int]:
     fake.add_installation(77, "octo")
     fake.add_repo(REPO, installation_id=77)
     fake.push(REPO, "main", {"a.py": "one\n"})
-    fake.push(REPO, "feature", {"a.py": "one\ntwo\n"})
+    fake.push(REPO, "feature", {"a.py": "one\ntwo\n", "b.py": "  two\n"})
     return fake, int(fake.open_pull(REPO, head="feature", author="alice")["number"])
+
+
+def count(fake: FakeGitHub, number: int, *calls: Call) -> int:
+    return reposted(fake, calls, f"/repos/{REPO}/pulls/{number}/reviews")
 
 
 def test_a_finding_posted_again_while_its_thread_is_open_is_reposted(pull: tuple[FakeGitHub, int]) -> None:
     fake, number = pull
-    first, _ = bot_review(fake, number, "fp-1")
-    again, _ = bot_review(fake, number, "fp-1")
-    other, _ = bot_review(fake, number, "fp-2")
-    calls = [review_call(fake, number, i) for i in (first, again, other)]
-    assert reposted(fake, calls, f"/repos/{REPO}/pulls/{number}/reviews") == 1
+    first, _ = bot_review(fake, number, UNDEFINED)
+    again, _ = bot_review(fake, number, UNDEFINED)
+    other_rule, _ = bot_review(fake, number, ("fp-2", "a.py", 2, "python/F401"))
+    moved_file, _ = bot_review(fake, number, ("fp-3", "b.py", 1, "python/F821"))  # same rule, same text
+    reviews = [review_call(fake, number, i) for i in (first, again, other_rule, moved_file)]
+    assert count(fake, number, *reviews) == 2  # "again" and the one in the other file
+
+
+def test_one_review_never_reposts_its_own_findings(pull: tuple[FakeGitHub, int]) -> None:
+    fake, number = pull
+    both, _ = bot_review(fake, number, UNDEFINED, ("fp-3", "b.py", 1, "python/F821"))
+    assert count(fake, number, review_call(fake, number, both)) == 0
 
 
 def test_a_finding_posted_again_after_its_thread_was_resolved_is_not(pull: tuple[FakeGitHub, int]) -> None:
     fake, number = pull
-    first, thread = bot_review(fake, number, "fp-1")
-    again, _ = bot_review(fake, number, "fp-1")
-    third, _ = bot_review(fake, number, "fp-1")
-    path = f"/repos/{REPO}/pulls/{number}/reviews"
+    first, thread = bot_review(fake, number, UNDEFINED)
+    again, _ = bot_review(fake, number, UNDEFINED)
+    third, _ = bot_review(fake, number, UNDEFINED)
     resolved_between = [review_call(fake, number, first), thread_call(thread, resolved=True)]
-    assert reposted(fake, [*resolved_between, review_call(fake, number, again)], path) == 0
+    assert count(fake, number, *resolved_between, review_call(fake, number, again)) == 0
     # reopened, then the same finding posted again: the second comment's thread is open too
     reopened = [*resolved_between, thread_call(thread, resolved=False), review_call(fake, number, again)]
-    assert reposted(fake, [*reopened, review_call(fake, number, third)], path) == 2
+    assert count(fake, number, *reopened, review_call(fake, number, third)) == 2

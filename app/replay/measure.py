@@ -5,8 +5,10 @@ threads, comments, check runs). From them, per pull request:
 
 - **rounds**: reviews the bot posted (each carries its review marker), and the inline comments
   (new threads) of each;
-- **reposted**: an inline comment whose finding fingerprint is that of a bot thread still open
-  when it was posted (the order of the bot's requests says which were open then);
+- **reposted**: an inline comment for a finding a bot thread opened by an earlier review still
+  holds, open when it was posted (the order of the bot's requests says which were open then):
+  the same fingerprint, or the same rule on the same line text in any file (a line moved to
+  another file, a file renamed);
 - **outside_diff**: an inline comment on a line the PR did not add or change (a line of the diff
   between the PR's base and the head it was posted on; a file comment counts if the file changed);
 - **blocks raised / dismissed**, **resolved_verified** (bot threads the bot resolved);
@@ -156,36 +158,41 @@ def _roots(fake: FakeGitHub, review_id: int) -> list[ReviewComment]:
     ]
 
 
+def _identities(fake: FakeGitHub, root: ReviewComment, marker: FindingMarker) -> set[object]:
+    """What makes two comments the same finding: its fingerprint, and its rule with the text of
+    the line it sits on (which survives the line moving to another file)."""
+    found: set[object] = {marker.fingerprint}
+    commit = fake.world.repo(root.repo).commits.get(root.original_commit_id)
+    lines = commit.files.get(root.path, "").split("\n") if commit else []
+    if root.original_line is not None and 0 < root.original_line <= len(lines):
+        text = " ".join(lines[root.original_line - 1].split())
+        if text:
+            found.add((marker.rule, text))
+    return found
+
+
 def reposted(fake: FakeGitHub, calls: Sequence[Call], reviews_path: str) -> int:
-    """Inline comments posted while a bot thread with the same finding fingerprint was open."""
-    open_threads: dict[str, str] = {}  # thread node id -> fingerprint
+    """Inline comments posted for a finding a bot thread of an earlier review held, still open."""
+    open_threads: dict[str, set[object]] = {}  # thread node id -> the identities of its finding
     count = 0
     for call in calls:
         change = _thread_change(call)
         if change is not None:
             thread, resolved = change
-            if resolved:
-                open_threads.pop(thread, None)
-            else:
-                root = fake.world.review_comments[fake.world.threads[thread].comment_ids[0]]
-                marker = FindingMarker.read(root.body)
-                if marker is not None and root.user == BOT:
-                    open_threads[thread] = marker.fingerprint
+            root = fake.world.review_comments[fake.world.threads[thread].comment_ids[0]]
+            marker = FindingMarker.read(root.body)
+            open_threads.pop(thread, None)
+            if not resolved and marker is not None and root.user == BOT:
+                open_threads[thread] = _identities(fake, root, marker)
             continue
         for review_id in _posted_review_ids([call], reviews_path):
-            count += _posted_again(fake, review_id, open_threads)
-    return count
-
-
-def _posted_again(fake: FakeGitHub, review_id: int, open_threads: dict[str, str]) -> int:
-    """How many of a review's new threads hold a finding of a thread still open; they open too."""
-    count = 0
-    for root in _roots(fake, review_id):
-        marker = FindingMarker.read(root.body)
-        if marker is None:
-            continue
-        count += marker.fingerprint in open_threads.values()
-        open_threads[root.thread_id] = marker.fingerprint
+            held = set().union(*open_threads.values())
+            for root in _roots(fake, review_id):
+                marker = FindingMarker.read(root.body)
+                if marker is not None:
+                    identities = _identities(fake, root, marker)
+                    count += bool(identities & held)
+                    open_threads[root.thread_id] = identities
     return count
 
 
