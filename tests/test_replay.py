@@ -1,15 +1,20 @@
 """The replay's small decisions: the settings it plays with, what a merge commit says, which
-lines a comment may sit on, how trees turn into commits, and which findings were posted again."""
+lines a comment may sit on, how trees turn into commits, which findings were posted again,
+which blockers stand at the merge, and what counts as a crash."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 import yaml
 
-from app.replay.history import _title_and_body, changes
-from app.replay.measure import in_diff, reposted
-from app.replay.play import login_of, replay_config
-from app.review.markers import FindingMarker
+from app.config import RepoConfig
+from app.replay.history import MergedPull, Push, _title_and_body, changes
+from app.replay.measure import in_diff, measure, reposted
+from app.replay.play import Played, login_of, replay_config
+from app.review.markers import FindingMarker, ReviewMarker, Trigger
+from app.review.model import Finding, ReviewResult, Severity, Verdict
 from app.sandbox import Call, FakeGitHub
 from app.sandbox.diff import diff_trees
 from app.sandbox.state import ReviewComment
@@ -181,3 +186,60 @@ def test_a_finding_posted_again_after_its_thread_was_resolved_is_not(pull: tuple
     # reopened, then the same finding posted again: the second comment's thread is open too
     reopened = [*resolved_between, thread_call(thread, resolved=False), review_call(fake, number, again)]
     assert count(fake, number, *reopened, review_call(fake, number, third)) == 2
+
+
+# ------------------------------------------------------------------------------ blockers and crashes
+def played(fake: FakeGitHub, number: int, final: ReviewResult | None, **extra: Any) -> Played:
+    world = fake.world
+    head = world.pull(world.repo(REPO), number).head_sha
+    merged = MergedPull("m" * 40, 5, "A PR", "", 0.0, (Push(head, "b", 0.0, "alice", "Add it"),))
+    base = world.repo(REPO).branches["main"]
+    return Played(
+        merged, REPO, number, RepoConfig(), {head: base}, slice(0, len(fake.calls)), final=final, **extra
+    )
+
+
+def blocking_review(fake: FakeGitHub, number: int, verdict: str = "REQUEST_CHANGES") -> None:
+    """The bot's review (its marker says ``verdict``) with the undefined name, as a request it made."""
+    review_id, _ = bot_review(fake, number, UNDEFINED)
+    review = fake.world.reviews[review_id]
+    review.body = "review\n\n" + ReviewMarker(review.commit_id, Trigger.DECOY, verdict, 1).encode()
+    fake.calls.append(review_call(fake, number, review_id))
+
+
+def result(*fingerprints: str) -> ReviewResult:
+    findings = tuple(
+        Finding("a.py", 2, Severity.BLOCKER, "python/F821", "Undefined.", fp) for fp in fingerprints
+    )
+    return ReviewResult(
+        Verdict.REQUEST_CHANGES if findings else Verdict.APPROVE, "", findings, analysed=("a.py",)
+    )
+
+
+@pytest.mark.parametrize(
+    ("verdict", "final", "blockers", "fixed"),
+    [
+        ("REQUEST_CHANGES", result("fp-1"), ["python/F821 at a.py:2"], 0),  # still there, still blocking
+        ("REQUEST_CHANGES", result(), [], 1),  # fixed by the author before the merge
+        ("COMMENT", result("fp-1"), [], 0),  # there, but the bot's standing review does not block
+        ("REQUEST_CHANGES", None, ["python/F821 at a.py:2"], 0),  # no re-check: cannot say it is gone
+    ],
+)
+def test_blockers_stand_at_the_merge_when_the_bot_still_blocks_and_they_are_there(
+    pull: tuple[FakeGitHub, int], verdict: str, final: ReviewResult | None, blockers: list[str], fixed: int
+) -> None:
+    fake, number = pull
+    blocking_review(fake, number, verdict)
+    report = measure(fake, played(fake, number, final)).as_dict()
+    assert (report["rounds"], report["comments"], report["flagged"]) == (1, 1, 1)
+    assert (report["blockers_at_merge"], report["fixed_by_author"]) == (blockers, fixed)
+    assert report["blocks_raised"] == (verdict == "REQUEST_CHANGES")
+
+
+def test_crashes_are_the_errors_logged_or_the_jobs_that_failed(pull: tuple[FakeGitHub, int]) -> None:
+    fake, number = pull
+    logged = played(fake, number, result(), errors=["app.worker: job failed", "app.worker: slot stopped"])
+    assert measure(fake, logged).crashes == 2
+    unlogged = measure(fake, played(fake, number, result(), failed_jobs=1))
+    assert (unlogged.crashes, unlogged.crash_messages) == (1, ["1 job(s) failed"])
+    assert measure(fake, played(fake, number, result())).crashes == 0
