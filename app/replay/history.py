@@ -166,7 +166,5 @@ class GitTrees:
 def changes(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str | None]:
     """What turns tree ``old`` into ``new``: changed or added files, None for removed ones."""
     out: dict[str, str | None] = {path: None for path in old if path not in new}
-    out.update(
-        {path: text for path, text in new.items() if old.get(path) is not text and old.get(path) != text}
-    )
+    out.update({path: text for path, text in new.items() if old.get(path) != text})
     return out

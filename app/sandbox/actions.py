@@ -88,7 +88,7 @@ class Actions:
         self, repo: Repo, branch: str, files: Mapping[str, str | None], *, message: str, emit: Emit
     ) -> str:
         tip = repo.branches.get(branch) or repo.branches.get(repo.default_branch)
-        pushers = [p for p in self.world.pulls_of(repo) if p.head_ref == branch and p.state == "open"]
+        pushers = self._open_pulls_from(repo, branch)
         author = pushers[0].author if pushers else repo.owner
         sha = self.add_commit(repo, files, parent=tip, message=message or f"Update {branch}", author=author)
         self.move_branch(repo, branch, sha, emit=emit)
@@ -98,10 +98,9 @@ class Actions:
         """``branch`` now points at the existing commit ``sha`` (a push, or a force-push when the
         old tip is not its ancestor): every open pull request with that head follows it."""
         self.world.commit(repo, sha)
-        pushers = [p for p in self.world.pulls_of(repo) if p.head_ref == branch and p.state == "open"]
         repo.branches[branch] = sha
         repo.pushed_at = self.world.iso()
-        for pull in pushers:
+        for pull in self._open_pulls_from(repo, branch):
             before = pull.head_sha
             pull.head_sha = sha
             pull.updated_at = self.world.iso()
@@ -118,6 +117,9 @@ class Actions:
                     pull_request=self.shapes.pull(pull),
                 ),
             )
+
+    def _open_pulls_from(self, repo: Repo, branch: str) -> list[Pull]:
+        return [p for p in self.world.pulls_of(repo) if p.head_ref == branch and p.state == "open"]
 
     def _carry_comments(self, repo: Repo, pull: Pull, new_sha: str) -> None:
         """Move comments whose file did not change to the new head; the others become outdated."""
