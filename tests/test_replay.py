@@ -4,13 +4,14 @@ which blockers stand at the merge, and what counts as a crash."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from app.config import RepoConfig
-from app.replay.history import MergedPull, Push, _title_and_body, changes
+from app.replay.history import MergedPull, Push, _title_and_body, changes, merged_pulls
 from app.replay.measure import in_diff, measure, reposted
 from app.replay.play import Played, login_of, replay_config
 from app.review.markers import FindingMarker, ReviewMarker, Trigger
@@ -18,6 +19,7 @@ from app.review.model import Finding, ReviewResult, Severity, Verdict
 from app.sandbox import Call, FakeGitHub
 from app.sandbox.diff import diff_trees
 from app.sandbox.state import ReviewComment
+from tests.replay_repo import Repo
 
 
 @pytest.mark.parametrize(
@@ -243,3 +245,17 @@ def test_crashes_are_the_errors_logged_or_the_jobs_that_failed(pull: tuple[FakeG
     unlogged = measure(fake, played(fake, number, result(), failed_jobs=1))
     assert (unlogged.crashes, unlogged.crash_messages) == (1, ["1 job(s) failed"])
     assert measure(fake, played(fake, number, result())).crashes == 0
+
+
+async def test_a_merge_of_a_history_that_never_met_the_branch_is_no_pull_request(tmp_path: Path) -> None:
+    repo = Repo(tmp_path)
+    repo.git("init", "-q", "-b", "main")
+    repo.commit({"a.py": "a = 1\n"}, "Initial")
+    repo.git("checkout", "-q", "--orphan", "vendored")
+    repo.commit({"b.py": "b = 1\n"}, "Another project")
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--allow-unrelated-histories", "vendored", "-m", "Merge the vendored project")
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit({"a.py": "a = 2\n"}, "Change a")
+    repo.merge("feature", 4, "Change a")
+    assert [p.number for p in await merged_pulls(tmp_path, limit=5)] == [4]

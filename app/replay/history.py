@@ -92,9 +92,12 @@ async def merged_pull(repo: Path, merge_sha: str) -> MergedPull | None:
     pushes = []
     for line in listing.splitlines():
         commit, at, author, commit_subject = line.split(FIELD, 3)
-        base = (await git(repo, "merge-base", first, commit)).decode().strip()
+        try:
+            base = (await git(repo, "merge-base", first, commit)).decode().strip()
+        except GitError:  # git exits 1 for histories that never met (a subtree merged in): no PR
+            return None
         pushes.append(Push(commit, base, float(at), author, commit_subject))
-    if not pushes or not all(p.base for p in pushes):
+    if not pushes:
         return None
     number, title, description = _title_and_body(subject, body)
     return MergedPull(sha, number, title, description, float(merged_at), tuple(pushes))
