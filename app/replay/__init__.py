@@ -31,6 +31,11 @@ from .play import Replayer
 __all__ = ["ReplayOptions", "replay", "run_replay"]
 
 EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+class ReplayError(RuntimeError):
+    """The bot did not settle on a pull request (a hang): which one, and what was left."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,26 +109,30 @@ async def replay(
     pulls = await select(options)
     if not pulls:
         return [], None
-    workdir = options.workdir or Path(tempfile.mkdtemp(prefix="revbot-replay-"))
     reports: list[PullReport] = []
     page = None
     start = min(p.pushes[0].at for p in pulls) - 3600
-    async with Replayer(options.clone, workdir, start=start, environ=environ) as replayer:
-        for pull in pulls:
-            played = await replayer.play(pull)
-            report = measure(replayer.fake, played)
-            reports.append(report)
-            if progress is not None:
-                print(line(report), file=progress, flush=True)
-            if options.html is not None and pull is pulls[-1]:
-                page = html.render_pull(
-                    replayer.fake,
-                    played.repo,
-                    played.number,
-                    bot_login=BOT,
-                    pushes=played.pushes,
-                    command="python -m app replay",
-                )
+    with tempfile.TemporaryDirectory(prefix="revbot-replay-") as scratch:  # the bot's database
+        workdir = options.workdir or Path(scratch)
+        async with Replayer(options.clone, workdir, start=start, environ=environ) as replayer:
+            for pull in pulls:
+                try:
+                    played = await replayer.play(pull)
+                except TimeoutError as exc:
+                    raise ReplayError(f"replaying {pull.merge_sha[:12]} ({pull.title}): {exc}") from exc
+                report = measure(replayer.fake, played)
+                reports.append(report)
+                if progress is not None:
+                    print(line(report), file=progress, flush=True)
+                if options.html is not None and pull is pulls[-1]:
+                    page = html.render_pull(
+                        replayer.fake,
+                        played.repo,
+                        played.number,
+                        bot_login=BOT,
+                        pushes=played.pushes,
+                        command="python -m app replay",
+                    )
     return reports, page
 
 
@@ -135,6 +144,9 @@ async def run_replay(options: ReplayOptions, environ: Mapping[str, str]) -> int:
     except GitError as exc:
         print(f"revbot: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ReplayError as exc:
+        print(f"revbot: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     if not reports:
         print(
             "revbot: no merged pull request to replay (merge commits on the first-parent line)",
