@@ -119,7 +119,7 @@ async def test_a_pull_request_of_only_skipped_files_is_not_approved(
     assert "**Not approving:** not everything was analysed" in body
     assert f"{next(iter(head))}`: {reason}" in body
     assert bot.fake.review_decision(REPO, 1) is None
-    assert check_runs(bot) == [("completed", "success")]
+    assert check_runs(bot) == [("completed", "neutral")]
 
 
 @pytest.fixture(params=["approve", "no-approve"])
@@ -162,7 +162,7 @@ async def test_a_directory_named_like_a_ruff_config_ends_in_a_review_with_its_no
     posted = await review(bot, {".ruff.toml/evil.py": "x = 1\n", "src/app.py": "y = 2\n"})
     assert posted.body["event"] == "COMMENT"
     assert says(posted, "the python checks failed (FileExistsError); they were not run")
-    assert check_runs(bot) == [("completed", "success")]
+    assert check_runs(bot) == [("completed", "neutral")]
 
 
 async def test_a_default_argument_too_deep_to_parse_ends_in_a_review_with_its_note(bot: BotHarness) -> None:
@@ -170,7 +170,7 @@ async def test_a_default_argument_too_deep_to_parse_ends_in_a_review_with_its_no
     posted = await review(bot, {"src/lib.py": DEEP_DEFAULT}, base)
     assert posted.body["event"] == "COMMENT"
     assert says(posted, "the api checks failed (RecursionError); they were not run")
-    assert check_runs(bot) == [("completed", "success")]
+    assert check_runs(bot) == [("completed", "neutral")]
 
 
 async def test_a_pinned_ruff_removed_while_a_job_uses_it_ends_in_a_review_with_its_note(
@@ -195,7 +195,7 @@ async def test_a_pinned_ruff_removed_while_a_job_uses_it_ends_in_a_review_with_i
         await harness.stop()
     assert posted.body["event"] == "COMMENT"
     assert says(posted, "the python checks failed (RuffUnavailableError); they were not run")
-    assert check_runs(harness) == [("completed", "success")]
+    assert check_runs(harness) == [("completed", "neutral")]
     assert not install.exists()
     harness.assert_conforms()
 

@@ -137,8 +137,9 @@ class PullContext:
     model: ModelOptions = field(default_factory=ModelOptions)
     prior: tuple[PriorFinding, ...] = ()  # the bot's open threads, at re-review
     tree: TreeReader | None = None  # the layout at head; None: analysers work from the changed files
-    # The same reader at the base branch's tip; None: not available. The engine rebuilds a base
-    # from the patch first (the merge base, as the diff is) and reads here only where that fails.
+    # The same reader at the base branch's tip; None: not available (no repository lint
+    # configuration then). The engine reads the lint configuration here, and the base side of a
+    # changed file only where rebuilding it from the patch (the merge base) fails.
     read_base: ContentReader | None = None
 
 

@@ -416,10 +416,11 @@ def recounted_summary(summary: str, overruled: Sequence[Overrule]) -> str:
 
 
 def check_conclusion(result: ReviewResult) -> str:
+    """Blockers fail; concerns, or an analysis that is not complete, are neutral; else success."""
     severities = {f.severity for f in result.findings}
     if Severity.BLOCKER in severities:
         return "failure"
-    if Severity.CONCERN in severities:
+    if Severity.CONCERN in severities or result.incomplete:
         return "neutral"
     return "success"
 
@@ -432,7 +433,9 @@ def check_title(result: ReviewResult) -> str:
     ]
     suffix = f" ({', '.join(withdrawn)})" if withdrawn else ""
     if not result.findings:
-        return f"No problems found{suffix}"
+        return (
+            f"{'Not fully analysed; no problems found' if result.incomplete else 'No problems found'}{suffix}"
+        )
     counts = Counter(f.severity for f in result.findings)
     parts = [
         f"{counts[s]} {s.label}{'s' if counts[s] != 1 else ''}"

@@ -201,7 +201,7 @@ async def _review_pull(
         line_text={f.path: parse_patch(f.patch).added_text for f in pull_context.files},
         changed=len(pull_context.files),
     )
-    if only_if_unblocks and (block is None or result.verdict is Verdict.REQUEST_CHANGES):
+    if only_if_unblocks and (block is None or result.verdict is Verdict.REQUEST_CHANGES or result.incomplete):
         log.info("an overrule leaves the verdict as it was at %s; nothing to post", head_sha[:12])
         await recount_check_run(gh, bot, repo=repo, head_sha=head_sha, result=result, overruled=overruled)
         return
