@@ -125,7 +125,7 @@ async def _review_remote(target: str, output: str) -> int:
         gh = GitHubClient(session, api_url=api_url, graphql_url=graphql_url, oauth_token=token)
         pull = await get_pull(gh, repo=repo, pr_number=number)
         config = RepoConfig()
-        pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
+        pull_context = await build_context(gh, repo=repo, pull=pull, config=config, slug=identity.slug)
         result = await BuiltinReviewer().review(pull_context)
     policy = policy_for(pull_context, config=config, approve=True, identity=identity)
     plan = plan_for(result, pull_context, policy=policy, trigger=Trigger.CLI, identity=identity)

@@ -46,14 +46,20 @@ def alias_bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
-def hostile_files(pre_commit: str) -> dict[str, str | None]:
+def hostile_configs(pre_commit: str) -> dict[str, str | None]:
+    """A repository's own hostile lint configuration (the base: a pull request's is never used)."""
     return {
+        "README.md": "# r\n",
         ".pre-commit-config.yaml": pre_commit,
         "pyproject.toml": '[tool.ruff]\nextend = "/proc/self/environ"\n',
         "sub/pyproject.toml": '[tool.ruff]\nextend = "/dev/zero"\n',
-        f"{A40}.py": "import os\n\nvalue = undefined_name\n",
-        "sub/m.py": "def f():\n    return missing\n",
     }
+
+
+HOSTILE_CHANGE: dict[str, str | None] = {
+    f"{A40}.py": "import os\n\nvalue = undefined_name\n",
+    "sub/m.py": "def f():\n    return missing\n",
+}
 
 
 HOSTILE = {
@@ -189,15 +195,13 @@ def hostile_repo(tmp_path: Path, pre_commit: str) -> Path:
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.email", "dev@example.com")
     git(repo, "config", "user.name", "Dev")
-    (repo / "README.md").write_text("# r\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    for path, text in hostile_files(pre_commit).items():
-        assert text is not None
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "hostile")
+    for message, files in (("hostile base", hostile_configs(pre_commit)), ("change", HOSTILE_CHANGE)):
+        for path, text in files.items():
+            assert text is not None
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text(text)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", message)
     return repo
 
 
@@ -292,7 +296,7 @@ async def test_serve_answers_deliveries_while_a_hostile_review_is_held_and_then_
     rss_before = reset_peak_rss()
     bot = BotHarness(tmp_path, env={"LLM_API_KEY": LLM_KEY, "METRICS_TOKEN": METRICS_TOKEN})
     boundary = ProcessPool(Limits(workers=1, pattern_seconds=0.5))
-    number = bot.open_pull(hostile_files(pre_commit), author="alice")
+    number = bot.open_pull(HOSTILE_CHANGE, base_files=hostile_configs(pre_commit), author="alice")
     await bot.start()
     assert bot.runtime is not None
     bot.runtime.reviewer = BuiltinReviewer(
@@ -349,12 +353,12 @@ async def test_ruffs_stderr_reaches_neither_the_log_nor_the_review(
     git(repo, "config", "user.email", "dev@example.com")
     git(repo, "config", "user.name", "Dev")
     (repo / "README.md").write_text("# r\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
     (repo / "ruff.toml").write_text('line-length = "quoted-back-by-ruff-on-stderr"\n')
-    (repo / "m.py").write_text("value = undefined_name\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "bad config")
+    (repo / "m.py").write_text("value = undefined_name\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "change")
     caplog.set_level("DEBUG")
     result = await BuiltinReviewer().review(await context_from_git(repo, "HEAD~1", "HEAD"))
     assert (

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from app.review.analyzers import AnalysisInput, AnalyzerOutput, Rule
-from app.review.engine import BuiltinReviewer, summarise, verdict_for
+from app.review.bounded import Evaluation
+from app.review.engine import BuiltinReviewer, incomplete_analysis, summarise, verdict_for
 from app.review.model import (
     ChangedFile,
     FileContent,
@@ -18,6 +19,7 @@ from app.review.model import (
     Reviewer,
     ReviewSettings,
     Severity,
+    SkipCause,
     Skipped,
     Verdict,
 )
@@ -253,7 +255,7 @@ async def test_selection_and_one_read_of_only_the_needed_paths() -> None:
     assert result.analysed == ("src/main.py", "src/web.js")
     assert list(result.skipped) == [
         Skipped("src/gen_api.py", "generated (its header says do not edit)"),
-        Skipped("docs/guide.md", "ignored by review.paths_ignore (`docs/**`)"),
+        Skipped("docs/guide.md", "ignored by review.paths_ignore (`docs/**`)", SkipCause.REPOSITORY),
         Skipped("poetry.lock", "lock file (`*.lock`)"),
         Skipped("web/package-lock.json", "lock file (`package-lock.json`)"),
         Skipped("vendor/lib/x.py", "vendored (`vendor/`)"),
@@ -261,10 +263,10 @@ async def test_selection_and_one_read_of_only_the_needed_paths() -> None:
         Skipped("api/proto/api_pb2.py", "generated (`*_pb2.py`)"),
         Skipped("static/app.min.js", "generated (`*.min.js`)"),
         Skipped("packages/a/dist/index.js", "generated (`dist/`)"),
-        Skipped("old.py", "file removed"),
+        Skipped("old.py", "file removed", SkipCause.NOTHING),
         Skipped("assets/logo.png", PATCH_OMITTED),
         Skipped("data/huge.csv", PATCH_OMITTED),
-        Skipped("src/renamed.py", "renamed without changes"),
+        Skipped("src/renamed.py", "renamed without changes", SkipCause.NOTHING),
     ]
     assert located(result.findings) == {
         ("assets/logo.png", "hygiene/binary-file", 1),
@@ -295,11 +297,37 @@ async def test_a_truncated_file_list_is_said_in_the_summary() -> None:
     )
 
 
-async def test_nothing_to_review() -> None:
+async def test_nothing_analysed_is_never_approved() -> None:
     result = await BuiltinReviewer().review(pull([]))
-    assert (result.verdict, result.summary) == (Verdict.APPROVE, "No changed files to review.")
+    assert (result.verdict, result.summary) == (Verdict.COMMENT, "No changed files to review.")
     only_skipped = await BuiltinReviewer().review(pull([ChangedFile("gone.py", "removed", None)]))
-    assert only_skipped.summary == "Nothing analysed: 1 file skipped."
+    assert (only_skipped.verdict, only_skipped.summary) == (
+        Verdict.COMMENT,
+        "Nothing analysed: 1 file skipped.",
+    )
+    assert result.incomplete and only_skipped.incomplete
+
+
+BY_PR = Skipped("vendor/x.py", "vendored (`vendor/`)")
+BY_REPO = Skipped("docs/a.md", "ignored by review.paths_ignore (`docs/**`)", SkipCause.REPOSITORY)
+GONE = Skipped("old.py", "file removed", SkipCause.NOTHING)
+
+
+@pytest.mark.parametrize(
+    ("evaluation", "skipped", "truncated", "incomplete"),
+    [
+        (Evaluation(analysed=("a.py",)), [], False, False),
+        (Evaluation(analysed=("a.py",)), [BY_REPO, GONE], False, False),  # the repository's choice
+        (Evaluation(analysed=("a.py",)), [BY_PR], False, True),  # a name the pull request chose
+        (Evaluation(analysed=("a.py",), incomplete=True), [], False, True),  # a check did not run
+        (Evaluation(analysed=("a.py",)), [], True, True),  # GitHub listed only part of the files
+        (Evaluation(), [GONE], False, True),  # nothing analysed at all
+    ],
+)
+def test_which_analyses_are_incomplete(
+    evaluation: Evaluation, skipped: list[Skipped], truncated: bool, incomplete: bool
+) -> None:
+    assert incomplete_analysis(evaluation, skipped, truncated=truncated) is incomplete
 
 
 @pytest.mark.parametrize(

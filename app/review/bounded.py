@@ -2,8 +2,9 @@
 evaluates pull-request content. Each is a job, pickled into a child process, answering with plain
 data the engine checks.
 
-- ``ScopeJob``: the lint configuration files, parsed, say which ``extend`` targets to read next
-  and which ruff the repository pins (the serving process installs it: the child has no network).
+- ``ScopeJob``: the lint configuration files (read at the base: the pull request never chooses
+  the rules it is judged by), parsed, say which ``extend`` targets to read next and which ruff
+  the repository pins (the serving process installs it: the child has no network).
 - ``EvaluateJob``: the lint scope (each configuration file's patterns a bounded stage), then every
   analyzer (each a stage), then the findings kept on the lines the pull request changed. A stage
   in ``left_out`` is skipped: the engine runs the job again without a stage whose limit tripped.
@@ -11,14 +12,14 @@ data the engine checks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, file_level_rules
 from .diff import PatchLines, parse_patch
 from .isolation.child import stage
 from .lintconfig import EXCLUDES_LOST, RuffPin, forget_matches, governing_paths, lint_config, missing_extends
-from .model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, Skipped
+from .model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, SkipCause, Skipped
 from .selection import looks_generated
 
 __all__ = ["GENERATED_HEADER", "EvaluateJob", "Evaluation", "Scope", "ScopeJob"]
@@ -74,6 +75,7 @@ class EvaluateJob:
     pattern_seconds: float = 2.0
     base: Mapping[str, FileContent | None] = field(default_factory=dict)  # base side (the API check)
     left_out: frozenset[str] = frozenset()  # stages not to run (their limit tripped before)
+    configs: Mapping[str, FileContent | None] = field(default_factory=dict)  # lint configs, at the base
 
     def result_type(self) -> type[Evaluation]:
         return Evaluation
@@ -81,7 +83,7 @@ class EvaluateJob:
     async def run(self) -> Evaluation:
         forget_matches()
         with stage("configuration", "reading the lint configuration", "it was not used"):
-            lint = lint_config(self.contents).without(self.left_out)
+            lint = lint_config(self.configs).without(self.left_out)
         paths = [f.path for f in self.analysable]
         for source in lint.pattern_sources():
             with stage(source.key, source.what, EXCLUDES_LOST, seconds=self.pattern_seconds):
@@ -97,8 +99,8 @@ class EvaluateJob:
                 skipped.append(Skipped(changed.path, GENERATED_HEADER))
                 continue
             exclusion = lint.excluded(changed.path)
-            if exclusion is not None:
-                skipped.append(Skipped(changed.path, exclusion.reason))
+            if exclusion is not None:  # the base's configuration: the repository's choice
+                skipped.append(Skipped(changed.path, exclusion.reason, SkipCause.REPOSITORY))
                 not_linted[exclusion.source] = not_linted.get(exclusion.source, 0) + 1
             files.append(FileUnderReview(changed, parse_patch(changed.patch), content))
         unpatched = tuple(FileUnderReview(f, PatchLines(), self.contents.get(f.path)) for f in self.unpatched)
@@ -113,14 +115,16 @@ class EvaluateJob:
             title=self.title,
             body=self.body,
             base=self.base,
+            configs=self.configs,
         )
 
         outputs: list[AnalyzerOutput] = []
         incomplete = False
         for analyzer in self.analyzers:
             key = f"analyzer:{analyzer.name}"
-            if key in self.left_out:
+            if key in self.left_out:  # its files were not (fully) checked: a thread on them stays open
                 incomplete = True
+                skipped += [Skipped(item.path, f"the {analyzer.name} checks were not run") for item in files]
                 continue
             with stage(key, f"the {analyzer.name} checks", "they were not run"):
                 outputs.append(await analyzer.analyse(batch))
@@ -147,10 +151,3 @@ class EvaluateJob:
             notes=tuple(notes),
             incomplete=incomplete or any(output.incomplete for output in outputs),
         )
-
-
-def config_contents(
-    contents: Mapping[str, FileContent | None], paths: Sequence[str]
-) -> dict[str, FileContent | None]:
-    """Only the configuration files among what was read (what ``ScopeJob`` needs)."""
-    return {p: contents.get(p) for p in paths if p in contents}

@@ -113,13 +113,19 @@ def is_fixed(marker: FindingMarker, current: frozenset[str]) -> bool:
     return marker.fingerprint not in current and (not marker.key or marker.key not in current)
 
 
+def unconfirmed(result: ReviewResult) -> frozenset[str]:
+    """Paths the analysis at head did not (fully) look at, other than removed ones (over the
+    file limit, ignored by config, patch omitted, a check that could not run on them): nothing
+    said about them can be confirmed fixed."""
+    return frozenset(s.path for s in result.skipped if s.reason != REMOVED)
+
+
 def thread_status(marker: FindingMarker, result: ReviewResult) -> str:
-    """ "fixed", "present", or "unknown" when the analysis at head did not look at the thread's
-    file (over the file limit, ignored by config, patch omitted): then nothing is concluded."""
-    reasons = {s.path: s.reason for s in result.skipped}
-    if marker.path in reasons and marker.path not in result.analysed and reasons[marker.path] != REMOVED:
-        return "unknown"
-    return "fixed" if is_fixed(marker, reported(result)) else "present"
+    """ "fixed", "present", or "unknown" when the analysis at head did not (fully) look at the
+    thread's file: then nothing is concluded."""
+    if not is_fixed(marker, reported(result)):
+        return "present"
+    return "unknown" if marker.path in unconfirmed(result) else "fixed"
 
 
 def verifiable(marker: FindingMarker) -> bool:

@@ -1,40 +1,47 @@
 """The built-in reviewer (``REVIEWER=builtin``): offline, deterministic, no GitHub calls.
 
 1. Select the files to analyse (``selection.select_files``); every other file gets a reason.
-2. List the repository once (``context.tree``), ask each analyzer which contents it needs, add the
-   lint configuration files on the selected paths, and read them all in ONE ``context.read`` call.
-   What the repository keeps out of linting (``lintconfig``) is listed, and only secrets and
-   conflict markers are looked for there.
+2. List the repository once (``context.tree``), ask each analyzer which contents it needs and
+   read them all in ONE ``context.read`` call; read the lint configuration files on the selected
+   paths at the base (``context.read_base``): the pull request never chooses the rules it is
+   judged by. What the repository keeps out of linting (``lintconfig``) is listed, and only
+   secrets and conflict markers are looked for there.
    Everything that evaluates what was read runs inside the execution boundary (``isolation``,
    jobs in ``bounded``): parsing the configuration, its patterns, every analyzer. A limit that
    trips there is a note in the summary, and the stage it tripped in is left out.
 3. Run the analyzers; keep findings on lines the pull request added or changed (file-level
    findings and syntax errors excepted); deduplicate by fingerprint.
-4. Decide: a blocker requests changes, a concern or a nit comments, nothing approves. (Policy —
-   approvals disabled, the bot's own pull request — is applied later, by the caller.)
+4. Decide: a blocker requests changes, a concern or a nit comments, nothing approves — unless the
+   analysis is incomplete for a reason the pull request controls (``incomplete_analysis``).
+   (Policy — approvals disabled, the bot's own pull request — is applied later, by the caller.)
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from ..config import load_analysis_settings
 from .analyzers import Analyzer, default_analyzers, is_python
-from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob, config_contents
+from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob
 from .diff import base_of
-from .isolation.limits import Tripped
-from .isolation.pool import Boundary, shared_pool
+from .isolation.limits import Job, Limit, Tripped
+from .isolation.pool import AnalysisError, Boundary, shared_pool
 from .lintconfig import config_paths
 from .model import (
+    ChangedFile,
     FileContent,
     Finding,
     PullContext,
+    RepoTree,
     Reviewer,
     ReviewResult,
     Severity,
+    SkipCause,
     Skipped,
     Verdict,
 )
@@ -43,6 +50,9 @@ from .selection import select_files
 
 __all__ = ["BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
 
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
 MAX_TRIPS = 3  # stages left out, one by one, before the analysis is given up
 
 
@@ -79,23 +89,29 @@ class BuiltinReviewer(Reviewer):
         )
         skipped = list(selection.skipped)
 
-        # The repository's layout (one tree read) and its own lint configuration.
+        # The repository's layout (one tree read), and its own lint configuration read from the
+        # base: the pull request never chooses the rules it is judged by (a change to them is a
+        # finding of the ``config`` analyzer, which reads the head's side).
         selected = [f.path for f in (*selection.analysable, *selection.unpatched)]
         tree = await context.tree() if context.tree is not None and selected else None
-        configs = config_paths(selected, tree) if selected else []
-        wanted: dict[str, None] = dict.fromkeys(configs)
+        configs = base_config_paths(selected, tree, context.files) if selected else []
+        wanted: dict[str, None] = {}
         for analyzer in self.analyzers:
             wanted.update(dict.fromkeys(analyzer.wanted_paths(selection.analysable, selection.unpatched)))
+        if settings.settings_path in {f.path for f in selection.analysable}:
+            wanted[settings.settings_path] = None  # the bot's own settings, changed by the PR
         contents = dict(await context.read(list(wanted))) if wanted else {}
+        read_base = context.read_base
+        base_configs = dict(await read_base(configs)) if read_base is not None and configs else {}
         notes: list[str] = []
 
         python = tuple(f.path for f in selection.analysable if is_python(f.path))
-        scope = await self.boundary.run(ScopeJob(config_contents(contents, configs), python))
+        scope = await self._run(ScopeJob(base_configs, python))
         if isinstance(scope, Tripped):
             notes.append(scope.note())
             scope = Scope()
-        if scope.extends:
-            contents.update(await context.read(list(scope.extends)))
+        if scope.extends and read_base is not None:
+            base_configs.update(await read_base(list(scope.extends)))
         tools: dict[str, tuple[str, ...]] = {}
         if scope.pin is not None and self.ruff_pins is not None:
             pinned = await self.ruff_pins.command(scope.pin)
@@ -118,7 +134,6 @@ class BuiltinReviewer(Reviewer):
                 unbuilt.append(f.previous_path or f.path)
             else:
                 base[f.previous_path or f.path] = FileContent(text=text, size=len(text.encode()))
-        read_base = context.read_base
         if read_base is not None and unbuilt:
             base.update(await read_base(unbuilt))
         job = EvaluateJob(
@@ -127,6 +142,7 @@ class BuiltinReviewer(Reviewer):
             selection.unpatched,
             contents,
             settings,
+            configs=base_configs,
             tree=tree,
             tools=tools,
             title=context.title,
@@ -151,8 +167,9 @@ class BuiltinReviewer(Reviewer):
             notes.insert(
                 0, f"GitHub listed only the first {listed} changed files; the rest were not reviewed"
             )
+        incomplete = incomplete_analysis(evaluation, skipped, truncated=context.files_truncated)
         return ReviewResult(
-            verdict=verdict_for(findings, incomplete=evaluation.incomplete),
+            verdict=verdict_for(findings, incomplete=incomplete),
             summary=summarise(
                 findings,
                 changed=len(context.files),
@@ -164,14 +181,22 @@ class BuiltinReviewer(Reviewer):
             skipped=tuple(skipped),
             analysed=evaluation.analysed,
             notes=tuple(notes),
-            incomplete=evaluation.incomplete,
+            incomplete=incomplete,
         )
+
+    async def _run(self, job: Job[R]) -> R | Tripped:
+        """``boundary.run``, where even a boundary that cannot run the job is an answer."""
+        try:
+            return await self.boundary.run(job)
+        except AnalysisError as exc:
+            log.warning("the analysis could not run: %s", exc)
+            return Tripped(Limit.FAILED, None, self.boundary.limits, type(exc).__name__)
 
     async def _evaluate(self, job: EvaluateJob, notes: list[str]) -> Evaluation:
         """Run ``job``; a limit that trips in a stage is noted and the job runs again without
         that stage. A limit outside any stage, or too many, ends the analysis: nothing analysed."""
         for _ in range(MAX_TRIPS + 1):
-            outcome = await self.boundary.run(job)
+            outcome = await self._run(job)
             if not isinstance(outcome, Tripped):
                 return outcome
             notes.append(outcome.note())
@@ -182,11 +207,34 @@ class BuiltinReviewer(Reviewer):
             ):
                 break
             job = replace(job, left_out=job.left_out | {outcome.stage.key})
-        reason = "not analysed: a limit of the analysis tripped"
+        reason = "not analysed: the analysis could not finish (see the notes)"
         return Evaluation(
             skipped=tuple(Skipped(f.path, reason) for f in (*job.analysable, *job.unpatched)),
             incomplete=True,
         )
+
+
+def base_config_paths(
+    selected: Sequence[str], tree: RepoTree | None, changed: Sequence[ChangedFile]
+) -> list[str]:
+    """The lint configuration files to read at the base: those on the analysed paths that the
+    head's tree holds, and those the pull request changed, removed or renamed (the base may have
+    them where the head does not)."""
+    candidates = set(config_paths(selected, None))
+    touched = {p for f in changed for p in (f.path, f.previous_path) if p is not None and p in candidates}
+    return list(dict.fromkeys([*config_paths(selected, tree), *sorted(touched)]))
+
+
+def incomplete_analysis(evaluation: Evaluation, skipped: Sequence[Skipped], *, truncated: bool) -> bool:
+    """Whether approval is out of reach: a check could not run, a file was not analysed for a
+    reason the pull request controls, nothing was analysed at all, or GitHub listed only part
+    of the files."""
+    return (
+        evaluation.incomplete
+        or truncated
+        or not evaluation.analysed
+        or any(s.cause is SkipCause.PULL_REQUEST for s in skipped)
+    )
 
 
 def verdict_for(findings: Sequence[Finding], *, incomplete: bool = False) -> Verdict:

@@ -1,4 +1,4 @@
-"""What the repository's own lint configuration says, read from its files at the head commit. Pure.
+"""What the repository's own lint configuration says, read from its files at the base. Pure.
 
 The bot lints what the repository lints, with the rules it chose, at the version it pinned:
 
@@ -17,7 +17,8 @@ The bot lints what the repository lints, with the rules it chose, at the version
 
 Pre-commit patterns are Python regular expressions searched in the path; ruff's are globs relative
 to the directory of the configuration file that holds them; black's is a regular expression searched
-in ``/`` + the path. All of them come from the pull request: they are evaluated with bounds
+in ``/`` + the path. None of them is trusted (anyone may install the App on a repository of their
+own, and its base is as hostile as a pull request): they are evaluated with bounds
 (``patterns``), inside the execution boundary, each file's patterns one stage (``pattern_sources``)
 that ``without`` leaves out when it took too long.
 
@@ -426,7 +427,8 @@ def _hook_pin(text: str, rev: str) -> RuffPin | None:
 
 
 def lint_config(contents: Mapping[str, FileContent | None]) -> LintConfig:
-    """Everything above, from the configuration files read at the head commit."""
+    """Everything above, from these configuration files (the engine reads them at the base; the
+    ``config`` analyzer also reads the head's, to report what a pull request changes in them)."""
     configs: dict[str, RuffConfigFile] = {}
     problems: list[str] = []
     black: list[Exclusion] = []

@@ -87,6 +87,7 @@ class ReviewSettings:
     paths_ignore: tuple[str, ...] = ()
     max_files: int = 300
     max_file_bytes: int = 1_000_000
+    settings_path: str | None = None  # the bot's own settings file (``.github/{slug}.yml``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +137,9 @@ class PullContext:
     model: ModelOptions = field(default_factory=ModelOptions)
     prior: tuple[PriorFinding, ...] = ()  # the bot's open threads, at re-review
     tree: TreeReader | None = None  # the layout at head; None: analysers work from the changed files
-    # The same reader at the base branch's tip; None: not available. The engine rebuilds a base
-    # from the patch first (the merge base, as the diff is) and reads here only where that fails.
+    # The same reader at the base branch's tip; None: not available (no repository lint
+    # configuration then). The engine reads the lint configuration here, and the base side of a
+    # changed file only where rebuilding it from the patch (the merge base) fails.
     read_base: ContentReader | None = None
 
 
@@ -154,10 +156,21 @@ class Finding:
     inline: bool = True  # False: summarised in the review body, never an inline comment
 
 
+class SkipCause(enum.StrEnum):
+    """Who decided a file was not analysed. Only the repository's own settings (read from the
+    base) or having nothing to analyse leave an approval possible; whatever the pull request
+    controls (a name, a header, a size, a limit it trips, a tool it crashes) does not."""
+
+    NOTHING = "nothing"  # removed, or renamed without changes
+    REPOSITORY = "repository"  # the base's review.paths_ignore or lint excludes
+    PULL_REQUEST = "pull-request"
+
+
 @dataclass(frozen=True, slots=True)
 class Skipped:
     path: str
     reason: str  # "ignored by review.paths_ignore", "generated or vendored", "patch omitted by GitHub", ...
+    cause: SkipCause = SkipCause.PULL_REQUEST
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +190,9 @@ class ReviewResult:
     withheld_holds_block: bool = True
     model_skipped: tuple[Skipped, ...] = ()
     usage: tuple[str, ...] = ()
-    incomplete: bool = False  # a check could not run: an unchecked file is not approved
+    # Not everything was analysed for a reason the pull request controls (a check that could not
+    # run, a file it kept out, nothing analysed at all): never approved, and a block stays.
+    incomplete: bool = False
     # Withdrawn (``review.overrule``): disputed on this PR by someone who may, or left out by the
     # repository's learnings. Counted in the review and the check run, never posted as findings.
     overruled: tuple[Finding, ...] = ()
@@ -190,8 +205,9 @@ class ReviewResult:
     @property
     def holds_block(self) -> bool:
         """Whether a re-review without blockers must still leave the bot's request for changes
-        standing: approval was withheld for a reason a person should look at."""
-        return self.withhold_approval is not None and self.withheld_holds_block
+        standing: approval was withheld for a reason a person should look at, or the analysis
+        could not confirm the fixes (``incomplete``)."""
+        return self.incomplete or (self.withhold_approval is not None and self.withheld_holds_block)
 
 
 @dataclass(frozen=True, slots=True)

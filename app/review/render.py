@@ -35,6 +35,7 @@ HEADLINE = {
 }
 MAX_CHECK_TEXT = 60_000
 MODEL_RULES = "llm/"  # the language-model reviewer's findings
+INCOMPLETE = "not everything was analysed (the files listed under Not analysed, and the notes above)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,8 @@ class Rereview:
     that are gone from, or still in, the current findings. Findings whose fingerprint an open bot
     thread already carries are not posted inline again. ``dismissal`` is what happened to the
     earlier block when approval is disabled: "dismissed" or "forbidden" (GitHub answered 403).
-    ``overruled``: the earlier blockers someone who may has withdrawn on this PR.
+    ``overruled``: the earlier blockers someone who may has withdrawn on this PR. ``unconfirmed``:
+    blockers no longer reported on a file this analysis could not (fully) look at.
     """
 
     prior_head_sha: str
@@ -61,6 +63,7 @@ class Rereview:
     open_thread_fingerprints: frozenset[str] = frozenset()
     dismissal: str | None = None
     overruled: tuple[Overrule, ...] = ()
+    unconfirmed: tuple[FindingMarker, ...] = ()  # gone from the findings, but their file was not analysed
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +91,8 @@ def review_event(
     A re-review never ends in a plain comment while it could decide: GitHub's request for changes
     is sticky, so it is either asserted again (blockers remain) or cleared by an approval (or,
     with approval disabled, by dismissing it; the review itself is then a comment).
-    ``withhold_approval`` (text addressed to an AI reviewer, read by the model) turns an approval
-    into a comment, on a re-review too.
+    ``withhold_approval`` (text addressed to an AI reviewer, read by the model, or an incomplete
+    analysis) turns an approval into a comment, on a re-review too: the sticky block then stays.
     """
     if rereview and verdict is not Verdict.REQUEST_CHANGES:
         verdict = Verdict.APPROVE
@@ -218,7 +221,7 @@ def plan_review(
         result.verdict,
         policy,
         rereview=rereview is not None,
-        withhold_approval=result.withhold_approval is not None,
+        withhold_approval=result.withhold_approval is not None or result.incomplete,
     )
     inline: list[Finding] = []
     comments: list[dict[str, Any]] = []
@@ -301,6 +304,11 @@ def render_body(
             else ""
         )
         lines += ["", f"**Not approving:** {escape(result.withhold_approval)}.{stands}"]
+    elif result.incomplete and event == "COMMENT" and result.verdict is not Verdict.REQUEST_CHANGES:
+        stands = (
+            " My earlier request for changes stands until a review can confirm the fixes." if rereview else ""
+        )
+        lines += ["", f"**Not approving:** {INCOMPLETE}.{stands}"]
     elif rereview is None and result.verdict is Verdict.APPROVE and event == "COMMENT":
         reason = (
             "this pull request was opened by the bot itself" if policy.pr_by_bot else "approval is disabled"
@@ -371,6 +379,12 @@ def _rereview_lines(rereview: Rereview, *, event: str, head_sha: str) -> list[st
             f"**Blockers still present** at {short}:",
             *(_marker_line(m) for m in rereview.still_open),
         ]
+    if rereview.unconfirmed:
+        lines += [
+            "",
+            f"**Not confirmed fixed** at {short} (their files were not fully analysed):",
+            *(_marker_line(m) for m in rereview.unconfirmed),
+        ]
     if event == "APPROVE":
         lines += ["", "No blockers remain, so this approval replaces my request for changes."]
     elif event == "COMMENT" and rereview.dismissal == "dismissed":
@@ -402,10 +416,11 @@ def recounted_summary(summary: str, overruled: Sequence[Overrule]) -> str:
 
 
 def check_conclusion(result: ReviewResult) -> str:
+    """Blockers fail; concerns, or an analysis that is not complete, are neutral; else success."""
     severities = {f.severity for f in result.findings}
     if Severity.BLOCKER in severities:
         return "failure"
-    if Severity.CONCERN in severities:
+    if Severity.CONCERN in severities or result.incomplete:
         return "neutral"
     return "success"
 
@@ -418,7 +433,9 @@ def check_title(result: ReviewResult) -> str:
     ]
     suffix = f" ({', '.join(withdrawn)})" if withdrawn else ""
     if not result.findings:
-        return f"No problems found{suffix}"
+        return (
+            f"{'Not fully analysed; no problems found' if result.incomplete else 'No problems found'}{suffix}"
+        )
     counts = Counter(f.severity for f in result.findings)
     parts = [
         f"{counts[s]} {s.label}{'s' if counts[s] != 1 else ''}"

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .model import ChangedFile, Skipped
+from .model import ChangedFile, SkipCause, Skipped
 
 __all__ = [
     "DEFAULT_EXCLUDES",
@@ -151,11 +151,12 @@ def select_files(
     skipped: list[Skipped] = []
     for file in files:
         if file.status == "removed":
-            skipped.append(Skipped(file.path, REMOVED))
+            skipped.append(Skipped(file.path, REMOVED, SkipCause.NOTHING))
             continue
         pattern = matching_pattern(paths_ignore, file.path)
         if pattern is not None:
-            skipped.append(Skipped(file.path, f"ignored by review.paths_ignore (`{pattern}`)"))
+            reason = f"ignored by review.paths_ignore (`{pattern}`)"
+            skipped.append(Skipped(file.path, reason, SkipCause.REPOSITORY))
             continue
         default = next(((p, kind) for p, kind in DEFAULT_EXCLUDES if glob_match(p, file.path)), None)
         if default is not None:
@@ -163,7 +164,7 @@ def select_files(
             continue
         if file.patch is None or (file.status == "renamed" and not file.additions and not file.deletions):
             if file.status == "renamed" and not file.additions and not file.deletions:
-                skipped.append(Skipped(file.path, "renamed without changes"))
+                skipped.append(Skipped(file.path, "renamed without changes", SkipCause.NOTHING))
             else:
                 skipped.append(Skipped(file.path, PATCH_OMITTED))
                 unpatched.append(file)

@@ -57,6 +57,11 @@ async def _read_optional(gh: GitHubClient, *, repo: str, path: str) -> str | Non
         raise
 
 
+def settings_path(slug: str) -> str:
+    """The bot's settings file in a repository (read from the default branch)."""
+    return f".github/{slug}.yml"
+
+
 class RepoConfigs:
     """``.github/{slug}.yml`` per repository, falling back to the owner's ``.github`` repository
     (as Probot's config plugin does), read through the contents API and cached for a minute so a
@@ -72,7 +77,7 @@ class RepoConfigs:
         cached = self._cache.get(repo)
         if cached is not None:
             return cached
-        path = f".github/{slug}.yml"
+        path = settings_path(slug)
         source, text = repo, await get_file_text(gh, repo=repo, path=path)
         owner_defaults = f"{repo.partition('/')[0]}/.github"
         if text is None and owner_defaults.lower() != repo.lower():
@@ -128,9 +133,11 @@ def changed_files(raw: Sequence[Mapping[str, Any]]) -> tuple[ChangedFile, ...]:
 
 
 async def build_context(
-    gh: GitHubClient, *, repo: str, pull: Mapping[str, Any], config: RepoConfig
+    gh: GitHubClient, *, repo: str, pull: Mapping[str, Any], config: RepoConfig, slug: str | None = None
 ) -> PullContext:
-    """The engine's view of a PR: its files (all pages) and a batched reader at the head commit."""
+    """The engine's view of a PR: its files (all pages), a batched reader at the head commit and
+    one at the base (where the lint configuration is read). ``slug``: the bot's, whose settings
+    file a pull request may change (reported, never applied)."""
     head_sha = str(pull["head"]["sha"])
     raw_files = await github.list_pull_files(gh, repo=repo, pr_number=int(pull["number"]))
 
@@ -168,7 +175,11 @@ async def build_context(
         head_sha=head_sha,
         files=changed_files(raw_files),
         read=read,
-        settings=ReviewSettings(paths_ignore=config.review.paths_ignore, max_files=config.review.max_files),
+        settings=ReviewSettings(
+            paths_ignore=config.review.paths_ignore,
+            max_files=config.review.max_files,
+            settings_path=settings_path(slug) if slug is not None else None,
+        ),
         files_truncated=len(raw_files) >= MAX_LISTED_FILES,
         body=str(pull.get("body") or ""),
         labels=tuple(str(label.get("name")) for label in pull.get("labels") or () if label.get("name")),

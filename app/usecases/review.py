@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gidgethub
@@ -82,6 +82,14 @@ def plan_for(
     )
 
 
+@dataclass(slots=True)
+class CheckRun:
+    """The review's check run: its id once started, and whether the review completed it."""
+
+    id: int | None = None
+    completed: bool = False
+
+
 async def review_pull(
     gh: GitHubClient,
     bot: Bot,
@@ -102,7 +110,42 @@ async def review_pull(
     ``only_if_unblocks`` (after a finding was overruled): post nothing unless the block goes.
     Findings overruled on this PR, or left out by the repository's learnings, are withdrawn
     before the verdict (and counted in the review and the check run).
+
+    Whatever fails, a check run this started is completed (a retry of the job starts it again):
+    it never stays ``in_progress``.
     """
+    check = CheckRun()
+    try:
+        await _review_pull(
+            gh,
+            bot,
+            check,
+            repo=repo,
+            pr_number=pr_number,
+            trigger=trigger,
+            received_at=received_at,
+            force=force,
+            only_if_blocked=only_if_blocked,
+            only_if_unblocks=only_if_unblocks,
+        )
+    finally:
+        if check.id is not None and not check.completed:
+            await abandon_check_run(gh, repo=repo, check_run_id=check.id)
+
+
+async def _review_pull(
+    gh: GitHubClient,
+    bot: Bot,
+    check: CheckRun,
+    *,
+    repo: str,
+    pr_number: int,
+    trigger: Trigger,
+    received_at: float,
+    force: bool,
+    only_if_blocked: bool,
+    only_if_unblocks: bool,
+) -> None:
     pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
     if pull.get("state") != "open":
         log.info("not reviewing: the pull request is %s", pull.get("state"))
@@ -126,12 +169,12 @@ async def review_pull(
         if trigger == Trigger.DECOY:
             await drop_decoy(gh, bot, repo=repo, pr_number=pr_number, pull=pull)
         return
-    check_run_id = (
+    check_run_id = check.id = (
         None
         if only_if_unblocks
         else await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
     )
-    pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
+    pull_context = await build_context(gh, repo=repo, pull=pull, config=config, slug=bot.identity.slug)
     learned = await bot.learnings.of_repo(repo)
     open_threads: list[OpenThread] | None = None
 
@@ -158,12 +201,14 @@ async def review_pull(
         line_text={f.path: parse_patch(f.patch).added_text for f in pull_context.files},
         changed=len(pull_context.files),
     )
-    if only_if_unblocks and (block is None or result.verdict is Verdict.REQUEST_CHANGES):
+    if only_if_unblocks and (block is None or result.verdict is Verdict.REQUEST_CHANGES or result.incomplete):
         log.info("an overrule leaves the verdict as it was at %s; nothing to post", head_sha[:12])
         await recount_check_run(gh, bot, repo=repo, head_sha=head_sha, result=result, overruled=overruled)
         return
     if check_run_id is None:
-        check_run_id = await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
+        check_run_id = check.id = await start_check_run(
+            gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha
+        )
     policy = policy_for(
         pull_context, config=config, approve=bot.settings.review_approve, identity=bot.identity
     )
@@ -226,6 +271,7 @@ async def review_pull(
     await finish_check_run(
         gh, repo=repo, check_run_id=check_run_id, result=result, plan=plan, note=loaded.problem_note()
     )
+    check.completed = True
     if rereview is not None:
         # The threads read before posting; those this review opened hold current findings.
         await verify_threads(
@@ -310,10 +356,13 @@ async def prepare_rereview(
     current = decide.reported(result)
     marker = ReviewMarker.read(block.get("body"))
     withdrawn = {m.fingerprint: o for m in blockers for o in overruled if overrules_marker(o, m)}
+    gone = [m for m in blockers if m.fingerprint not in withdrawn and decide.is_fixed(m, current)]
+    unseen = decide.unconfirmed(result)  # not reported, but not looked at either
     return render.Rereview(
         prior_head_sha=marker.head_sha if marker else str(block.get("commit_id") or ""),
-        fixed=tuple(m for m in blockers if m.fingerprint not in withdrawn and decide.is_fixed(m, current)),
+        fixed=tuple(m for m in gone if m.path not in unseen),
         still_open=tuple(m for m in blockers if not decide.is_fixed(m, current)),
+        unconfirmed=tuple(m for m in gone if m.path in unseen),
         open_thread_fingerprints=frozenset(t.finding.fingerprint for t in open_threads),
         overruled=tuple(withdrawn.values()),
     )
@@ -430,6 +479,24 @@ async def recount_check_run(
     await github.update_check_run(
         gh, repo=repo, check_run_id=int(existing["id"]), payload={"conclusion": conclusion, "output": output}
     )
+
+
+async def abandon_check_run(gh: GitHubClient, *, repo: str, check_run_id: int) -> None:
+    """Complete the check run of a review that failed before it could (the error itself goes
+    on: the job is retried or fails). A failure: no review vouches for this head."""
+    output = {
+        "title": "The review could not be completed",
+        "summary": "The review of this head failed before it could finish; ask again to retry.",
+    }
+    try:
+        await github.update_check_run(
+            gh,
+            repo=repo,
+            check_run_id=check_run_id,
+            payload={"status": "completed", "conclusion": "failure", "output": output},
+        )
+    except Exception:  # the review's own error is the one raised
+        log.exception("could not complete check run %s", check_run_id)
 
 
 async def finish_check_run(

@@ -112,7 +112,7 @@ async def verify_threads(
         return
     if result is None:
         config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
-        pull_context = await build_context(gh, repo=repo, pull=pull, config=config)
+        pull_context = await build_context(gh, repo=repo, pull=pull, config=config, slug=bot.identity.slug)
         # Built-in findings are re-checked by the analyzers that made them, never by a model.
         result = await analyse(pull_context, reviewer=judge.mechanical(), analyses=bot.analyses)
     earlier_replies: list[dict[str, Any]] | None = None

@@ -20,6 +20,7 @@ from .base import (
     is_test_path,
     strip_python_noise,
 )
+from .config_change import ConfigChangeAnalyzer
 from .conflicts import ConflictMarkerAnalyzer
 from .debug import DebugAnalyzer
 from .hygiene import HygieneAnalyzer
@@ -56,6 +57,7 @@ def default_analyzers() -> list[Analyzer]:
         InjectionAnalyzer(),
         ApiBreakAnalyzer(),
         LikelyBugAnalyzer(),
+        ConfigChangeAnalyzer(),
     ]
 
 

@@ -68,6 +68,9 @@ class AnalysisInput:
     body: str = ""
     # The base side of the changed files that had one (by their base path), when it could be read.
     base: Mapping[str, FileContent | None] = field(default_factory=dict)
+    # The lint configuration files at the base, which ``lint`` was read from (``contents`` holds
+    # the head's side of those the pull request changed, for the ``config`` analyzer).
+    configs: Mapping[str, FileContent | None] = field(default_factory=dict)
 
     def linted(self, item: FileUnderReview) -> bool:
         """Whether the repository lints this file (lint-style checks skip the others)."""

@@ -172,7 +172,7 @@ class PythonAnalyzer:
         lint = batch.lint
         out.notes.extend(f"the repository's ruff configuration was not used: {p}" for p in lint.problems)
         used = governing_paths(lint, list(texts))
-        inputs, dropped_paths = ruff_inputs(lint, batch.contents)
+        inputs, dropped_paths = ruff_inputs(lint, batch.configs)
         out.notes.extend(dropped_paths)
         layout = self._layout(batch.tree)
         given = self.command if self.command is not None else batch.tools.get("ruff")

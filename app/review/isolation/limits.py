@@ -33,6 +33,7 @@ class Limit(enum.StrEnum):
     FILE_SIZE = "file-size"
     OUTPUT = "output"  # the answer was larger than the boundary reads
     CRASH = "crash"  # the process ended in another way
+    FAILED = "failed"  # the job raised an error (``Tripped.detail``: its type)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,8 @@ class Stage:
 
 @dataclass(frozen=True, slots=True)
 class Tripped:
-    """A limit ended the job: which one, during which stage (None: before any)."""
+    """A limit ended the job, or an error did (``Limit.FAILED``): which, during which stage (None:
+    before any). Either way the review says so and goes on without that stage."""
 
     limit: Limit
     stage: Stage | None
@@ -75,6 +77,8 @@ class Tripped:
             why = f"wrote a file larger than {self.limits.file_size_mb} MB"
         elif self.limit is Limit.OUTPUT:
             why = "answered with more than the boundary reads"
+        elif self.limit is Limit.FAILED:
+            why = f"failed ({self.detail or 'an error'})"
         else:
             why = f"stopped unexpectedly{f' ({self.detail})' if self.detail else ''}"
         return f"{what} {why}; {consequence}"

@@ -24,6 +24,7 @@ import logging
 import os
 import pickle
 import queue
+import re
 import select
 import shutil
 import signal
@@ -64,7 +65,8 @@ SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 class AnalysisError(RuntimeError):
-    """A job failed by a defect of its own (not a limit): raised like any other exception."""
+    """The boundary could not run a job at all (a child that did not start, an answer of the wrong
+    shape, a closed pool). A job's own error is an answer: ``Tripped`` with ``Limit.FAILED``."""
 
 
 class Boundary(Protocol):
@@ -225,7 +227,7 @@ class _Child:
                 self.process.wait()
                 return Tripped(Limit(message["tripped"]), current, limits)
             else:
-                raise AnalysisError(str(message.get("error", "no answer")))
+                return _failed(str(message.get("error", "no answer")), current, limits)
 
     def _stop(self, tripped: Tripped) -> Tripped:
         self.kill()
@@ -242,6 +244,17 @@ class _Child:
             return Tripped(Limit.MEMORY, current, limits)
         detail = f"signal {-code}" if code < 0 else f"exit status {code}"
         return Tripped(Limit.CRASH, current, limits, detail)
+
+
+_ERROR_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,79}")
+
+
+def _failed(error: str, current: Stage | None, limits: Limits) -> Tripped:
+    """A job's error is an answer like a tripped limit, named by its exception type only (the
+    message may quote pull-request content: it goes to the log, never to the review)."""
+    log.warning("an analysis job failed%s: %s", f" in {current.key}" if current else "", error)
+    kind = _ERROR_TYPE.match(error)
+    return Tripped(Limit.FAILED, current, limits, kind.group(0) if kind else "an error")
 
 
 class _TooLarge(Exception):
