@@ -103,6 +103,16 @@ def parse_command(body: str | None, slug: str) -> Command | None:
     return None
 
 
+def only_a_command(body: str | None, slug: str) -> bool:
+    """Whether a comment does nothing but give the bot a command (``@slug review``, a bare
+    ``@slug``): it says nothing about the code, so a model judging the code is not shown it."""
+    command = parse_command(body, slug)
+    if command is None:
+        return False
+    words = [w.strip(".,:;!?").lower() for w in _mention(slug).sub(" ", body or "").split()]
+    return [w for w in words if w] in ([], [command.value])
+
+
 _CLAIM = re.compile(
     r"\b(fixed|fix(ed)? (it|this|that)|done|addressed|resolved|removed|updated|changed|corrected|"
     r"should be (good|ok|fine)|ptal|take another look|good now|now ok)\b|\u2705|:white_check_mark:",

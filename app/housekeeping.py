@@ -1,4 +1,5 @@
-"""Periodic upkeep in every bot process: recover missed deliveries, empty old payloads.
+"""Periodic upkeep in every bot process: recover missed deliveries, empty old payloads, forget
+old model answers.
 
 It runs once at startup and then every ``interval`` seconds (5 minutes). A failing round (GitHub
 or the database unreachable) is logged and counted, and the next round tries again; the loop
@@ -14,11 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from .metrics import PAYLOADS_EMPTIED, RECOVERY_SWEEPS
 from .recovery import DeliveryRecovery, SweepCounts
 from .store import FINISHED, Store, compress_payload, deliveries
+from .store.schema import llm_answers
 from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,7 @@ log = logging.getLogger(__name__)
 INTERVAL_SECONDS = 5 * 60
 EMPTY_PAYLOAD = compress_payload(b"")
 RETENTION_BATCH = 500  # rows per transaction: never one long lock over a large table
+ANSWER_DAYS = 30  # a model answer kept (by what was asked: file, head, thread) this long
 STOP_WITHIN = 1.0  # seconds a cancelled round may take to end before shutdown goes on
 
 
@@ -58,6 +61,23 @@ async def empty_old_payloads(store: Store, *, days: int, now: float | None = Non
         PAYLOADS_EMPTIED.inc(total)
         log.info("emptied the payload of %d delivery(ies) handled more than %d days ago", total, days)
     return total
+
+
+async def forget_old_answers(store: Store, *, days: int = ANSWER_DAYS, now: float | None = None) -> int:
+    """Delete the model's cached answers last stored more than ``days`` ago, so the cache stays
+    bounded (an answer is keyed by what was asked: an old one is rarely asked again). Returns how
+    many were deleted."""
+    cutoff = (time.time() if now is None else now) - days * 86400
+    total = 0
+    while True:
+        batch = select(llm_answers.c.key).where(llm_answers.c.created_at < cutoff).limit(RETENTION_BATCH)
+        async with store.begin() as conn:
+            deleted = (
+                await conn.execute(delete(llm_answers).where(llm_answers.c.key.in_(batch.scalar_subquery())))
+            ).rowcount
+        total += deleted
+        if deleted < RETENTION_BATCH:
+            return total
 
 
 class Housekeeping:
@@ -118,9 +138,13 @@ class Housekeeping:
                 self.recovered_total += counts.recovered
         try:
             await empty_old_payloads(self.store, days=self.retention_days, now=self.clock())
+            await forget_old_answers(self.store, now=self.clock())
         except Exception as exc:  # noqa: BLE001 - the database failed: the next round retries
             log.warning(
-                "payload retention failed (%s: %s); next try in %.0fs", type(exc).__name__, exc, self.interval
+                "retention (payloads, model answers) failed (%s: %s); next try in %.0fs",
+                type(exc).__name__,
+                exc,
+                self.interval,
             )
 
     async def _run(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.commands import Command, parse_command, prose
+from app.commands import Command, only_a_command, parse_command, prose
 
 
 @pytest.mark.parametrize(
@@ -35,3 +35,19 @@ def test_mentions(body: str, command: Command | None) -> None:
 
 def test_prose_keeps_text_between_code_blocks() -> None:
     assert prose("a\n```\nb\n```\nc `d` e\n> f").split() == ["a", "c", "e"]
+
+
+@pytest.mark.parametrize(
+    ("body", "bare"),
+    [
+        ("@revbot review", True),
+        ("@revbot", True),
+        ("@revbot resolve.", True),
+        ("@revbot review please, I moved the check into helper()", False),
+        ("Fixed in the last commit", False),
+        ("thanks @revbot!", False),
+        ("", False),
+    ],
+)
+def test_a_reply_that_only_gives_a_command_says_nothing_about_the_code(body: str, bare: bool) -> None:
+    assert only_a_command(body, "revbot") is bare

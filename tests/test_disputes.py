@@ -234,7 +234,7 @@ async def test_a_remembered_dispute_keeps_the_finding_out_of_the_next_pull_reque
         await bot.fake.comment(REPO, second, "@revbot learnings", by=AUTHOR)
         await bot.drain()
         listing = bot.fake.world.issue_comments_of(bot.fake.world.repo(REPO), second)[-1].body
-        assert "#1 python/F821 in src/\\*.py" in listing or "#1 python/F821 in src/*.py" in listing
+        assert "#\u20601 python/F821 in `src/*.py`" in listing  # the number is no link to issue 1
 
         await bot.fake.comment(REPO, second, "@revbot forget 1", by=AUTHOR)  # the author may not
         await bot.drain()

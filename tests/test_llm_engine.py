@@ -15,8 +15,8 @@ import pytest
 from app.config import Settings
 from app.review.analyzers.injection import scan_text
 from app.review.analyzers.secrets import base62_crc32, redact_secrets
+from app.review.inert import escape
 from app.review.llm import build_reviewer
-from app.review.llm.checks import defuse_mentions
 from app.review.llm.memory import InMemory
 from app.review.llm.reviewer import LlmReviewer, skip_reason
 from app.review.model import ChangedFile, FileContent, ModelOptions, PullContext, Severity, Verdict
@@ -227,7 +227,8 @@ async def test_every_model_finding_is_checked_mechanically(model: FakeModelServe
     by_line = {f.line: f for f in result.findings if f.rule.startswith("llm/")}
     assert sorted(by_line) == [3, 4], "the two most important kept (review.llm.max_findings: 2)"
     assert by_line[4].severity is Severity.CONCERN, "capped at concern without review.llm.blockers"
-    assert "@\u2060maria" in by_line[4].message and "`@decorator`" in by_line[4].message
+    assert "@maria" in by_line[4].message and "`@decorator`" in by_line[4].message
+    assert "@\u2060maria" in escape(by_line[4].message), "the mention defused when posted"
     assert "Ab1Cd2Ef3Gh4" not in by_line[3].message and by_line[3].message.startswith("token ")
     assert by_line[4].message.endswith("(confidence 80%)")
     [builtin] = [f for f in result.findings if f.rule == "python/F401"]
@@ -338,8 +339,8 @@ def test_redaction_and_mentions() -> None:
     assert "MIIEowIBAAKCAQEA" not in redacted and redacted.startswith("a\n") and redacted.endswith("\nb")
     assert redact_secrets("x = 1\ny = 'hello'") == "x = 1\ny = 'hello'"
     assert (
-        defuse_mentions("thanks @bob, see `@app.get` and a@b.c")
-        == "thanks @\u2060bob, see `@app.get` and a@b.c"
+        escape("thanks @bob, see `@app.get` and a@b.c")
+        == "thanks @\u2060bob, see `@\u2060app.get` and a@\u2060b.c"
     )
 
 

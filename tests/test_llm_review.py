@@ -247,7 +247,7 @@ async def test_skip_rules_keep_the_builtin_review_and_say_why(tmp_path: Path, mo
     finally:
         await bot.stop()
     assert model.asked == []
-    assert "model did not review this pull request: its title contains '[chore]'" in post.body["body"]
+    assert "model did not review this pull request: its title contains `[chore]`" in post.body["body"]
     # A skip rule the PR's title can trigger must not turn the built-in review into an approval.
     assert post.body["event"] == "COMMENT"
     assert "**Not approving:** the model did not review this pull request" in post.body["body"]
@@ -495,3 +495,42 @@ async def test_a_120_file_pr_through_github_names_what_the_cap_left_unreviewed(
     assert f"{len(unreviewed)} files not reviewed by the model" in body
     assert post.body["event"] == "COMMENT"  # files the cap kept from the model are not approved
     assert f"the model did not confirm {len(unreviewed)} files as reviewed with nothing found" in body
+
+
+async def test_thread_judgements_are_asked_once_per_head_however_often_a_review_is_asked(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    """Issue 27 item 7: the model judges a thread once per head. At the head it was reported at
+    there is nothing to ask; asking again (``@revbot review`` on the PR or in the thread) asks
+    nothing; each push asks once."""
+    model.script = judge_by_code
+    bot = await start_bot(tmp_path, llm_env(model))
+    bot.fake.push(REPO, "main", {".github/revbot.yml": "review:\n  coalesce_seconds: 0\n"})
+    judged: list[int] = []
+
+    async def ask_twice_on(number: int, root: int) -> None:
+        for _ in range(2):
+            await bot.fake.comment(REPO, number, "@revbot review", by=AUTHOR)
+            await bot.drain()
+            await bot.fake.reply(REPO, number, root, "@revbot review", by=AUTHOR)
+            await bot.drain()
+        judged.append(sum(a.schema == "judge_thread" for a in model.asked))
+
+    try:
+        # The syntax error keeps the block, so every request is a re-review that checks threads.
+        number = await review_once(bot, {"src/service.py": SERVICE, "src/broken.py": "def f(:\n"})
+        _, root, _ = thread_of(bot, number, "src/service.py")
+        await ask_twice_on(number, root)
+        bot.fake.push(REPO, "feature", {"src/other.py": "Y = 2\n"})
+        await bot.drain()
+        await ask_twice_on(number, root)
+        bot.fake.push(REPO, "feature", {"src/other.py": "Y = 3\n"})
+        await bot.drain()
+        judged.append(sum(a.schema == "judge_thread" for a in model.asked))
+        events = [p.body["event"] for p in reviews_posted(bot)]
+    finally:
+        await bot.stop()
+    bot.assert_conforms()
+    assert judged == [0, 1, 2]
+    assert len(events) >= 5 and set(events) == {"REQUEST_CHANGES"}, "each request was a re-review"
+    assert not thread_of(bot, number, "src/service.py")[2]

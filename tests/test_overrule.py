@@ -282,7 +282,7 @@ async def test_the_learnings_command_lists_and_forgets(
     monkeypatch.setenv("DATABASE_URL", url)
     assert await_main(["learnings", "--repo", "o/r"]) == 0
     assert (
-        f"#{stored.number} python/F821 in src/*.py on `x = y` (by mia in o/r#1: loader)"
+        f"#{stored.number} python/F821 in `src/*.py` on `x = y` (by mia in o/r#1: loader)"
         in capsys.readouterr().out
     )
     assert await_main(["learnings", "--repo", "o/r", "--forget", str(stored.number)]) == 0

@@ -226,7 +226,7 @@ IN_FLIGHT: list[tuple[str, Snapshot, str]] = [
             checks=(*READY.checks, Check("Rabbit review", CheckState.PENDING, "rabbit", T0)),
             notes=(Note("rabbit[bot]", True, T0 - 900, "Summary of the last review"),),
         ),
-        "rabbit's check 'Rabbit review' is still running",
+        "rabbit's check `Rabbit review` is still running",
     ),
 ]
 

@@ -22,7 +22,7 @@ from sqlalchemy import update
 
 from app.auth import AppJWT
 from app.github import AppClient
-from app.housekeeping import EMPTY_PAYLOAD, Housekeeping, empty_old_payloads
+from app.housekeeping import ANSWER_DAYS, EMPTY_PAYLOAD, Housekeeping, empty_old_payloads, forget_old_answers
 from app.metrics import REGISTRY
 from app.recovery import (
     LOOKBACK_SECONDS,
@@ -31,8 +31,10 @@ from app.recovery import (
     logged_digest,
     never_delivered,
 )
+from app.review.llm.memory import DatabaseMemory
 from app.store import IncomingDelivery, JobStatus, Store, decompress_payload, deliveries
 from app.store.postgres import PostgresBackend
+from app.store.schema import llm_answers
 from tests.harness import APP_ID, REPO, SECRET, BotHarness
 
 AUTHOR = "alice"
@@ -342,6 +344,36 @@ async def test_retention_runs_in_the_housekeeping_round(tmp_path: Path) -> None:
         house = Housekeeping(store, NoLog(), retention_days=1, clock=lambda: time.time() + 2 * 86400)  # type: ignore[arg-type]
         await house.run_once()
         assert (await store.delivery("d") or {})["payload"] == EMPTY_PAYLOAD
+    finally:
+        await store.close()
+
+
+async def test_old_model_answers_are_forgotten_in_the_housekeeping_round(tmp_path: Path) -> None:
+    """The model's answer cache (files, thread judgements) stays bounded: an answer last stored
+    more than ``ANSWER_DAYS`` ago is deleted, a recent one kept."""
+    store = Store(f"sqlite+aiosqlite:///{tmp_path / 'a.sqlite3'}")
+    await store.create_schema()
+    memory = DatabaseMemory(store.engine, upsert=store.backend.upsert)
+    try:
+        await memory.remember("old", '{"status": "fixed"}')
+        await memory.remember("new", '{"status": "not_fixed"}')
+        now = time.time()
+        async with store.engine.begin() as conn:
+            await conn.execute(
+                update(llm_answers)
+                .where(llm_answers.c.key == "old")
+                .values(created_at=now - ANSWER_DAYS * 86400 - 1)
+            )
+        assert await forget_old_answers(store, now=now) == 1
+        assert await memory.answer("old") is None and await memory.answer("new") is not None
+
+        class NoLog:
+            async def sweep(self) -> None:
+                return None
+
+        later = Housekeeping(store, NoLog(), retention_days=1, clock=lambda: now + (ANSWER_DAYS + 1) * 86400)  # type: ignore[arg-type]
+        await later.run_once()
+        assert await memory.answer("new") is None
     finally:
         await store.close()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.config import RepoConfig, parse_repo_config
-from app.review import render
+from app.review import inert, render
 from app.review.markers import FindingMarker, ReviewMarker, Trigger, decode_all, encode
 from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
 from app.review.overrule import Overrule
@@ -133,7 +133,7 @@ def test_code_spans_show_code_literally() -> None:
     conflict = finding(path="a.py", rule="conflict-marker", message="merge conflict marker `<<<<<<<` left in")
     p = plan(result(conflict), {"a.py": frozenset({3})})
     assert "`<<<<<<<`" in p.comments[0]["body"]
-    assert render.code("a<b>&c") == "`a<b>&c`"
+    assert inert.code("a<b>&c") == "`a<b>&c`"
 
 
 def test_markers_round_trip_and_ignore_malformed_ones() -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, file_level_rules
 from .diff import PatchLines, parse_patch
+from .inert import code
 from .isolation.child import stage
 from .lintconfig import EXCLUDES_LOST, RuffPin, forget_matches, governing_paths, lint_config, missing_extends
 from .model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, SkipCause, Skipped
@@ -140,7 +141,8 @@ class EvaluateJob:
         ]
         notes = list(lint.scope_problems)
         notes += [
-            f"{_plural(count, 'file')} not linted, as `{source}` excludes {'it' if count == 1 else 'them'}"
+            f"{_plural(count, 'file')} not linted, as {code(source)}"
+            f" excludes {'it' if count == 1 else 'them'}"
             for source, count in not_linted.items()
         ]
         notes += [note for output in outputs for note in output.notes]

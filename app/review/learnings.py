@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..store.schema import learnings as table
 from .analyzers.secrets import redact_secrets
+from .inert import code
 from .overrule import LearningKey, PathPattern, normalised_line
 
 MAX_EXAMPLE_CHARS = 200
@@ -57,7 +58,7 @@ class Learning:
         """One line for ``@slug learnings`` and the command line (plain text: callers escape)."""
         why = f": {self.reason}" if self.reason else ""
         return (
-            f"#{self.number} {self.key.rule} in {self.key.pattern} on `{self.example}` "
+            f"#{self.number} {self.key.rule} in {code(str(self.key.pattern))} on {code(self.example)} "
             f"(by {self.created_by} in {self.source}{why})"
         )
 

@@ -41,6 +41,7 @@ import tomli_w
 import yaml
 from packaging.version import InvalidVersion, Version
 
+from .codespan import code_span
 from .model import FileContent, RepoTree
 from .patterns import YamlRefused, compile_glob, compile_regex, load_yaml
 from .selection import glob_regex
@@ -104,7 +105,8 @@ class Exclusion:
     def reason(self) -> str:
         pattern = " ".join(self.pattern.split())
         pattern = pattern if len(pattern) <= 60 else pattern[:57] + "..."
-        return f"not linted: excluded by the repository's config (`{self.source}`: `{pattern}`)"
+        where = f"{code_span(self.source)}: {code_span(pattern)}"
+        return f"not linted: excluded by the repository's config ({where})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +200,7 @@ class LintConfig:
                 sources.append(
                     PatternSource(
                         f"ruff:{config.path}",
-                        f"`{config.path}`: the ruff `exclude` globs",
+                        f"{code_span(config.path)}: the ruff `exclude` globs",
                         functools.partial(self._ruff_exclusion, config),
                     )
                 )
@@ -207,7 +209,7 @@ class LintConfig:
             sources.append(
                 PatternSource(
                     "black",
-                    f"`{black[0].source}`: the black `exclude` pattern",
+                    f"{code_span(black[0].source)}: the black `exclude` pattern",
                     lambda path: [_search(e.pattern, "/" + path, verbose="\n" in e.pattern) for e in black],
                 )
             )
@@ -364,7 +366,7 @@ def _ruff_table(path: str, text: str) -> tuple[Mapping[str, Any] | None, str | N
     except tomllib.TOMLDecodeError as exc:
         if name == "pyproject.toml" and "[tool.ruff" not in text:
             return None, None
-        return None, f"`{path}` is not valid TOML ({exc})"
+        return None, f"{code_span(path)} is not valid TOML ({code_span(str(exc))})"
     if name != "pyproject.toml":
         return data, None
     tool = data.get("tool")
@@ -393,7 +395,12 @@ def _pre_commit(text: str) -> tuple[HookScope | None, list[HookScope], RuffPin |
     except YamlRefused as exc:
         return None, [], None, f"`{PRE_COMMIT}` was not read ({exc}); {EXCLUDES_LOST}"
     except yaml.YAMLError as exc:
-        return None, [], None, f"`{PRE_COMMIT}` is not valid YAML ({' '.join(str(exc).split())[:120]})"
+        return (
+            None,
+            [],
+            None,
+            f"`{PRE_COMMIT}` is not valid YAML ({code_span(' '.join(str(exc).split())[:120])})",
+        )
     if not isinstance(data, dict):
         return None, [], None, None
     hooks: list[HookScope] = []
@@ -554,7 +561,7 @@ def _checked_settings(
     notes: list[str] = []
 
     def dropped(name: str, why: str) -> None:
-        notes.append(f"`{config.path}`: the ruff setting `{name}` {why}; it was dropped")
+        notes.append(f"{code_span(config.path)}: the ruff setting {code_span(name)} {why}; it was dropped")
 
     for name in NEVER_SETTINGS:
         if table.pop(name, None) is not None:

@@ -26,6 +26,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from .inert import code
+
+MAX_NAME_CHARS = 200  # a check's name or a path, as shown
 STALL_LOOK_AGAIN = 15 * 60.0  # seconds of quiet after which a review in flight is looked at again
 STALL_GIVE_UP = 30 * 60.0  # ... after which the call is made with the stalled reviewer named
 
@@ -262,7 +265,7 @@ def reviews_in_flight(snapshot: Snapshot) -> list[str]:
     for check in snapshot.checks:
         app = (check.app or "").casefold()
         if check.state == CheckState.PENDING and app in reviewer_apps and f"{app}[bot]" not in reviewed_head:
-            found.setdefault(f"{app}[bot]", f"{check.app}'s check {check.name!r} is still running")
+            found.setdefault(f"{app}[bot]", f"{check.app}'s check {_code(check.name)} is still running")
     return sorted(found.values())
 
 
@@ -280,8 +283,8 @@ def _reviewer_check(check: Check, snapshot: Snapshot) -> bool:
 
 
 def _code(text: str) -> str:
-    """Untrusted text (a check's name, a path, a login) in a code span it cannot end."""
-    return "`" + text.replace("`", "'").replace("\n", " ")[:200] + "`"
+    """Untrusted text (a check's name, a path, a login) as inert code, capped."""
+    return code(text[:MAX_NAME_CHARS])
 
 
 def _names(items: Iterable[str], limit: int = 5) -> str:
@@ -311,13 +314,15 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
     if snapshot.draft:
         blocked.append("it is a draft: mark it ready for review")
     if snapshot.mergeable is False or snapshot.mergeable_state == MergeState.DIRTY:
-        blocked.append(f"it conflicts with `{snapshot.base_ref}`: merge or rebase to resolve the conflict")
+        blocked.append(
+            f"it conflicts with {_code(snapshot.base_ref)}: merge or rebase to resolve the conflict"
+        )
     elif snapshot.mergeable is None:
         waiting.append("GitHub is still computing whether it merges cleanly")
     behind = snapshot.mergeable_state == MergeState.BEHIND
     if behind and snapshot.rules.strict:
         blocked.append(
-            f"it is behind `{snapshot.base_ref}` and the branch rules require it up to date:"
+            f"it is behind {_code(snapshot.base_ref)} and the branch rules require it up to date:"
             " update the branch"
         )
 
@@ -371,7 +376,7 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
             if snapshot.rules.strict is False
             else "I cannot read whether the rules require it up to date"
         )
-        evidence.append(f"behind `{snapshot.base_ref}` ({why})")
+        evidence.append(f"behind {_code(snapshot.base_ref)} ({why})")
     quiet = max(0.0, now - snapshot.last_activity)
     quiet_window = settings.quiet_seconds
     if quiet < quiet_window:

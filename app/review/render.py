@@ -6,16 +6,15 @@ diff (otherwise the whole review is refused with 422), so every comment is check
 commentable lines first; a finding anywhere else is listed in the review body. At most
 ``max_comments`` findings are inline, the most severe first; the rest go to the body too.
 
-Everything the PR controls (paths, messages quoting code, suggested lines) passes
-``redact_secrets`` and is escaped before it reaches Markdown, so it can neither quote a secret,
-break the layout nor forge a hidden marker. A suggestion is code GitHub applies with one click, so
-it cannot be altered to defuse it: one that would quote a secret or open an HTML comment is
-withheld instead (the finding is still posted).
+Everything the PR controls (paths, messages quoting code, the model's words) passes ``inert``'s
+``code`` or ``escape`` before it reaches Markdown, so it can neither quote a secret, break the
+layout, ping anyone, show a live link nor forge a hidden marker. A suggestion is code GitHub
+applies with one click, so it cannot be altered to defuse it: one that would quote a secret or
+open an HTML comment is withheld instead (the finding is still posted).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import Any
 
 from .analyzers.injection import PR_BODY_PATH
 from .analyzers.secrets import redact_secrets
+from .inert import code, defuse, escape, neutralise
 from .markers import FindingMarker, ReviewMarker, Trigger, problem_key
 from .model import Finding, ReviewResult, Severity, Verdict
 from .overrule import Overrule
@@ -104,44 +104,6 @@ def review_event(
     return verdict.value
 
 
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
-ZERO_WIDTH_SPACE = "\u200b"
-
-
-def _defuse(text: str) -> str:
-    """No HTML comment can open or close in text the bot posts, so nothing the PR controls can
-    forge (or end) a hidden marker. Inside code spans GitHub shows text literally, so entities
-    cannot be used there; a zero-width space splits the sequence without changing what is seen."""
-    return text.replace("<!--", f"<{ZERO_WIDTH_SPACE}!--").replace("-->", f"--{ZERO_WIDTH_SPACE}>")
-
-
-def escape(text: str) -> str:
-    """Untrusted text for Markdown prose: one line, no secret, no HTML outside code spans, no markers."""
-    flat = redact_secrets(text.replace("\r", " ").replace("\n", " "))
-    out: list[str] = []
-    position = 0
-    for span in _CODE_SPAN.finditer(flat):
-        prose = flat[position : span.start()]
-        out.append(prose.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
-        out.append(_defuse(span.group(0)))
-        position = span.end()
-    out.append(flat[position:].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
-    return "".join(out)
-
-
-def code(text: str) -> str:
-    """Untrusted text as inline code, whatever backticks it contains (shown literally), no secret."""
-    cleaned = _defuse(redact_secrets(text.replace("\r", " ").replace("\n", " ")))
-    longest = 0
-    current = 0
-    for char in cleaned:
-        current = current + 1 if char == "`" else 0
-        longest = max(longest, current)
-    fence = "`" * (longest + 1)
-    padding = " " if cleaned.startswith("`") or cleaned.endswith("`") else ""
-    return f"{fence}{padding}{cleaned}{padding}{fence}"
-
-
 def _anchor(finding: Finding, commentable: frozenset[int]) -> dict[str, Any] | None:
     if not finding.inline or finding.line not in commentable:
         return None
@@ -159,7 +121,7 @@ def postable_suggestion(suggestion: str) -> bool:
     """Whether a suggested replacement may be posted as it is: it quotes no secret and can
     neither open nor close an HTML comment (a suggestion is applied verbatim, so it is never
     altered to make it safe)."""
-    return redact_secrets(suggestion) == suggestion and _defuse(suggestion) == suggestion
+    return redact_secrets(suggestion) == suggestion and defuse(suggestion) == suggestion
 
 
 def _suggestion_block(suggestion: str) -> str:
@@ -463,8 +425,8 @@ def check_annotations(result: ReviewResult) -> list[dict[str, Any]]:
                 "start_line": start,
                 "end_line": finding.line,
                 "annotation_level": ANNOTATION_LEVEL[finding.severity],
-                "title": redact_secrets(finding.rule),
-                "message": redact_secrets(finding.message),
+                "title": neutralise(redact_secrets(finding.rule)),
+                "message": neutralise(redact_secrets(finding.message)),
             }
         )
     return out

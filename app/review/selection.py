@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .codespan import code_span
 from .model import ChangedFile, SkipCause, Skipped
 
 __all__ = [
@@ -155,7 +156,7 @@ def select_files(
             continue
         pattern = matching_pattern(paths_ignore, file.path)
         if pattern is not None:
-            reason = f"ignored by review.paths_ignore (`{pattern}`)"
+            reason = f"ignored by review.paths_ignore ({code_span(pattern)})"
             skipped.append(Skipped(file.path, reason, SkipCause.REPOSITORY))
             continue
         default = next(((p, kind) for p, kind in DEFAULT_EXCLUDES if glob_match(p, file.path)), None)

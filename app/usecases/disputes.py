@@ -18,7 +18,7 @@ import logging
 from .. import github
 from ..commands import Dispute
 from ..github import GitHubClient
-from ..review import render
+from ..review.inert import escape
 from ..review.markers import Trigger
 from ..review.model import Severity
 from ..review.overrule import Role, may_overrule, severity_named
@@ -135,7 +135,7 @@ async def learnings_text(bot: Bot, *, repo: str) -> str:
             f"{slug} dismiss --always <reason>` in one of my threads adds one."
         )
     lines = [f"Findings I leave out in this repository ({len(learned)}; `@{slug} forget N` removes one):", ""]
-    lines += [f"- {render.escape(item.describe())}" for item in learned]
+    lines += [f"- {escape(item.describe())}" for item in learned]
     return "\n".join(lines)
 
 
@@ -151,4 +151,4 @@ async def forget_text(gh: GitHubClient, bot: Bot, *, repo: str, login: str, numb
     if removed is None:
         return f"This repository has no learning #{number}."
     log.info("learning %d of %s forgotten by %s", number, repo, login)
-    return f"Forgot learning {render.escape(removed.describe())}. I report such findings again."
+    return f"Forgot learning {escape(removed.describe())}. I report such findings again."

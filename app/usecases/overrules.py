@@ -18,10 +18,9 @@ from typing import Any
 from .. import github, metrics
 from ..github import GitHubClient
 from ..guards import is_bot_login
-from ..review import render
 from ..review.diff import parse_patch
+from ..review.inert import code, escape
 from ..review.learnings import Learning
-from ..review.llm.checks import defuse_mentions
 from ..review.overrule import (
     Overrule,
     Role,
@@ -54,8 +53,8 @@ def recorded_overrules(comments: Sequence[Mapping[str, Any]], bot: Bot) -> list[
 
 def overrule_text(item: Overrule, *, learned: int | None = None, learn_problem: str | None = None) -> str:
     """The one line recording who overruled the finding and why."""
-    why = f": {render.escape(defuse_mentions(item.reason))}" if item.reason else " (👎, no reason given)"
-    line = f"Overruled by @{item.by}{why}. `{item.rule}` is withdrawn on this pull request."
+    why = f": {escape(item.reason)}" if item.reason else " (👎, no reason given)"
+    line = f"Overruled by @{item.by}{why}. {code(item.rule)} is withdrawn on this pull request."
     if learned is not None:
         line += f" Remembered for this repository as learning #{learned}."
     elif learn_problem is not None:

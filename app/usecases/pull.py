@@ -16,6 +16,7 @@ from cachetools import LRUCache, TTLCache
 from .. import github
 from ..config import RepoConfig, parse_repo_config
 from ..github import GitHubClient, get_file_text
+from ..review.inert import code, escape
 from ..review.model import (
     ChangedFile,
     FileContent,
@@ -44,7 +45,8 @@ class LoadedConfig:
         """The sentence shown to the repository's people (the check run's summary)."""
         if self.problem is None:
             return None
-        return f"**Settings ignored:** `{self.source}` {self.problem}. Fix the file to apply it."
+        source = code(self.source or "")
+        return f"**Settings ignored:** {source} {escape(self.problem)}. Fix the file to apply it."
 
 
 async def _read_optional(gh: GitHubClient, *, repo: str, path: str) -> str | None:

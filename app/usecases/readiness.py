@@ -29,6 +29,7 @@ from ..config import ReadinessConfig
 from ..github import GitHubClient
 from ..guards import is_bot_login
 from ..review import readiness as rd
+from ..review.inert import code
 from ..review.markers import decode, encode
 from .bot import Bot
 
@@ -72,11 +73,6 @@ def _duration(seconds: float) -> str:
         return f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if hours < 48 else f"{hours // 24} days"
-
-
-def _code(text: str) -> str:
-    """Untrusted text (a check's name, a path) shown in a code span that it cannot end."""
-    return "`" + text.replace("`", "'").replace("\n", " ")[:200] + "`"
 
 
 # --------------------------------------------------------------------------------------------
@@ -366,7 +362,8 @@ def recap(reading: Reading, now: float) -> list[str]:
     lines.append(f"Heads seen: {pushes} (now `{head}`).")
     if memory.red:
         failed = ", ".join(
-            f"{_code(name)} on `{sha[:7]}` ({_clock(at)})" for name, sha, at in memory.red[-5:]
+            f"{code(name[: rd.MAX_NAME_CHARS])} on `{sha[:7]}` ({_clock(at)})"
+            for name, sha, at in memory.red[-5:]
         )
         green = f"; all green since {_clock(memory.green_at)}" if memory.green_at else "; not green yet"
         lines.append(f"CI failures seen: {failed}{green}.")

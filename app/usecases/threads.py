@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import github, metrics
-from ..commands import claims_fix
+from ..commands import claims_fix, only_a_command
 from ..config import RepoConfig
 from ..github import GitHubClient, ReviewThread
 from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
-from ..review import decide, render
-from ..review.llm.checks import defuse_mentions
+from ..review import decide
+from ..review.inert import code, escape
 from ..review.llm.prompt import hunk_listing, numbered
 from ..review.markers import FindingMarker, carries, encode
 from ..review.model import Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
@@ -140,7 +140,7 @@ async def verify_threads(
             acknowledge=acknowledge,
             fixed_text=f"Verified fixed at {head_sha[:12]}.",
             open_text=(
-                f"Still there at {head_sha[:12]}: `{item.finding.rule}` in `{item.finding.path}`. "
+                f"Still there at {head_sha[:12]}: {code(item.finding.rule)} in {code(item.finding.path)}. "
                 "I resolve this thread once the change is pushed."
             ),
             earlier=earlier_replies,
@@ -265,6 +265,7 @@ async def say_in_thread(
 # ------------------------------------------------------------------ the model's own findings
 MODEL_CONTEXT_LINES = 40
 MAX_REPLY_CHARS = 800
+MAX_REASON_CHARS = 400  # of the model's reason, quoted in its answer
 
 
 def thread_replies(
@@ -277,12 +278,14 @@ def thread_replies(
 ) -> list[str]:
     """The replies in one of the bot's threads by people who may ask (the PR's author, and the
     associations the repository allows), "login: text", oldest first (capped). A stranger's reply
-    is never shown to a model, nor part of what its answer is cached by."""
+    is never shown to a model, nor part of what its answer is cached by; nor is a reply that only
+    gives the bot a command (``@slug review`` asked again must not make the answer a new one)."""
     return [
         f"{(c.get('user') or {}).get('login')}: {str(c.get('body') or '')[:MAX_REPLY_CHARS]}"
         for c in comments
         if c.get("in_reply_to_id") == item.thread.root_comment_id
         and not is_bot_login((c.get("user") or {}).get("login"), identity)
+        and not only_a_command(c.get("body"), identity.slug)
         and may_ask(
             commenter=(c.get("user") or {}).get("login"),
             association=c.get("author_association"),
@@ -315,14 +318,18 @@ async def verify_model_threads(
     """The model's findings (``llm/...``) can only be judged by a model: for each open thread it
     answers fixed / not fixed / cannot tell, given the finding, the replies and the code at head.
     Only "fixed" resolves; "not fixed" answers a claimed fix once per head; "cannot tell" does
-    nothing. A reply is evidence of nothing: the model is told so, and judges the code."""
+    nothing. A reply is evidence of nothing: the model is told so, and judges the code. A thread
+    reported at this head is not fixed, and asked about nothing; the answers are kept by thread,
+    head, code and replies (``llm.judge``), so asking again at a head costs no model call."""
     files = {str(f["filename"]): f for f in await github.list_pull_files(gh, repo=repo, pr_number=pr_number)}
     comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
     config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
     wanted = [
         t.finding.path
         for t in threads
-        if t.finding.path in files and files[t.finding.path].get("status") != "removed"
+        if t.finding.path in files
+        and files[t.finding.path].get("status") != "removed"
+        and t.finding.head_sha != head_sha
     ]
     blobs = await github.read_blobs(gh, repo=repo, ref=head_sha, paths=wanted) if wanted else {}
     for item in threads:
@@ -330,6 +337,9 @@ async def verify_model_threads(
         blob = blobs.get(item.finding.path)
         if changed is None or changed.get("status") == "removed":
             status, reason = ThreadStatus.FIXED, "the change to this file is gone at this head"
+        elif item.finding.head_sha == head_sha:
+            # Reported at this very head: the code is what the model flagged; nothing to ask.
+            status, reason = ThreadStatus.NOT_FIXED, "nothing was pushed since I reported it."
         else:
             answer = await judge.judge_thread(
                 ThreadQuestion(
@@ -356,7 +366,7 @@ async def verify_model_threads(
                 )
                 continue
             status, reason = answer.status, answer.reason
-        said = render.escape(defuse_mentions(" ".join(reason.split())[:400]))
+        fixed_text, open_text = model_answers(head_sha, reason)
         await conclude(
             gh,
             bot,
@@ -367,11 +377,21 @@ async def verify_model_threads(
             fixed=status is ThreadStatus.FIXED,
             claimed=claimed,
             acknowledge=acknowledge,
-            fixed_text=f"Looks fixed at {head_sha[:12]}: {said}",
-            open_text=f"Still there at {head_sha[:12]}, as far as I can tell: {said} "
-            "I resolve this thread once the change is pushed.",
+            fixed_text=fixed_text,
+            open_text=open_text,
             earlier=comments,
         )
+
+
+def model_answers(head_sha: str, reason: str) -> tuple[str, str]:
+    """What the bot says in a thread the model judged, fixed and not fixed: the model's reason
+    (its words rest on the PR's code and replies) quoted as inert text."""
+    said = escape(reason[:MAX_REASON_CHARS])
+    return (
+        f"Looks fixed at {head_sha[:12]}: {said}",
+        f"Still there at {head_sha[:12]}, as far as I can tell: {said} "
+        "I resolve this thread once the change is pushed.",
+    )
 
 
 def code_at_head(text: str | None, *, patch: str, line: int) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 
 import griffe
 
+from ..codespan import code_span
 from ..model import ChangedFile, Finding, RepoTree, Severity
 from .base import AnalysisInput, AnalyzerOutput, Rule, finding, is_python, is_test_path
 
@@ -160,16 +161,19 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
             successor = _renamed_to(breakage.obj, base, qualified, old.name)
             if successor is not None:
                 renamed.add((qualified, old.name))
-                change.changes.append(f"parameter `{shown}` renamed to `{successor}`")
+                change.changes.append(f"parameter {code_span(shown)} renamed to {code_span(successor)}")
             else:
-                change.changes.append(f"parameter `{shown}` removed")
+                change.changes.append(f"parameter {code_span(shown)} removed")
         elif kind is griffe.BreakageKind.PARAMETER_MOVED:
             if (qualified, breakage.old_value.name) not in renamed:
-                change.changes.append(f"parameter `{breakage.old_value.name}` moved ({breakage.details})")
+                change.changes.append(
+                    f"parameter {code_span(breakage.old_value.name)} moved ({breakage.details})"
+                )
         elif kind is griffe.BreakageKind.PARAMETER_CHANGED_DEFAULT:
             old_default, new_default = breakage.old_value.default, breakage.new_value.default
             change.changes.append(
-                f"default of `{breakage.old_value.name}` changed from `{old_default}` to `{new_default}`"
+                f"default of {code_span(breakage.old_value.name)} changed"
+                f" from {code_span(str(old_default))} to {code_span(str(new_default))}"
             )
         if not change.changes:
             del out[qualified]
@@ -222,9 +226,13 @@ def api_findings(
         if change.lines is not None:
             first, last = change.lines
             anchor = next((n for n in sorted(added) if first <= n <= last), None)
-        label = f"`{change.name}()`" if change.kind in ("function", "method") else f"class `{change.name}`"
+        label = (
+            code_span(f"{change.name}()")
+            if change.kind in ("function", "method")
+            else f"class {code_span(change.name)}"
+        )
         message = (
-            f"Public API of `{module_name(path)}`: {label} {'; '.join(change.changes)}. "
+            f"Public API of {code_span(module_name(path))}: {label} {'; '.join(change.changes)}. "
             "Do its callers (in this repository and outside) and the changelog know?"
         )
         flagged = finding(
@@ -256,7 +264,7 @@ def capped(findings: Sequence[tuple[str, Finding]], limit: int = MAX_FINDINGS) -
     if not rest:
         return kept
     names = [name for name, _ in rest]
-    shown = ", ".join(f"`{name}`" for name in names[:8]) + (", ..." if len(names) > 8 else "")
+    shown = ", ".join(code_span(name) for name in names[:8]) + (", ..." if len(names) > 8 else "")
     summary = finding(
         rest[0][1].path,
         1,

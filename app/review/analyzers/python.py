@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..codespan import code_span
 from ..lintconfig import LintConfig, RuffInput, governing_paths, ruff_inputs, version_tuple
 from ..model import ChangedFile, Finding, RepoTree, Severity, Skipped
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding, is_python
@@ -125,7 +126,7 @@ def single_line_fix(diagnostic: Mapping[str, Any], row: int, line_text: str) -> 
 
 
 def _listed(paths: Sequence[str]) -> str:
-    return ", ".join(f"`{p}`" for p in paths)
+    return ", ".join(code_span(p) for p in paths)
 
 
 class PythonAnalyzer:
@@ -234,7 +235,8 @@ class PythonAnalyzer:
                 inputs = [item.without(name) for item in inputs]
                 dropped.append(name)
                 out.notes.append(
-                    f"ruff {await ruff_version(command)} no longer knows the setting `{name}`; it was ignored"
+                    f"ruff {await ruff_version(command)} no longer knows the setting {code_span(name)};"
+                    " it was ignored"
                 )
         raise RuffError("unreachable")
 
@@ -271,7 +273,8 @@ class PythonAnalyzer:
         else:
             text = f"Python checked by ruff {version} with revbot's default rules ({_DEFAULTS})"
         if lint.pin is not None and used and version_tuple(version) != lint.pin.version:
-            text += f"; rules newer than the pinned ruff {lint.pin.label} (`{lint.pin.source}`) not reported"
+            pinned = f"{lint.pin.label} ({code_span(lint.pin.source)})"
+            text += f"; rules newer than the pinned ruff {pinned} not reported"
             if dropped:
                 text += f" ({dropped} finding{'s' if dropped != 1 else ''} left out)"
         return text

@@ -45,6 +45,7 @@ from ..analyzers import is_python
 from ..analyzers.injection import RULE as INJECTION_RULE
 from ..diff import PatchLines, parse_patch
 from ..engine import BuiltinReviewer, deduplicate, summarise, verdict_for
+from ..inert import code
 from ..model import (
     ChangedFile,
     FileContent,
@@ -101,11 +102,11 @@ def skip_reason(context: PullContext) -> str | None:
     title = context.title.casefold()
     for keyword in options.skip_title_keywords:
         if keyword.strip() and keyword.casefold() in title:
-            return f"its title contains {keyword!r} (review.llm.skip.title_keywords)"
+            return f"its title contains {code(keyword)} (review.llm.skip.title_keywords)"
     labels = {label.casefold() for label in context.labels}
     for label in options.skip_labels:
         if label.casefold() in labels:
-            return f"it has the label {label!r} (review.llm.skip.labels)"
+            return f"it has the label {code(label)} (review.llm.skip.labels)"
     author = (context.author_login or "").casefold()
     if author and author in {a.casefold() for a in options.skip_authors}:
         return f"its author {context.author_login} is in review.llm.skip.authors"
@@ -215,7 +216,7 @@ class LlmReviewer(Reviewer):
                 continue
             pattern = matching_pattern(context.model.skip_paths, f.path)
             if pattern is not None:
-                outcome.not_reviewed.append(Skipped(f.path, f"review.llm.skip.paths (`{pattern}`)"))
+                outcome.not_reviewed.append(Skipped(f.path, f"review.llm.skip.paths ({code(pattern)})"))
                 continue
             files.append(f)
         contents = dict(await context.read([f.path for f in files])) if files else {}

@@ -23,6 +23,7 @@ from collections.abc import Set as AbstractSet
 
 from ..analyzers import finding as make_finding
 from ..analyzers.injection import PR_BODY_PATH
+from ..inert import code
 from ..model import Finding, Severity
 from .checks import clean_message
 from .schema import Coverage, ModelAnswer, Steering
@@ -105,12 +106,12 @@ def _count(paths: Sequence[str]) -> str:
 
 
 def _names(paths: Sequence[str]) -> str:
-    return ", ".join(f"`{p}`" for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    return ", ".join(code(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
 def untrusted_finding(paths: Sequence[str], request_id: str) -> Finding:
     """The concern for an answer that did not echo its request's canary (a body finding)."""
-    names = ", ".join(f"`{p}`" for p in paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    names = ", ".join(code(p) for p in paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
     return make_finding(
         paths[0],
         1,
