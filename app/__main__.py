@@ -1,4 +1,5 @@
-"""Command line: ``python -m app serve | worker | doctor | setup | review | eval | learnings | demo``.
+"""Command line: ``python -m app serve | worker | doctor | setup | review | eval | learnings | demo``
+and ``replay``.
 
 ``serve`` runs the webhook server with the worker in-process (Procfile ``web:``); ``worker`` runs
 the worker alone (Procfile ``worker:``, for scaling out on PostgreSQL); ``doctor`` checks the
@@ -7,7 +8,8 @@ the App from ``app.yml`` and writes ``.env``; ``review`` prints
 the review the bot would post, for a real PR or a local git range, without posting; ``eval``
 measures a reviewer on a corpus of cases; ``learnings`` lists (and ``--forget`` removes) the
 disputes remembered for a repository; ``demo``
-plays a pull request's story against a fake GitHub, offline.
+plays a pull request's story against a fake GitHub, offline; ``replay`` plays a clone's merged
+pull requests through the bot against it and measures what the bot did.
 """
 
 from __future__ import annotations
@@ -398,6 +400,27 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(options)
 
 
+def _replay(args: argparse.Namespace) -> int:
+    from .replay import ReplayOptions, run_replay
+
+    if not (args.dir / ".git").exists() and not (args.dir / "HEAD").is_file():
+        print(f"revbot: {args.dir} is not a git repository", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.merges < 1 or args.min_commits < 1:
+        print("revbot: --merges and --min-commits expect a positive number", file=sys.stderr)
+        return EXIT_CONFIG
+    logging.basicConfig(level=logging.WARNING)
+    options = ReplayOptions(
+        clone=args.dir,
+        merges=args.merges,
+        pr=args.pr,
+        min_commits=args.min_commits,
+        html=args.html,
+        output=args.format,
+    )
+    return asyncio.run(run_replay(options, os.environ))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m app", description="revbot, a pull-request review GitHub App"
@@ -508,6 +531,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--html", type=Path, metavar="PATH", help="also write the PR's final conversation as an HTML page"
     )
     demo.set_defaults(run=_demo)
+    replay = commands.add_parser(
+        "replay",
+        help="play a clone's merged pull requests through the bot against a sandbox GitHub, and measure it",
+        description="Take merged pull requests from DIR's merge commits (git log --merges --first-parent), "
+        "open each in a sandbox GitHub at its first commit, request a review from the decoy, push the "
+        "rest at their own times and merge; the real bot answers. Prints what it did, per PR and in total. "
+        "Offline: nothing leaves 127.0.0.1.",
+    )
+    replay.add_argument("dir", type=Path, metavar="DIR", help="a local git clone")
+    replay.add_argument(
+        "--merges",
+        type=int,
+        default=20,
+        metavar="N",
+        help="the newest N merged PRs that qualify (default: 20)",
+    )
+    replay.add_argument("--pr", metavar="SHA", help="replay only the PR merged by this merge commit")
+    replay.add_argument(
+        "--min-commits",
+        type=int,
+        default=1,
+        metavar="K",
+        help="skip PRs of fewer than K commits (default: 1)",
+    )
+    replay.add_argument(
+        "--html",
+        type=Path,
+        metavar="OUT",
+        help="write the conversation of --pr's PR (or the last one) as HTML",
+    )
+    replay.add_argument("--format", choices=("text", "json"), default="text")
+    replay.set_defaults(run=_replay)
     args = parser.parse_args(argv)
     if args.command in ("serve", "worker", "doctor", "learnings"):
         load_env_file(Path.cwd() / ".env")  # what ``setup`` wrote; real environment variables win

@@ -400,14 +400,15 @@ def test_the_cli_offers_every_scenario_and_the_tests_play_each() -> None:
 def test_production_code_never_imports_the_demo() -> None:
     for path in (ROOT / "app").rglob("*.py"):
         relative = path.relative_to(ROOT / "app")
-        if relative.parts[0] in ("demo", "sandbox"):
+        if relative.parts[0] in ("demo", "sandbox", "replay"):  # replay plays the bot on the demo's stage
             continue
         text = path.read_text(encoding="utf-8")
         imports = re.findall(r"^\s*(?:from|import)\s+(\S+)", text, re.MULTILINE)
-        demo_imports = [name for name in imports if re.fullmatch(r"(app\.|\.+)demo(\..*)?", name)]
+        demo_imports = [name for name in imports if re.fullmatch(r"(app\.|\.+)(demo|replay)(\..*)?", name)]
         if relative == Path("__main__.py"):
-            # Only inside the ``demo`` command, imported when that command runs.
+            # Only inside the ``demo`` and ``replay`` commands, imported when that command runs.
             assert re.search(r"def _demo\(.*\n    from \.demo import", text)
-            assert len(demo_imports) == 1
+            assert re.search(r"def _replay\(.*\n    from \.replay import", text)
+            assert len(demo_imports) == 2
         else:
             assert demo_imports == [], relative

@@ -426,7 +426,8 @@ async def test_plain_json_mode_sends_no_schema_format_and_reads_json_in_prose(mo
 
 def test_what_the_model_sees_of_a_file() -> None:
     from app.review.diff import parse_patch
-    from app.review.llm.prompt import render_file
+    from app.review.llm.prompt import changed_lines, head_context, python_context, render_file
+    from app.review.llm.related import parse
 
     text = (
         "import os\nimport re\n\n\nclass Parser:\n    def parse(self, s):\n"
@@ -437,8 +438,10 @@ def test_what_the_model_sees_of_a_file() -> None:
         "@@ -36,3 +36,3 @@ class Parser:\n         step_29 = 29\n-        return s\n"
         "+        return s.strip()\n \n"
     )
+    lines = parse_patch(patch)
+    head = head_context(lines, text, python_context(parse(text), changed_lines(lines)))
     shown = render_file(
-        path="p.py", status="modified", patch=patch, lines=parse_patch(patch), text=text, builtin=(), prior=()
+        path="p.py", status="modified", patch=patch, lines=lines, text=text, builtin=(), prior=(), head=head
     )
     assert "enclosing: parse" in shown
     assert "    1 | import os" in shown and "    6 |     def parse(self, s):" in shown
@@ -447,14 +450,16 @@ def test_what_the_model_sees_of_a_file() -> None:
 
     markdown = "\n".join(f"line {n}" for n in range(1, 61)) + "\n"
     md_patch = "@@ -30,1 +30,1 @@\n-old\n+line 30\n"
+    md_lines = parse_patch(md_patch)
     shown = render_file(
         path="d.md",
         status="modified",
         patch=md_patch,
-        lines=parse_patch(md_patch),
+        lines=md_lines,
         text=markdown,
         builtin=(),
         prior=(),
+        head=head_context(md_lines, markdown),
     )
     assert "   18 | line 18" in shown and "   42 | line 42" in shown
     assert "   17 | line 17" not in shown and "   43 | line 43" not in shown

@@ -4,9 +4,8 @@ probe of which engine they hold (issue 19). Read from the source, so a probe add
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
-
-import pytest
 
 from app.review.engine import BuiltinReviewer
 from app.review.model import ModelInputs, PullContext, ThreadQuestion
@@ -19,7 +18,9 @@ ENGINES = {"BuiltinReviewer", "LlmReviewer"}
 CHOOSERS = {"runtime.py", "__main__.py", "review/engine.py", "review/llm"}
 
 
+@functools.cache
 def modules() -> list[tuple[str, ast.Module]]:
+    """Every module of ``app``, parsed once for the module's tests (under a second: fast loop)."""
     return [
         (path.relative_to(APP).as_posix(), ast.parse(path.read_text(), str(path)))
         for path in sorted(APP.rglob("*.py"))
@@ -49,13 +50,11 @@ def engine_imports(tree: ast.Module) -> list[str]:
     ]
 
 
-@pytest.mark.slow
 def test_no_module_probes_which_reviewer_it_holds() -> None:
     found = {name: hits for name, tree in modules() if (hits := probes(tree))}
     assert found == {}
 
 
-@pytest.mark.slow
 def test_only_the_choosers_name_an_engine() -> None:
     found = {
         name: hits

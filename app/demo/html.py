@@ -351,9 +351,11 @@ def render_pull(
     *,
     bot_login: str,
     pushes: list[tuple[int, str]] | None = None,
+    command: str = "python -m app demo",
 ) -> str:
     """The page. ``pushes``: (the largest world id that existed then, commit sha), to place
-    pushes among the reviews and comments (ids come from one counter, so they order everything)."""
+    pushes among the reviews and comments (ids come from one counter, so they order everything);
+    ``command``: what played it (named at the bottom)."""
     world = fake.world
     repo = world.repo(repo_name)
     pull = world.pull(repo, number)
@@ -423,7 +425,7 @@ def render_pull(
         f'<div class="row"><b>Requested reviewers:</b> {escape(requested)}</div>'
         f'<div class="row"><b>Conversations:</b> {resolved} of {len(threads)} resolved</div>'
         f"{checks}</div>"
-        f'<p class="muted">Rendered by <code>python -m app demo</code> from the sandbox GitHub; '
+        f'<p class="muted">Rendered by <code>{escape(command)}</code> from the sandbox GitHub; '
         f"the bot is {escape(bot_login)}.</p>"
         "</div></body></html>\n"
     )

@@ -63,15 +63,23 @@ class Actions:
 
     # ---------------------------------------------------------------- commits and pushes
     def add_commit(
-        self, repo: Repo, files: Mapping[str, str | None], *, parent: str | None, message: str, author: str
+        self,
+        repo: Repo,
+        files: Mapping[str, str | None],
+        *,
+        parent: str | None,
+        message: str,
+        author: str,
+        sha: str | None = None,
     ) -> str:
+        """A commit of ``files`` (None: deleted) over ``parent``; ``sha`` keeps a real commit's id."""
         tree: dict[str, str] = dict(self.world.commit(repo, parent).files) if parent else {}
         for path, content in files.items():
             if content is None:
                 tree.pop(path, None)
             else:
                 tree[path] = content
-        sha = self.world.new_sha(f"{repo.key}:{parent}:{message}:{sorted(tree.items())!r}")
+        sha = sha or self.world.new_sha(f"{repo.key}:{parent}:{message}:{sorted(tree.items())!r}")
         repo.commits[sha] = Commit(sha, tree, parent, message or "A commit", author, self.world.iso())
         self.world.user(author)
         return sha
@@ -80,12 +88,19 @@ class Actions:
         self, repo: Repo, branch: str, files: Mapping[str, str | None], *, message: str, emit: Emit
     ) -> str:
         tip = repo.branches.get(branch) or repo.branches.get(repo.default_branch)
-        pushers = [p for p in self.world.pulls_of(repo) if p.head_ref == branch and p.state == "open"]
+        pushers = self._open_pulls_from(repo, branch)
         author = pushers[0].author if pushers else repo.owner
         sha = self.add_commit(repo, files, parent=tip, message=message or f"Update {branch}", author=author)
+        self.move_branch(repo, branch, sha, emit=emit)
+        return sha
+
+    def move_branch(self, repo: Repo, branch: str, sha: str, *, emit: Emit) -> None:
+        """``branch`` now points at the existing commit ``sha`` (a push, or a force-push when the
+        old tip is not its ancestor): every open pull request with that head follows it."""
+        self.world.commit(repo, sha)
         repo.branches[branch] = sha
         repo.pushed_at = self.world.iso()
-        for pull in pushers:
+        for pull in self._open_pulls_from(repo, branch):
             before = pull.head_sha
             pull.head_sha = sha
             pull.updated_at = self.world.iso()
@@ -102,7 +117,9 @@ class Actions:
                     pull_request=self.shapes.pull(pull),
                 ),
             )
-        return sha
+
+    def _open_pulls_from(self, repo: Repo, branch: str) -> list[Pull]:
+        return [p for p in self.world.pulls_of(repo) if p.head_ref == branch and p.state == "open"]
 
     def _carry_comments(self, repo: Repo, pull: Pull, new_sha: str) -> None:
         """Move comments whose file did not change to the new head; the others become outdated."""

@@ -293,9 +293,10 @@ class FakeGitHub:
         parent: str | None = None,
         message: str = "",
         author: str = "octocat",
+        sha: str | None = None,
     ) -> str:
         return self.actions.add_commit(
-            self.world.repo(repo), files, parent=parent, message=message, author=author
+            self.world.repo(repo), files, parent=parent, message=message, author=author, sha=sha
         )
 
     def set_branch(self, repo: str, branch: str, sha: str) -> None:
@@ -383,6 +384,13 @@ class FakeGitHub:
         )
         self._queue(emitted)
         return sha
+
+    def push_commit(self, repo: str, branch: str, sha: str) -> None:
+        """Move ``branch`` to the existing commit ``sha`` (``add_commit`` first), as a push of
+        prepared commits or a force-push does; open pull requests get ``synchronize`` as in ``push``."""
+        emitted: list[tuple[str, dict[str, Any]]] = []
+        self.actions.move_branch(self.world.repo(repo), branch, sha, emit=lambda e, p: emitted.append((e, p)))
+        self._queue(emitted)
 
     def review_decision(self, repo: str, number: int) -> str | None:
         found = self.world.repo(repo)

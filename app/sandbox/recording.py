@@ -32,6 +32,7 @@ class Call:
     # The path exactly as requested (with a GHES "/api/v3" or "/api/graphql" form), so tests can
     # tell which base URL the bot used.
     raw_path: str = field(default="", repr=False, compare=False)
+    delayed: float = field(default=0.0, repr=False, compare=False)  # seconds a ``delay`` held it
 
     @property
     def is_graphql_mutation(self) -> bool:

@@ -143,7 +143,7 @@ class Server:
         fake.calls.append(call)
         emitted: list[Outgoing] = []
         try:
-            await self._delay(method, path)
+            call.delayed = await self._delay(method, path)
             reply = self._answer(request, call, emitted, bad_json=bad_json)
         except ApiError as exc:
             reply = Reply(exc.status, exc.body(), dict(exc.headers))
@@ -179,12 +179,14 @@ class Server:
         query = {"code": code, **({"state": request.query["state"]} if "state" in request.query else {})}
         raise web.HTTPFound(target.update_query(query))
 
-    async def _delay(self, method: str, path: str) -> None:
+    async def _delay(self, method: str, path: str) -> float:
+        """Hold the answer for the delays that match; the seconds held (recorded on the call)."""
         total = sum(
             d.seconds for d in self.delays if _method_matches(d.method, method) and d.pattern.fullmatch(path)
         )
         if total > 0:
             await asyncio.sleep(total)
+        return total
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         for fault in self.faults:

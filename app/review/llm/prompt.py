@@ -13,6 +13,7 @@ recognises are redacted from the whole request before it leaves.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import json
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from ..analyzers.secrets import redact_secrets
 from ..diff import PatchLines
 from ..model import Finding, PriorFinding
+from .related import Definition
 from .schema import CATEGORIES, OutputSchema
 
 PROMPT_VERSION = "2"  # 2: canary, per-file coverage and steering reports in the answer
@@ -98,50 +100,72 @@ def _runs(numbers: Sequence[int]) -> list[list[int]]:
     return runs
 
 
-def python_context(text: str, changed: Sequence[int]) -> tuple[set[int], list[str]]:
-    """Import lines and the innermost enclosing def/class of each changed line (capped)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return set(), []
+@dataclass(frozen=True, slots=True)
+class HeadContext:
+    """The head lines shown besides the hunks (capped), and the enclosing definitions' names."""
+
+    lines: tuple[int, ...] = ()
+    enclosing: tuple[str, ...] = ()
+
+
+def python_context(tree: ast.Module, changed: Sequence[int]) -> tuple[set[int], list[str]]:
+    """Import lines and the innermost enclosing def/class of each changed line (capped). Parses
+    nothing itself: ``tree`` is parsed inside the execution boundary, where this runs."""
     wanted: set[int] = set()
-    names: list[str] = []
     for node in tree.body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             wanted.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-    scopes = [
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.end_lineno
-    ]
-    for line in changed:
-        around = [n for n in scopes if n.lineno <= line <= (n.end_lineno or n.lineno)]
-        if not around:
+    lines = sorted(set(changed))
+    # Outer scopes first, so an inner one takes over its lines: each line is visited once per
+    # scope around it (a few), not once per scope of the file.
+    scopes = sorted(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.end_lineno
+        ),
+        key=lambda n: (n.end_lineno or n.lineno) - n.lineno,
+        reverse=True,
+    )
+    innermost: dict[int, Definition] = {}
+    for scope in scopes:
+        first = bisect.bisect_left(lines, scope.lineno)
+        last = bisect.bisect_right(lines, scope.end_lineno or scope.lineno)
+        innermost.update(dict.fromkeys(lines[first:last], scope))
+    names: dict[str, None] = {}
+    seen: set[int] = set()  # each definition's lines once, however many of its lines changed
+    for line in lines:
+        inner = innermost.get(line)
+        if inner is None or id(inner) in seen:
             continue
-        inner = min(around, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
+        seen.add(id(inner))
         first = min([d.lineno for d in inner.decorator_list] + [inner.lineno])
         last = inner.end_lineno or inner.lineno
         if last - first > MAX_ENCLOSING_LINES:
             last = first + 2  # only the signature of a long definition
-        if inner.name not in names:
-            names.append(inner.name)
+        names[inner.name] = None
         wanted.update(range(first, last + 1))
-    return wanted, names
+    return wanted, list(names)
 
 
-def context_lines(path: str, lines: PatchLines, text: str) -> tuple[list[int], list[str]]:
-    """The head lines shown besides the hunks (capped), and the enclosing definitions' names."""
-    file_lines = text.splitlines()
-    changed = sorted(lines.added) or sorted(lines.right_lines)
-    if path.endswith((".py", ".pyi")):
-        wanted, names = python_context(text, changed)
-    else:
-        wanted, names = set(), []
+def changed_lines(lines: PatchLines) -> list[int]:
+    """The lines whose context is shown: those the pull request added, else the whole hunks."""
+    return sorted(lines.added) or sorted(lines.right_lines)
+
+
+def head_context(
+    lines: PatchLines, text: str, python: tuple[set[int], list[str]] | None = None
+) -> HeadContext:
+    """What is shown of the file at head besides the hunks: ``python_context`` for a Python file
+    (found inside the boundary), else (or when it found nothing) the lines around each hunk."""
+    wanted, names = python if python is not None else (set(), [])
     if not wanted:
+        wanted = set()
         for first, last in lines.hunks:
             wanted.update(range(max(1, first - AROUND_HUNK), last + AROUND_HUNK + 1))
-    extra = sorted(n for n in wanted - set(lines.right_lines) if 0 < n <= len(file_lines))[:MAX_CONTEXT_LINES]
-    return extra, names
+    count = len(text.splitlines())
+    extra = sorted(n for n in wanted - lines.right_lines if 0 < n <= count)[:MAX_CONTEXT_LINES]
+    return HeadContext(tuple(extra), tuple(names))
 
 
 def render_file(
@@ -153,8 +177,10 @@ def render_file(
     text: str | None,
     builtin: Sequence[Finding],
     prior: Sequence[PriorFinding],
+    head: HeadContext = HeadContext(),
     related: Sequence[str] = (),
 ) -> str:
+    """One file's section; ``head``: what is shown of it at head besides the hunks."""
     out = [f"### FILE {path} ({status})"]
     if builtin:
         out.append("Built-in findings (facts, already reported):")
@@ -164,15 +190,13 @@ def render_file(
         for p in prior:
             out.append(f"- line {p.line} {p.rule}: {p.message}")
             out += [f"  reply in the thread: {reply}" for reply in p.replies]
-    if text is not None:
+    if text is not None and head.lines:
         file_lines = text.splitlines()
-        extra, names = context_lines(path, lines, text)
-        if extra:
-            where = f" (enclosing: {', '.join(names)})" if names else ""
-            out.append(f"Context at head{where}, outside the hunks:")
-            for run in _runs(extra):
-                out += numbered(file_lines, run)
-                out.append("      ...")
+        where = f" (enclosing: {', '.join(head.enclosing)})" if head.enclosing else ""
+        out.append(f"Context at head{where}, outside the hunks:")
+        for run in _runs(head.lines):
+            out += numbered(file_lines, run)
+            out.append("      ...")
     if related:
         out.append("Elsewhere in the repository: what the changed lines call, and callers of what changed:")
         out += related

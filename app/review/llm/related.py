@@ -1,28 +1,45 @@
 """What a colleague would open beside a changed Python function, for the model's prompt: the
 signatures and docstrings of the in-repository functions and classes the changed lines call, and
 the call sites of the changed public functions. Static analysis (``ast``) of texts already read;
-nothing is imported or run. Ranked (the most called first, then call sites in file order) and cut
-to a budget; the cut is counted so the summary can say it.
+nothing is imported or run, and all of it runs inside the execution boundary (``bounded``).
+Ranked (the most called first, then call sites in file order) and cut to a budget; the cut is
+counted so the summary can say it.
 
 ``wanted_paths`` says which files to read besides the changed ones: the in-repository modules the
 changed files import (resolved against the repository's tree) and the Python files beside them
 (where their callers most likely are), so the reviewer reads them in one batch.
+
+One ``Index`` per review: each text parsed once, its definitions and calls indexed once, so the
+work grows with the size of what was read, not with the number of callees times the file.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import warnings
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-__all__ = ["Related", "Sources", "imported_modules", "related_context", "wanted_paths"]
+__all__ = [
+    "Definition",
+    "Imports",
+    "Index",
+    "Related",
+    "imported_modules",
+    "parse",
+    "related_context",
+    "wanted_paths",
+]
 
 MAX_SIBLINGS = 20  # Python files read beside a changed one, for call sites
 MAX_DOC_LINES = 4
 MAX_SITE_CHARS = 160
 MAX_SITES_PER_FUNCTION = 5
+
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+Imports = dict[str, tuple[str, str | None]]  # local name -> (dotted module, imported attribute or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +56,18 @@ class _Entry:
     shown: set[tuple[str, int]] = field(default_factory=set)
 
 
-def _parse(text: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():  # an invalid escape in the PR's code is not ours to print
-            warnings.simplefilter("ignore", SyntaxWarning)
-            return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
+def parse(text: str) -> ast.Module:
+    """The module's tree. Raises SyntaxError, ValueError (not source text) or RecursionError
+    (nested too deeply), for the caller to name."""
+    with warnings.catch_warnings():  # an invalid escape in the PR's code is not ours to print
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.parse(text)
+
+
+def _meets(changed: Sequence[int], first: int, last: int) -> bool:
+    """Whether ``changed`` (sorted) holds a line in ``first..last``."""
+    at = bisect.bisect_left(changed, first)
+    return at < len(changed) and changed[at] <= last
 
 
 def _package(path: str) -> list[str]:
@@ -53,13 +75,10 @@ def _package(path: str) -> list[str]:
     return parts[:-1]
 
 
-def imported_modules(path: str, text: str) -> dict[str, tuple[str, str | None]]:
+def imported_modules(path: str, tree: ast.Module) -> Imports:
     """Local name -> (dotted module, imported attribute or None), relative imports resolved
     against the file's own package (``src/`` kept: it is resolved against the tree later)."""
-    tree = _parse(text)
-    out: dict[str, tuple[str, str | None]] = {}
-    if tree is None:
-        return out
+    out: Imports = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -98,29 +117,30 @@ def _resolve(local: tuple[str, str | None], files: Collection[str]) -> tuple[str
     return (found, attribute) if found is not None else None
 
 
-def wanted_paths(changed: Mapping[str, str], files: Collection[str]) -> list[str]:
-    """The files to read besides ``changed`` (path -> text at head): the in-repository modules
-    they import, then the Python files beside them."""
+def wanted_paths(imports: Mapping[str, Imports], files: Collection[str]) -> list[str]:
+    """The files to read besides the changed ones (``imports``: each changed file's
+    ``imported_modules``, empty where it did not parse): the in-repository modules they import,
+    then the Python files beside them."""
     wanted: dict[str, None] = {}
-    for path, text in changed.items():
-        for local in imported_modules(path, text).values():
+    for names in imports.values():
+        for local in names.values():
             resolved = _resolve(local, files)
-            if resolved is not None and resolved[0] not in changed:
+            if resolved is not None and resolved[0] not in imports:
                 wanted[resolved[0]] = None
-    for path in changed:
-        folder = str(PurePosixPath(path).parent)
-        siblings = sorted(
-            f
-            for f in files
-            if f.endswith(".py") and str(PurePosixPath(f).parent) == folder and f not in changed
-        )
-        wanted.update(dict.fromkeys(siblings[:MAX_SIBLINGS]))
+    beside: dict[str, list[str]] = {}  # folder -> its Python files, each folder sorted once
+    for f in files:
+        if f.endswith(".py") and f not in imports:
+            beside.setdefault(str(PurePosixPath(f).parent), []).append(f)
+    for siblings in beside.values():
+        siblings.sort()
+    for path in imports:
+        wanted.update(dict.fromkeys(beside.get(str(PurePosixPath(path).parent), [])[:MAX_SIBLINGS]))
     return list(wanted)
 
 
-def _definitions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]:
+def _definitions(tree: ast.Module) -> dict[str, Definition]:
     """Top-level functions and classes, and methods as ``Class.method``."""
-    out: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = {}
+    out: dict[str, Definition] = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             out[node.name] = node
@@ -131,7 +151,7 @@ def _definitions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunct
     return out
 
 
-def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, tree: ast.Module) -> str:
+def _signature(node: Definition) -> str:
     if isinstance(node, ast.ClassDef):
         init = next(
             (
@@ -148,131 +168,139 @@ def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, tree
     return f"{prefix} {node.name}({ast.unparse(node.args)}){returns}"
 
 
-def _called(tree: ast.Module, lines: Collection[int] | None = None) -> list[tuple[int, list[str]]]:
-    """(line, dotted parts) of every call (whose lines meet ``lines``, when given): ``f(...)`` ->
-    ["f"], ``mod.f(...)`` -> ["mod", "f"]."""
-    wanted = None if lines is None else set(lines)
+@dataclass(frozen=True, slots=True)
+class _Call:
+    line: int
+    end_line: int
+    parts: tuple[str, ...]  # ``f(...)`` -> ("f",), ``mod.f(...)`` -> ("mod", "f")
+
+
+def _calls(tree: ast.Module) -> list[_Call]:
     out = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        if wanted is not None and wanted.isdisjoint(range(node.lineno, (node.end_lineno or node.lineno) + 1)):
-            continue
         parts: list[str] = []
         func: ast.expr = node.func
         while isinstance(func, ast.Attribute):
-            parts.insert(0, func.attr)
+            parts.append(func.attr)
             func = func.value
         if isinstance(func, ast.Name):
-            parts.insert(0, func.id)
-            out.append((node.lineno, parts))
+            parts.append(func.id)
+            out.append(_Call(node.lineno, node.end_lineno or node.lineno, tuple(reversed(parts))))
     return out
 
 
-def _changed_public_functions(tree: ast.Module, lines: Collection[int]) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class _Indexed:
+    tree: ast.Module
+    lines: list[str]
+    definitions: dict[str, Definition]
+    imports: Imports
+    calls: list[_Call]
+
+
+class Index:
+    """The definition index of one review: every text read (path -> text), each parsed once, its
+    definitions, imports and calls indexed once; the call sites of every name across the files,
+    in file and line order. Filled (``add``) before it is asked."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, _Indexed] = {}
+        self._sites: dict[str, list[tuple[str, int]]] = {}  # called name (last part) -> (path, line)
+        self._sorted: set[str] = set()
+
+    def add(self, path: str, text: str) -> None:
+        """Parse and index one file; raises what ``parse`` raises (then nothing of it is indexed)."""
+        tree = parse(text)
+        calls = _calls(tree)
+        imports = imported_modules(path, tree)
+        self._files[path] = _Indexed(tree, text.splitlines(), _definitions(tree), imports, calls)
+        for call in calls:
+            self._sites.setdefault(call.parts[-1], []).append((path, call.line))
+
+    def sites(self, name: str) -> list[tuple[str, int]]:
+        """Where ``name`` is called, by path then line."""
+        found = self._sites.get(name, [])
+        if name not in self._sorted:
+            found.sort()
+            self._sorted.add(name)
+        return found
+
+    def indexed(self, path: str) -> _Indexed | None:
+        return self._files.get(path)
+
+
+def _changed_public_functions(definitions: Mapping[str, Definition], changed: Sequence[int]) -> list[str]:
     names = []
-    for name, node in _definitions(tree).items():
+    for name, node in definitions.items():
         if isinstance(node, ast.ClassDef) or any(part.startswith("_") for part in name.split(".")):
             continue
-        if any(node.lineno <= n <= (node.end_lineno or node.lineno) for n in lines):
+        if _meets(changed, node.lineno, node.end_lineno or node.lineno):
             names.append(name.rsplit(".", 1)[-1])
     return names
 
 
-class Sources:
-    """The texts read for one review (path -> text), each parsed once, with its calls indexed
-    by the called name (the last part of the dotted name)."""
-
-    def __init__(self, texts: Mapping[str, str]) -> None:
-        self.texts = texts
-        self._trees: dict[str, ast.Module | None] = {}
-        self._calls: dict[str, dict[str, list[int]]] = {}
-
-    def tree(self, path: str) -> ast.Module | None:
-        if path not in self._trees:
-            self._trees[path] = _parse(self.texts[path]) if path in self.texts else None
-        return self._trees[path]
-
-    def calls_of(self, path: str, name: str) -> list[int]:
-        if path not in self._calls:
-            tree = self.tree(path)
-            index: dict[str, list[int]] = {}
-            for line, parts in _called(tree) if tree is not None else ():
-                index.setdefault(parts[-1], []).append(line)
-            self._calls[path] = index
-        return sorted(self._calls[path].get(name, ()))
-
-
 def related_context(
     path: str,
-    text: str,
     changed: Collection[int],
-    sources: Sources,
+    index: Index,
     files: Collection[str],
     *,
     budget_chars: int,
 ) -> Related:
     """The definitions the changed lines of ``path`` call and the call sites of its changed public
-    functions, found in ``sources`` (what was read), within ``budget_chars``."""
-    tree = _parse(text)
-    if tree is None or not changed:
+    functions, found in ``index`` (what was read), within ``budget_chars``."""
+    own = index.indexed(path)
+    if own is None or not changed:
         return Related()
-    imports = imported_modules(path, text)
-    tree_of = sources.tree
+    lines = sorted(changed)
 
     # Callees: a name imported from an in-repository module, a module attribute, or a local one.
     counts: dict[tuple[str, str], list[int]] = {}
-    for line, parts in _called(tree, changed):
+    for call in own.calls:
+        if not _meets(lines, call.line, call.end_line):
+            continue
+        parts = call.parts
         target: tuple[str, str] | None = None
-        if parts[0] in imports:
-            resolved = _resolve(imports[parts[0]], files)
+        if parts[0] in own.imports:
+            resolved = _resolve(own.imports[parts[0]], files)
             if resolved is not None:
                 file, name = resolved
-                rest = parts[1:]
-                qualified = ".".join(([name] if name else []) + rest)
+                qualified = ".".join(([name] if name else []) + list(parts[1:]))
                 target = (file, qualified) if qualified else None
         elif len(parts) == 1:
             target = (path, parts[0])
         if target is not None:
-            counts.setdefault(target, []).append(line)
+            counts.setdefault(target, []).append(call.line)
     entries: list[_Entry] = []
     for (file, name), at in counts.items():
-        source_tree = tree if file == path else tree_of(file)
-        if source_tree is None:
+        source = own if file == path else index.indexed(file)
+        if source is None:
             continue
-        definitions = _definitions(source_tree)
-        node = definitions.get(name) or definitions.get(name.rsplit(".", 1)[-1])
-        if node is None or (
-            file == path and any(node.lineno <= n <= (node.end_lineno or 0) for n in changed)
-        ):
+        node = source.definitions.get(name) or source.definitions.get(name.rsplit(".", 1)[-1])
+        if node is None or (file == path and _meets(lines, node.lineno, node.end_lineno or 0)):
             continue  # not found, or the changed code itself (already in the prompt)
         doc = (ast.get_docstring(node) or "").strip().splitlines()[:MAX_DOC_LINES]
         rendered = [
             f"- {file}:{node.lineno} (called on line {', '.join(map(str, sorted(set(at))))}): "
-            f"{_signature(node, source_tree)}"
+            f"{_signature(node)}"
         ]
         rendered += [f"    {line}".rstrip() for line in doc]
         entries.append(_Entry((0, -len(at), f"{min(at):08d}"), rendered, {(file, node.lineno)}))
     # Call sites of the changed public functions, in the other files read.
-    for name in _changed_public_functions(tree, changed):
+    for name in dict.fromkeys(_changed_public_functions(own.definitions, lines)):
         sites = 0
-        for file in sorted(sources.texts):
-            if file == path or sites >= MAX_SITES_PER_FUNCTION:
+        for file, line in index.sites(name):
+            if sites >= MAX_SITES_PER_FUNCTION:
+                break
+            caller = index.indexed(file)
+            if file == path or caller is None or not 0 < line <= len(caller.lines):
                 continue
-            at = sources.calls_of(file, name)
-            file_lines = sources.texts[file].splitlines() if at else []
-            for line in at:
-                if sites >= MAX_SITES_PER_FUNCTION or not 0 < line <= len(file_lines):
-                    continue
-                sites += 1
-                code = file_lines[line - 1].strip()[:MAX_SITE_CHARS]
-                entries.append(
-                    _Entry(
-                        (1, 0, f"{file}:{line:08d}"),
-                        [f"- {file}:{line} calls {name}: {code}"],
-                        {(file, line)},
-                    )
-                )
+            sites += 1
+            code = caller.lines[line - 1].strip()[:MAX_SITE_CHARS]
+            rendered = [f"- {file}:{line} calls {name}: {code}"]
+            entries.append(_Entry((1, 0, f"{file}:{line:08d}"), rendered, {(file, line)}))
     entries.sort(key=lambda e: e.rank)
     kept: list[str] = []
     shown: set[tuple[str, int]] = set()

@@ -4,7 +4,9 @@ This module runs a review; the rest of the package holds the parts: ``prompt`` (
 is shown), ``schema`` (what it must answer), ``packing`` (limits, daily budgets, requests),
 ``client`` (the provider behind a gate, its health and usage), ``checks`` (model findings
 checked before posting), ``trust`` (canary, coverage and steering: what may approve),
-``judge`` (thread judgement) and ``memory`` (answers and usage kept).
+``judge`` (thread judgement), ``memory`` (answers and usage kept), and ``related`` (what a
+changed function calls and who calls it), found with the head lines shown around each change by
+the jobs of ``bounded``, inside the execution boundary: nothing of the PR is parsed here.
 
 1. The built-in review runs first and always; its findings are never dropped and are given to
    the model as facts. Repository skip rules (drafts, title keywords, labels, authors) and the
@@ -39,8 +41,9 @@ from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 
+from ..analyzers import is_python
 from ..analyzers.injection import RULE as INJECTION_RULE
-from ..diff import parse_patch
+from ..diff import PatchLines, parse_patch
 from ..engine import BuiltinReviewer, deduplicate, summarise, verdict_for
 from ..model import (
     ChangedFile,
@@ -56,7 +59,8 @@ from ..model import (
     Verdict,
 )
 from ..selection import matching_pattern
-from . import prompt, related, trust
+from . import prompt, trust
+from .bounded import ContextJob, FileContext, ImportsJob, Reviewed, settle
 from .checks import check_findings
 from .client import ModelClient, Tally, cache_key
 from .judge import ThreadJudge
@@ -170,7 +174,7 @@ class LlmReviewer(Reviewer):
             )
         outcome = Outcome()
         notes: list[str] = []
-        sections = await self._sections(context, base, outcome)
+        sections = await self._sections(context, base, outcome, notes)
         outcome.given = [s.file.path for s in sections]
         pending = await self._cached(sections, outcome)
         overhead = self._request(context, [])
@@ -201,7 +205,9 @@ class LlmReviewer(Reviewer):
             outcome.today = await self.budget.today(context.installation_id)
         return self._combine(context, base, outcome, notes=notes)
 
-    async def _sections(self, context: PullContext, base: ReviewResult, outcome: Outcome) -> list[Section]:
+    async def _sections(
+        self, context: PullContext, base: ReviewResult, outcome: Outcome, notes: list[str]
+    ) -> list[Section]:
         analysed = set(base.analysed)
         files: list[ChangedFile] = []
         for f in context.files:
@@ -213,23 +219,20 @@ class LlmReviewer(Reviewer):
                 continue
             files.append(f)
         contents = dict(await context.read([f.path for f in files])) if files else {}
-        sources, tree_files = await self._related_sources(context, contents)
+        patches = {f.path: parse_patch(f.patch) for f in files}
+        found = await self._contexts(context, contents, patches, notes)
         sections: list[Section] = []
         for f in files:
             content = contents.get(f.path)
             text = content.text if content is not None else None
-            lines = parse_patch(f.patch)
+            lines = patches[f.path]
             prior = [p for p in context.prior if p.path == f.path]
             if text is not None:
                 outcome.line_counts[f.path] = len(text.splitlines())
-            found = (
-                related.related_context(
-                    f.path, text, lines.added, sources, tree_files, budget_chars=self._related_budget()
-                )
-                if text is not None and f.path.endswith(".py")
-                else related.Related()
+            file_context = found.get(f.path) or FileContext(
+                f.path, head=prompt.head_context(lines, text) if text is not None else prompt.HeadContext()
             )
-            outcome.related_cut += found.cut
+            outcome.related_cut += file_context.related.cut
             rendered = prompt.render_file(
                 path=f.path,
                 status=f.status,
@@ -238,7 +241,8 @@ class LlmReviewer(Reviewer):
                 text=text,
                 builtin=[x for x in base.findings if x.path == f.path],
                 prior=prior,
-                related=found.lines,
+                head=file_context.head,
+                related=file_context.related.lines,
             )
             key = cache_key(
                 "review",
@@ -250,7 +254,7 @@ class LlmReviewer(Reviewer):
                 f.patch or "",
                 # Someone answered in a thread on this file: the model must hear it.
                 *(reply for p in prior for reply in p.replies),
-                *found.lines,  # what the file calls elsewhere may have changed without it
+                *file_context.related.lines,  # what the file calls elsewhere may have changed without it
             )
             sections.append(
                 Section(
@@ -260,11 +264,8 @@ class LlmReviewer(Reviewer):
                     key=key,
                     shown=frozenset(
                         {(f.path, n) for n in lines.right_lines}
-                        | {
-                            (f.path, n)
-                            for n in (prompt.context_lines(f.path, lines, text)[0] if text else ())
-                        }
-                        | found.shown
+                        | {(f.path, n) for n in file_context.head.lines}
+                        | file_context.related.shown
                     ),
                 )
             )
@@ -274,20 +275,42 @@ class LlmReviewer(Reviewer):
         """Characters of related context per file: an eighth of a request (about 4 characters a token)."""
         return self.limits.max_input_tokens // 8 * 4
 
-    @staticmethod
-    async def _related_sources(
-        context: PullContext, contents: Mapping[str, FileContent | None]
-    ) -> tuple[related.Sources, frozenset[str]]:
-        """The texts related context is found in: the changed Python files, and what they import
-        from the repository and the files beside them (one tree read, one batched read)."""
-        changed = {p: c.text for p, c in contents.items() if c is not None and c.text and p.endswith(".py")}
-        listing = await context.tree() if context.tree is not None and changed else None
-        if listing is None:
-            return related.Sources(changed), frozenset(changed)
-        extra = related.wanted_paths(changed, listing.files)
-        read = dict(await context.read(extra)) if extra else {}
-        texts = {p: c.text for p, c in read.items() if c is not None and c.text}
-        return related.Sources(changed | texts), listing.files
+    async def _contexts(
+        self,
+        context: PullContext,
+        contents: Mapping[str, FileContent | None],
+        patches: Mapping[str, PatchLines],
+        notes: list[str],
+    ) -> dict[str, FileContext]:
+        """Each changed Python file's related context and head lines, found inside the execution
+        boundary (``bounded``) in what it reads: the changed files, and what they import from the
+        repository and the files beside them (one tree read, one batched read). Nothing of the
+        pull request is parsed here."""
+        changed = {p: c.text for p, c in contents.items() if c is not None and c.text and is_python(p)}
+        if not changed:
+            return {}
+        boundary = self.builtin.boundary
+        listing = await context.tree() if context.tree is not None else None
+        files = listing.files if listing is not None else frozenset(changed)
+        texts = dict(changed)
+        left_out: frozenset[str] = frozenset()
+        if listing is not None:
+            wanted, left_out = await settle(boundary, ImportsJob(changed, files), notes)
+            extra = list(wanted.paths) if wanted is not None else []
+            read = dict(await context.read(extra)) if extra else {}
+            texts |= {p: c.text for p, c in read.items() if c is not None and c.text}
+        job = ContextJob(
+            tuple(Reviewed(p, patches[p]) for p in changed),
+            texts,
+            files,
+            self._related_budget(),
+            left_out=left_out,
+        )
+        found, _ = await settle(boundary, job, notes)
+        if found is None:
+            return {}
+        notes += found.notes
+        return {item.path: item for item in found.files}
 
     async def _cached(self, sections: Sequence[Section], outcome: Outcome) -> list[Section]:
         pending: list[Section] = []
