@@ -2,7 +2,7 @@
 a table or a setting; it only reads and says what is wrong and where to fix it.
 
 Checks: the settings; the database (reachable, schema, what the queue holds); an analysis
-process (it starts, and with no network); the App on GitHub
+process (it starts, with no network, and which of the host's files it sees); the App on GitHub
 (authenticates; granted permissions and subscribed events against ``app.yml``); the App's
 webhook (URL, secret, content type); recent deliveries from GitHub's log; and the running bot's
 ``/metrics`` endpoint; with ``REVIEWER=llm``, one tiny timed request to the model provider.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 import gidgethub
@@ -25,7 +25,11 @@ from .auth import AppJWT
 from .config import AnalysisSettings, Settings, ephemeral_sqlite_problem
 from .github import AppClient
 from .recovery import github_time, never_delivered, succeeded
+from .review.isolation.limits import Confinement
 from .store import SCHEMA_VERSION, deliveries, read_only_engine, schema_version
+
+if TYPE_CHECKING:
+    from .review.isolation.pool import Isolation
 
 Level = Literal["ok", "warn", "FAIL"]
 LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
@@ -208,25 +212,44 @@ async def check_llm(settings: Settings) -> Check:
     return Check("llm", "ok", f"{settings.llm_model} at {where} answered in {seconds:.2f}s ({said!r})")
 
 
-async def check_analysis(settings: AnalysisSettings) -> Check:
-    """One analysis process started as ``serve`` starts them: does it, and has it a network?"""
-    from .review.isolation.pool import AnalysisError, ProcessPool, limits_of
+_FILESYSTEM = {
+    Confinement.PRIVATE_ROOT: "a private root (their own directory, and read only what they need to run)",
+    Confinement.LANDLOCK: "Landlock (only their own directory, and read only what they need to run)",
+    Confinement.NONE: "the host's files, as the bot's user sees them",
+}
 
-    pool = ProcessPool(replace(limits_of(settings), workers=1))
+
+def isolation_check(isolation: Isolation) -> Check:
+    """What the analysis processes are kept from: a warning for each thing they are not."""
+    files = f"files: {isolation.filesystem.value}, {_FILESYSTEM[isolation.filesystem]}"
+    problems = []
+    if not isolation.offline:
+        problems.append(
+            f"they share this host's network ({isolation.network_why}); "
+            "allow network namespaces (unshare) to take it from them"
+        )
+    if isolation.filesystem is Confinement.NONE:
+        problems.append(
+            f"they can read what the bot's user can ({isolation.filesystem_why}); allow user and "
+            "mount namespaces, or enable Landlock, to keep the bot's own files from them"
+        )
+    if problems:
+        return Check("analysis", "warn", f"analysis processes start, but {'; '.join(problems)}; {files}")
+    return Check("analysis", "ok", f"analysis processes start, bounded, with no network; {files}")
+
+
+async def check_analysis(settings: AnalysisSettings) -> Check:
+    """One analysis process started as ``serve`` starts them: does it, and what is it kept from?"""
+    from .review.isolation.pool import AnalysisError, pool_of
+
+    pool = pool_of(settings, workers=1)
     try:
-        network = await pool.network()
+        isolation = await pool.isolation()
     except AnalysisError as exc:
         return Check("analysis", "FAIL", f"an analysis process does not start: {exc}")
     finally:
         pool.close()
-    if not network.offline:
-        return Check(
-            "analysis",
-            "warn",
-            f"analysis processes share this host's network ({network.why}); "
-            "allow network namespaces (unshare) to take it from them",
-        )
-    return Check("analysis", "ok", "analysis processes start, bounded, with no network")
+    return isolation_check(isolation)
 
 
 async def run_checks(

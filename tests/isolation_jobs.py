@@ -146,3 +146,56 @@ class Dial:
             return os.strerror(exc.errno) if exc.errno else str(exc)
         writer.close()
         return "connected"
+
+
+@dataclass(frozen=True, slots=True)
+class Reached:
+    read: list[str]  # paths whose content (a file's first byte, a directory's names) could be read
+    written: list[str]  # directories a file could be created in
+
+
+@dataclass(frozen=True, slots=True)
+class Peek:
+    """Tries to read each of ``paths`` and to create a file in each of ``directories``."""
+
+    paths: tuple[str, ...]
+    directories: tuple[str, ...] = ()
+
+    def result_type(self) -> type[Reached]:
+        return Reached
+
+    async def run(self) -> Reached:
+        read, written = [], []
+        for path in self.paths:
+            try:
+                if os.path.isdir(path):  # noqa: ASYNC240
+                    os.listdir(path)
+                else:
+                    with open(path, "rb") as handle:  # noqa: ASYNC230
+                        handle.read(1)
+                read.append(path)
+            except OSError:
+                pass
+        for directory in self.directories:
+            try:
+                with open(os.path.join(directory, "planted.py"), "x"):  # noqa: ASYNC230
+                    written.append(directory)
+            except OSError:
+                pass
+        return Reached(read, written)
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """An analyzer that never finishes: only a limit ends the job it is in."""
+
+    name: str = "stall"
+    tools: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
+
+    def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
+        return []
+
+    async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
+        await asyncio.Event().wait()
+        return AnalyzerOutput()

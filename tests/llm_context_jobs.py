@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from app.review.isolation.child import stage
-from app.review.isolation.limits import Job, Limits, Stage, Tripped
+from app.review.isolation.limits import Budget, Job, Limits, Stage, Tripped
 from app.review.isolation.pool import ProcessPool
 from app.review.llm.bounded import ContextJob
 
@@ -66,10 +66,10 @@ class HoldContext:
     def limits(self) -> Limits:
         return self.pool.limits
 
-    async def run(self, job: Job[R]) -> R | Tripped:
+    async def run(self, job: Job[R], budget: Budget | None = None) -> R | Tripped:
         if isinstance(job, ContextJob):
-            return await self.pool.run(HeldAfter(job, self.entered, self.release))
-        return await self.pool.run(job)
+            return await self.pool.run(HeldAfter(job, self.entered, self.release), budget)
+        return await self.pool.run(job, budget)
 
 
 @dataclass
@@ -84,12 +84,12 @@ class StuckOnce:
     def limits(self) -> Limits:
         return self.pool.limits
 
-    async def run(self, job: Job[R]) -> R | Tripped:
+    async def run(self, job: Job[R], budget: Budget | None = None) -> R | Tripped:
         if isinstance(job, ContextJob) and self.part.key not in job.left_out:
-            tripped = await self.pool.run(Stuck(self.part, self.seconds))
+            tripped = await self.pool.run(Stuck(self.part, self.seconds), budget)
             assert isinstance(tripped, Tripped), tripped
             return tripped
-        return await self.pool.run(job)
+        return await self.pool.run(job, budget)
 
 
 @dataclass
@@ -99,5 +99,5 @@ class InProcess:
 
     limits: Limits = field(default_factory=Limits)
 
-    async def run(self, job: Job[R]) -> R | Tripped:
+    async def run(self, job: Job[R], budget: Budget | None = None) -> R | Tripped:
         return await job.run()

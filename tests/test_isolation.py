@@ -22,12 +22,14 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from app.config import load_analysis_settings
+from app.doctor import check_analysis, isolation_check
 from app.review.analyzers import default_analyzers
 from app.review.engine import BuiltinReviewer
-from app.review.isolation.limits import Limit, Limits, Tripped
-from app.review.isolation.pool import Network, ProcessPool
+from app.review.isolation.limits import Confinement, Limit, Limits, Tripped
+from app.review.isolation.pool import ProcessPool
 from tests.harness import REPO, SECRET, BotHarness
-from tests.isolation_jobs import Dial, Echo, Forever, Gate, Grow, LookAround, Spin, Write
+from tests.isolation_jobs import Dial, Echo, Forever, Gate, Grow, LookAround, Peek, Reached, Spin, Write
 
 LLM_KEY = "sk-test-llm-key-do-not-leak-1234"
 METRICS_TOKEN = "metrics-token-do-not-leak-5678"
@@ -131,14 +133,66 @@ async def test_a_child_reaches_no_host_not_even_the_serving_processs_own_ports(p
     port = server.sockets[0].getsockname()[1]
     try:
         assert await Dial(port).run() == "connected"  # from here, the port answers
-        network = await pool.network()
-        if not network.offline and not os.environ.get("CI"):
-            pytest.skip(f"this machine gives no network namespace: {network.why}")
-        assert network == Network(offline=True)
+        isolation = await pool.isolation()
+        if not isolation.offline and not os.environ.get("CI"):
+            pytest.skip(f"this machine gives no network namespace: {isolation.network_why}")
+        assert isolation.offline and isolation.network_why == ""
         assert await pool.run(Dial(port)) == "Network is unreachable"
     finally:
         server.close()
         await server.wait_closed()
+
+
+def deployment(directory: Path) -> list[Path]:
+    """The bot's own files as a deployment keeps them: its private key, ``.env``, the database."""
+    from tests.harness import APP_KEY
+
+    directory.mkdir()
+    key = directory / "revbot.private-key.pem"
+    key.write_text(APP_KEY)
+    env = directory / ".env"
+    env.write_text(f"WEBHOOK_SECRET={SECRET}\n")
+    (directory / "data").mkdir()
+    database = directory / "data" / "revbot.sqlite3"
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        db.execute("create table deliveries (id text)")
+        db.commit()
+    return [key, env, database, directory / "data"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strongest", [Confinement.PRIVATE_ROOT, Confinement.LANDLOCK])
+async def test_a_child_reads_none_of_the_bots_own_files(tmp_path: Path, strongest: Confinement) -> None:
+    """From a child, at the level ``doctor`` reports: the App's key, ``.env``, the database and
+    the checkout the bot runs from are unreadable, and the bot's code cannot be changed."""
+    import app
+
+    checkout = Path(app.__file__).resolve().parent.parent  # noqa: ASYNC240
+    own_files = deployment(tmp_path / "deployment")
+    # (The checkout's directory itself may be listed at either level: it is on the import path.)
+    wanted = [*own_files, checkout / "pyproject.toml", checkout / "README.md", checkout / ".git"]
+    assert all(path.exists() for path in wanted)
+    assert await Peek(tuple(map(str, wanted))).run() == Reached(list(map(str, wanted)), [])  # from here
+    boundary = ProcessPool(Limits(workers=1), strongest=strongest)
+    try:
+        isolation = await boundary.isolation()
+        if isolation.filesystem is not strongest and not os.environ.get("CI"):
+            pytest.skip(f"this machine does not allow {strongest.value}: {isolation.filesystem_why}")
+        assert isolation.filesystem is strongest
+        assert f"files: {strongest.value}" in isolation_check(isolation).detail  # what doctor says
+        seen = await boundary.run(Peek(tuple(map(str, wanted)), (str(Path(app.__file__).parent),)))
+    finally:
+        boundary.close()
+    assert seen == Reached([], [])
+
+
+@pytest.mark.slow
+async def test_doctor_reports_the_confinement_the_children_get() -> None:
+    check = await check_analysis(load_analysis_settings({}))
+    if "files: none" in check.detail and not os.environ.get("CI"):
+        pytest.skip(f"this machine allows neither a private root nor Landlock: {check.detail}")
+    assert check.level == "ok"
+    assert "files: private-root" in check.detail or "files: landlock" in check.detail
 
 
 @pytest.mark.slow
@@ -290,12 +344,14 @@ async def test_serve_answers_deliveries_while_a_hostile_review_is_held_and_then_
 ) -> None:
     pre_commit, note = HOSTILE[variant]
     assert note is not None
-    entered, release = tmp_path / "entered", tmp_path / "release"
+    gate = tmp_path / "gate"  # the one directory of the test's the confined child sees
+    gate.mkdir()
+    entered, release = gate / "entered", gate / "release"
     os.mkfifo(entered)
     os.mkfifo(release)
     rss_before = reset_peak_rss()
     bot = BotHarness(tmp_path, env={"LLM_API_KEY": LLM_KEY, "METRICS_TOKEN": METRICS_TOKEN})
-    boundary = ProcessPool(Limits(workers=1, pattern_seconds=0.5))
+    boundary = ProcessPool(Limits(workers=1, pattern_seconds=0.5), readable=(gate,))
     number = bot.open_pull(HOSTILE_CHANGE, base_files=hostile_configs(pre_commit), author="alice")
     await bot.start()
     assert bot.runtime is not None
@@ -378,6 +434,7 @@ async def test_ruffs_stderr_reaches_neither_the_log_nor_the_review(
         ("REVIEW_DEADLINE_SECONDS", "-1"),
         ("REVIEW_MEMORY_MB", "12"),
         ("REVIEW_PATTERN_SECONDS", "soon"),
+        ("REVIEW_BUDGET_SECONDS", "0"),
         ("REVIEW_RUFF_KEEP", "abc"),
     ],
 )

@@ -375,11 +375,13 @@ def completed_checks(bot: BotHarness) -> list[Call]:
 async def test_serve_answers_deliveries_while_the_model_review_of_4000_functions_is_parsed(
     tmp_path: Path, model: FakeModelServer
 ) -> None:
-    entered, release = tmp_path / "entered", tmp_path / "release"
+    gate = tmp_path / "gate"  # the one directory of the test's the confined child sees
+    gate.mkdir()
+    entered, release = gate / "entered", gate / "release"
     os.mkfifo(entered)
     os.mkfifo(release)
     bot = BotHarness(tmp_path, env=llm_env(model))
-    pool = ProcessPool(Limits(workers=1))
+    pool = ProcessPool(Limits(workers=1), readable=(gate,))
     # GitHub gives no patch for the 4,000 lines of pkg/hostile.py, but it is read beside the
     # changed files, which call 2,500 of its functions.
     head = {"pkg/hostile.py": HOSTILE, "pkg/app.py": APP, "pkg/calls.py": CALLS_HOSTILE}

@@ -4,12 +4,15 @@ read, filtering to changed lines, deduplication, verdict and summary."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import pytest
 
-from app.review.analyzers import AnalysisInput, AnalyzerOutput, Rule
-from app.review.bounded import Evaluation
-from app.review.engine import BuiltinReviewer, incomplete_analysis, summarise, verdict_for
+from app.review.analyzers import AnalysisInput, AnalyzerOutput, Rule, default_analyzers
+from app.review.bounded import Evaluation, cap_findings
+from app.review.engine import BuiltinReviewer, deduplicate, incomplete_analysis, summarise, verdict_for
+from app.review.isolation.limits import Budget, Job, Limits, Tripped
+from app.review.isolation.pool import ProcessPool
 from app.review.model import (
     ChangedFile,
     FileContent,
@@ -24,6 +27,7 @@ from app.review.model import (
     Verdict,
 )
 from app.review.selection import PATCH_OMITTED, glob_match, looks_generated, matching_pattern, select_files
+from tests.isolation_jobs import Stall
 from tests.test_review_analyzers import changed, ruff_version_text
 
 DEFAULT_RUFF_NOTE = (
@@ -419,6 +423,152 @@ async def test_two_findings_of_one_rule_on_one_line_merge() -> None:
     )
     [merged] = result.findings
     assert merged.rule == "python/F821" and "alpha" in merged.message and "beta" in merged.message
+
+
+class Line(int):
+    """A line number that counts how often it is compared."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        Line.compared += 1
+        return int(self) == other
+
+    __hash__ = int.__hash__
+
+
+def test_deduplicating_the_same_finding_on_20000_lines_is_one_pass() -> None:
+    """The same flagged text on every line of a file: each line stays a finding of its own,
+    numbered, and no line is compared with the others (it was, pairwise: 20,000 took 10 s)."""
+    count = 20_000
+    findings = [
+        Finding("m.py", Line(n), Severity.BLOCKER, "python/F821", "x", "same") for n in range(1, count + 1)
+    ]
+    Line.compared = 0
+    out = deduplicate(findings)
+    assert [f.line for f in out] == list(range(1, count + 1))
+    assert len({f.fingerprint for f in out}) == count and out[0].fingerprint == "same"
+    assert Line.compared <= count  # one look-up each, not a scan of the lines before
+
+
+def test_deduplicating_merges_the_messages_of_one_line_once() -> None:
+    def on(line: int, message: str, severity: Severity = Severity.NIT) -> Finding:
+        return Finding("m.py", line, severity, "python/F821", message, "fp", suggestion="s")
+
+    out = deduplicate([on(1, "a"), on(1, "b", Severity.BLOCKER), on(1, "a"), on(2, "a"), on(1, "b")])
+    assert [(f.line, f.message, f.severity, f.fingerprint == "fp") for f in out] == [
+        (1, "a; b", Severity.BLOCKER, True),
+        (2, "a", Severity.NIT, False),
+    ]
+
+
+def _finding(path: str, line: int, severity: Severity) -> Finding:
+    return Finding(path, line, severity, "r", "m", f"{path}{line}")
+
+
+@pytest.mark.parametrize(
+    ("found", "per_file", "per_review", "kept", "notes"),
+    [
+        ([("a", 1, Severity.NIT), ("a", 2, Severity.NIT)], 2, 5, [("a", 1), ("a", 2)], []),
+        (  # the most severe are kept, in their order
+            [
+                ("a", 1, Severity.NIT),
+                ("a", 2, Severity.NIT),
+                ("a", 3, Severity.BLOCKER),
+                ("b", 1, Severity.NIT),
+            ],
+            2,
+            5,
+            [("a", 1), ("a", 3), ("b", 1)],
+            ["1 more finding in `a` not listed (at most 2 a file: the most severe)"],
+        ),
+        (
+            [
+                ("a", 1, Severity.NIT),
+                ("b", 1, Severity.CONCERN),
+                ("c", 1, Severity.NIT),
+                ("c", 2, Severity.NIT),
+            ],
+            5,
+            2,
+            [("a", 1), ("b", 1)],
+            ["2 more findings not listed (at most 2 a review: the most severe)"],
+        ),
+    ],
+)
+def test_findings_are_capped_per_file_and_per_review(
+    found: list[tuple[str, int, Severity]],
+    per_file: int,
+    per_review: int,
+    kept: list[tuple[str, int]],
+    notes: list[str],
+) -> None:
+    findings = [_finding(*f) for f in found]
+    capped, said = cap_findings(findings, per_file=per_file, per_review=per_review)
+    assert [(f.path, f.line) for f in capped] == kept
+    assert said == notes
+
+
+R = TypeVar("R")
+
+
+class Counting:
+    """The real pool, with every job it runs and the budget it ran against recorded."""
+
+    def __init__(self, pool: ProcessPool) -> None:
+        self.pool = pool
+        self.jobs: list[str] = []
+        self.budgets: list[Budget | None] = []
+
+    @property
+    def limits(self) -> Limits:
+        return self.pool.limits
+
+    async def run(self, job: Job[R], budget: Budget | None = None) -> R | Tripped:
+        self.jobs.append(type(job).__name__)
+        self.budgets.append(budget)
+        return await self.pool.run(job, budget)
+
+
+@pytest.mark.slow
+async def test_a_30000_line_file_is_reviewed_within_the_review_budget() -> None:
+    """60 KB, every line an undefined name (it used 246 s of child time: each diagnostic split
+    the whole file again, and the tripped job ran again): one job, within the budget."""
+    text = "a\n" * 30_000
+    boundary = Counting(ProcessPool(Limits(workers=1)))
+    try:
+        result = await BuiltinReviewer(boundary=boundary).review(
+            pull([changed("m.py", None, text)], RecordingReader({"m.py": text}))
+        )
+    finally:
+        boundary.pool.close()
+    assert boundary.jobs == ["ScopeJob", "EvaluateJob"]  # nothing tripped, nothing ran again
+    budget = boundary.budgets[0]  # one for the review, counting the child time of both
+    assert budget is not None and all(b is budget for b in boundary.budgets)
+    assert budget.jobs == 2 and budget.spent <= budget.seconds
+    assert not result.incomplete and result.verdict is Verdict.REQUEST_CHANGES
+    assert len(result.findings) == 50  # the cap of a file, the blockers first
+    assert {f.rule for f in result.findings} == {"python/F821"}
+    assert "more findings in `m.py` not listed (at most 50 a file: the most severe)" in result.summary
+
+
+@pytest.mark.slow
+async def test_the_review_budget_ends_the_analysis_and_lists_every_file_as_not_analysed() -> None:
+    """A job that does not end is stopped when the review's budget is spent, not at the job's
+    deadline, and is not run again: the files are listed as not analysed, naming the budget."""
+    boundary = Counting(ProcessPool(Limits(workers=1, deadline_seconds=600, budget_seconds=1)))
+    files = [changed("m.py", None, "x = 1\n"), changed("README.md", None, "# r\n")]
+    try:
+        result = await BuiltinReviewer([Stall(), *default_analyzers()], boundary=boundary).review(
+            pull(files, RecordingReader({"m.py": "x = 1\n"}))
+        )
+    finally:
+        boundary.pool.close()
+    assert boundary.jobs == ["ScopeJob", "EvaluateJob"]
+    spent = "not analysed: the review's analysis budget of 1 s was spent"
+    assert {s.path: s.reason for s in result.skipped} == {"m.py": spent, "README.md": spent}
+    assert result.incomplete and result.analysed == () and result.verdict is not Verdict.APPROVE
+    assert "stall checks reached the review's analysis budget of 1 s" in result.summary
 
 
 def test_summary_wording() -> None:

@@ -65,7 +65,7 @@ async def test_likely_bugs(path: str, text: str, expected: list[tuple[int, str]]
 
 
 def test_diagnostics_are_read_defensively() -> None:
-    texts = {"a.py": "x = 1\n"}
+    rows = {"a.py": ("x = 1",)}
     diagnostics: list[dict[str, Any]] = [
         {"filename": "a.py", "code": "B018", "location": {"row": 1}, "message": "Found useless expression"},
         {"filename": "other.py", "code": "B018", "location": {"row": 1}},  # not a reviewed file
@@ -73,7 +73,7 @@ def test_diagnostics_are_read_defensively() -> None:
         {"filename": "a.py", "code": "invalid-syntax", "location": {"row": 1}},
         {"filename": "a.py", "code": "B006", "location": None},
     ]
-    assert [(f.path, f.line, f.message) for f in likely_bug_findings(diagnostics, texts)] == [
+    assert [(f.path, f.line, f.message) for f in likely_bug_findings(diagnostics, rows)] == [
         ("a.py", 1, "Found useless expression (B018)")
     ]
 

@@ -6,6 +6,7 @@ should be, so none of them passes by the reviewer going quiet.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -17,10 +18,12 @@ import pytest
 
 from app.review.engine import BuiltinReviewer
 from app.review.history import History, review_commits
+from app.review.isolation.pool import ProcessPool
 from app.review.lintconfig import (
     Exclusion,
     LintConfig,
     RuffConfigFile,
+    RuffPin,
     lint_config,
     missing_extends,
     ruff_glob_match,
@@ -504,14 +507,20 @@ async def test_the_pinned_ruff_is_installed_once_and_run(tmp_path: Path) -> None
     repo = repo_with(tmp_path, {"pyproject.toml": PINNED_PYPROJECT}, {"m.py": SIX_ARGS})
     versions = tmp_path / "ruffs"
     pins = RuffPins(versions, installer=fake_installer(tmp_path, find_ruff()[0]))
-    for _ in range(2):
-        result = await BuiltinReviewer(ruff_pins=pins).review(await context_from_git(repo, "HEAD~1", "HEAD"))
-        assert result.summary.endswith(
-            "Python checked by ruff 0.1.0 with the repository's `pyproject.toml`; "
-            "likely-bug checks (T10, PLE, B006, B015, B018) run."
-        )
-        # The pinned ruff ran (here a stand-in that reports PLR0917 too): nothing was filtered.
-        assert {r for _, r, _ in rules(result)} == {"python/PLR0913", "python/PLR0917"}
+    # The children read the pinned ruffs' directory, as ``REVIEW_RUFF_VERSIONS`` is for ``serve``.
+    boundary = ProcessPool(readable=(versions,))
+    try:
+        for _ in range(2):
+            reviewer = BuiltinReviewer(ruff_pins=pins, boundary=boundary)
+            result = await reviewer.review(await context_from_git(repo, "HEAD~1", "HEAD"))
+            assert result.summary.endswith(
+                "Python checked by ruff 0.1.0 with the repository's `pyproject.toml`; "
+                "likely-bug checks (T10, PLE, B006, B015, B018) run."
+            )
+            # The pinned ruff ran (here a stand-in that reports PLR0917 too): nothing was filtered.
+            assert {r for _, r, _ in rules(result)} == {"python/PLR0913", "python/PLR0917"}
+    finally:
+        boundary.close()
     assert sorted(p.name for p in versions.iterdir()) == ["0.1.0"]  # installed once, no staging left
 
 
@@ -546,11 +555,13 @@ async def test_one_version_is_one_install_and_at_most_keep_versions_stay(
     for label in labels:
         version = version_tuple(label)
         assert version is not None
-        assert await pins.command(RuffPin(version, "pyproject.toml")) is not None
+        async with pins.lease(RuffPin(version, "pyproject.toml")) as command:
+            assert command is not None
     assert installs.read_text() == "x"  # three spellings, one version, one install
     assert [p.name for p in (tmp_path / "ruffs").iterdir()] == ["0.4.1"]
     for label in ("0.5.0", "0.6.0"):
-        await pins.command(RuffPin(version_tuple(label) or (), "pyproject.toml"))
+        async with pins.lease(RuffPin(version_tuple(label) or (), "pyproject.toml")):
+            pass
     assert sorted(p.name for p in (tmp_path / "ruffs").iterdir()) == ["0.5.0", "0.6.0"]  # LRU: 0.4.1 went
 
 
@@ -559,8 +570,94 @@ async def test_a_pinned_ruff_larger_than_the_bound_is_not_kept(tmp_path: Path) -
     from app.review.lintconfig import RuffPin
 
     pins = RuffPins(tmp_path / "ruffs", installer=fake_installer(tmp_path, find_ruff()[0]), max_bytes=10)
-    assert await pins.command(RuffPin((0, 5), "pyproject.toml")) is None
+    async with pins.lease(RuffPin((0, 5), "pyproject.toml")) as command:
+        assert command is None
     assert list((tmp_path / "ruffs").iterdir()) == []
+
+
+def pin(label: str) -> RuffPin:
+    from app.review.lintconfig import version_tuple
+
+    version = version_tuple(label)
+    assert version is not None
+    return RuffPin(version, "pyproject.toml")
+
+
+def logging_installer(tmp_path: Path, log: Path, *, held: str = "", gate: Path | None = None) -> list[str]:
+    """The fake pip, writing ``start X`` and ``end X`` to ``log`` around each install; the install
+    of version ``held`` waits at ``gate`` (``Gate``'s FIFOs: ``entered``, then ``release``)."""
+    from app.review.analyzers.ruff_runner import find_ruff
+
+    script = fake_installer(tmp_path, find_ruff()[0])[1]
+    entered, release = (str(gate / "entered"), str(gate / "release")) if gate else ("", "")
+    code = (
+        "import sys\n"
+        "version = sys.argv[-1].split('==')[1]\n"
+        f"open({str(log)!r}, 'a').write('start ' + version + '\\n')\n"
+        f"if version == {held!r}:\n"
+        f"    open({entered!r}, 'w').close()\n"
+        f"    open({release!r}).read()\n"
+        "sys.argv = sys.argv[1:]\n"
+        "exec(open(sys.argv[0]).read())\n"
+        f"open({str(log)!r}, 'a').write('end ' + version + '\\n')\n"
+    )
+    return [sys.executable, "-c", code, script]
+
+
+async def test_a_version_a_review_holds_is_never_removed(tmp_path: Path) -> None:
+    """The least recently used version goes beyond ``keep``, but not while a review holds it:
+    its job may still be queued (the review then failed with no answer)."""
+    log = tmp_path / "installs.log"
+    pins = RuffPins(tmp_path / "ruffs", keep=1, installer=logging_installer(tmp_path, log))
+    async with pins.lease(pin("0.4.1")) as held:
+        assert held is not None
+        async with pins.lease(pin("0.5.0")) as other:
+            assert other is not None
+        assert sorted(p.name for p in (tmp_path / "ruffs").iterdir()) == ["0.4.1", "0.5.0"]  # held
+    async with pins.lease(pin("0.6.0")):
+        pass
+    assert [p.name for p in (tmp_path / "ruffs").iterdir()] == ["0.6.0"]
+
+
+async def test_a_failed_install_is_not_tried_again_for_a_day(tmp_path: Path) -> None:
+    attempts = tmp_path / "attempts.log"
+    failing = [sys.executable, "-c", f"open({str(attempts)!r}, 'a').write('x'); raise SystemExit(1)"]
+    now = [1000.0]
+    pins = RuffPins(tmp_path / "ruffs", installer=failing, clock=lambda: now[0])
+    for _ in range(3):
+        async with pins.lease(pin("0.4.1")) as command:
+            assert command is None
+    assert attempts.read_text() == "x"  # one attempt, not one per review
+    now[0] += 24 * 3600
+    async with pins.lease(pin("0.4.1")) as command:
+        assert command is None
+    assert attempts.read_text() == "xx"  # a day later, tried again
+
+
+async def test_one_install_runs_at_a_time(tmp_path: Path) -> None:
+    """While one version installs (held at a gate), another waits for it to finish."""
+    log, gate = tmp_path / "installs.log", tmp_path / "gate"
+    gate.mkdir()
+    os.mkfifo(gate / "entered")
+    os.mkfifo(gate / "release")
+    installer = logging_installer(tmp_path, log, held="0.4.1", gate=gate)
+    pins = RuffPins(tmp_path / "ruffs", installer=installer)
+    others = RuffPins(tmp_path / "ruffs", installer=installer)  # another reviewer of the process
+
+    async def install(where: RuffPins, label: str) -> list[str] | None:
+        async with where.lease(pin(label)) as command:
+            return command
+
+    first = asyncio.create_task(install(pins, "0.4.1"))
+    await asyncio.to_thread((gate / "entered").read_text)  # 0.4.1's installer is running, held
+    second = asyncio.create_task(install(others, "0.5.0"))
+    # Until the second waits for the install slot (or, were there none, its installer starts).
+    while others.installs_waiting == 0 and "0.5.0" not in log.read_text():  # noqa: ASYNC110
+        await asyncio.sleep(0)  # a yield to the loop, not a wait for time
+    assert log.read_text() == "start 0.4.1\n"
+    await asyncio.to_thread((gate / "release").write_text, "go")
+    assert await first is not None and await second is not None
+    assert log.read_text() == "start 0.4.1\nend 0.4.1\nstart 0.5.0\nend 0.5.0\n"
 
 
 def test_a_truncated_tree_does_not_hide_config_files() -> None:

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from app.review.analyzers.ruff_runner import find_ruff
+from app.config import load_analysis_settings
+from app.review.engine import BuiltinReviewer
+from app.review.isolation.pool import pool_of
+from app.review.ruffpins import RuffPins
 from app.sandbox import Call
 from tests.harness import REPO, BotHarness
 
@@ -173,15 +176,15 @@ async def test_a_default_argument_too_deep_to_parse_ends_in_a_review_with_its_no
     assert check_runs(bot) == [("completed", "neutral")]
 
 
-async def test_a_pinned_ruff_removed_while_a_job_uses_it_ends_in_a_review_with_its_note(
+async def test_a_pinned_ruff_that_cannot_start_ends_in_a_review_with_its_note(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     versions = tmp_path / "ruffs"
     install = versions / "0.1.0"
     (install / "bin").mkdir(parents=True)
-    # The installed pin: the first run removes it (as another job's eviction would), then works.
+    # An installed pin that cannot be started (its interpreter is gone, as a broken install's is).
     ruff = install / "bin" / "ruff"
-    ruff.write_text(f'#!/bin/sh\nrm -rf "{install}"\nexec {find_ruff()[0]} "$@"\n')
+    ruff.write_text(f"#!{tmp_path / 'gone' / 'python'}\n")
     ruff.chmod(0o755)
     monkeypatch.setenv("REVIEW_RUFF_VERSIONS", str(versions))
     harness = BotHarness(tmp_path)
@@ -189,14 +192,22 @@ async def test_a_pinned_ruff_removed_while_a_job_uses_it_ends_in_a_review_with_i
     base = {
         "pyproject.toml": '[dependency-groups]\ndev = ["ruff==0.1.0"]\n\n[tool.ruff.lint]\nselect = ["F"]\n'
     }
+    settings = load_analysis_settings()
+    pool = pool_of(settings)  # the pins readable in the child: this process's pool may predate them
+    number = harness.open_pull({"src/app.py": "y = 2\n"}, base_files=base, author=AUTHOR)
     try:
-        posted = await review(harness, {"src/app.py": "y = 2\n"}, base)
+        await harness.start()
+        assert harness.runtime is not None
+        harness.runtime.reviewer = BuiltinReviewer(boundary=pool, ruff_pins=RuffPins(versions))
+        await harness.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+        await harness.drain()
+        [posted] = reviews_posted(harness)
     finally:
         await harness.stop()
+        pool.close()
     assert posted.body["event"] == "COMMENT"
     assert says(posted, "the python checks failed (RuffUnavailableError); they were not run")
     assert check_runs(harness) == [("completed", "neutral")]
-    assert not install.exists()
     harness.assert_conforms()
 
 

@@ -12,7 +12,8 @@ data the engine checks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, file_level_rules
@@ -23,9 +24,12 @@ from .lintconfig import EXCLUDES_LOST, RuffPin, forget_matches, governing_paths,
 from .model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, SkipCause, Skipped
 from .selection import looks_generated
 
-__all__ = ["GENERATED_HEADER", "EvaluateJob", "Evaluation", "Scope", "ScopeJob"]
+__all__ = ["GENERATED_HEADER", "EvaluateJob", "Evaluation", "Scope", "ScopeJob", "cap_findings"]
 
 GENERATED_HEADER = "generated (its header says do not edit)"
+# Findings a review carries, before they are deduplicated: the most severe are kept.
+MAX_FINDINGS_PER_FILE = 50
+MAX_FINDINGS_PER_REVIEW = 500
 
 
 def _plural(count: int, word: str) -> str:
@@ -139,6 +143,7 @@ class EvaluateJob:
             for f in output.findings
             if not f.inline or f.rule in file_level or f.line in added.get(f.path, ())
         ]
+        kept, capped = cap_findings(kept)
         notes = list(lint.scope_problems)
         notes += [
             f"{_plural(count, 'file')} not linted, as {code(source)}"
@@ -146,6 +151,7 @@ class EvaluateJob:
             for source, count in not_linted.items()
         ]
         notes += [note for output in outputs for note in output.notes]
+        notes += capped
         return Evaluation(
             analysed=tuple(item.path for item in files),
             findings=tuple(kept),
@@ -153,3 +159,38 @@ class EvaluateJob:
             notes=tuple(notes),
             incomplete=incomplete or any(output.incomplete for output in outputs),
         )
+
+
+def cap_findings(
+    findings: Sequence[Finding],
+    *,
+    per_file: int = MAX_FINDINGS_PER_FILE,
+    per_review: int = MAX_FINDINGS_PER_REVIEW,
+) -> tuple[list[Finding], list[str]]:
+    """At most ``per_file`` findings of a file and ``per_review`` in all, the most severe first,
+    in their order; and a note for each cut. Pure."""
+    ranked = sorted(range(len(findings)), key=lambda i: -findings[i].severity)
+    of_file: Counter[str] = Counter()
+    beyond_file: Counter[str] = Counter()
+    beyond_review = 0
+    keep: set[int] = set()
+    for index in ranked:
+        path = findings[index].path
+        if of_file[path] >= per_file:
+            beyond_file[path] += 1
+        elif len(keep) >= per_review:
+            beyond_review += 1
+        else:
+            of_file[path] += 1
+            keep.add(index)
+    notes = [
+        f"{_plural(count, 'more finding')} in {code(path)} not listed"
+        f" (at most {per_file} a file: the most severe)"
+        for path, count in beyond_file.items()
+    ]
+    if beyond_review:
+        notes.append(
+            f"{_plural(beyond_review, 'more finding')} not listed "
+            f"(at most {per_review} a review: the most severe)"
+        )
+    return [f for index, f in enumerate(findings) if index in keep], notes

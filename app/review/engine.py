@@ -18,10 +18,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
@@ -29,7 +30,7 @@ from ..config import load_analysis_settings
 from .analyzers import Analyzer, default_analyzers, is_python
 from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob
 from .diff import base_of
-from .isolation.limits import Job, Limit, Tripped
+from .isolation.limits import Budget, Job, Limit, Tripped
 from .isolation.pool import AnalysisError, Boundary, shared_pool
 from .lintconfig import config_paths
 from .model import (
@@ -104,21 +105,15 @@ class BuiltinReviewer(Reviewer):
         read_base = context.read_base
         base_configs = dict(await read_base(configs)) if read_base is not None and configs else {}
         notes: list[str] = []
+        budget = Budget(self.boundary.limits.budget_seconds)  # the child time of this review
 
         python = tuple(f.path for f in selection.analysable if is_python(f.path))
-        scope = await self._run(ScopeJob(base_configs, python))
+        scope = await self._run(ScopeJob(base_configs, python), budget)
         if isinstance(scope, Tripped):
             notes.append(scope.note())
             scope = Scope()
         if scope.extends and read_base is not None:
             base_configs.update(await read_base(list(scope.extends)))
-        tools: dict[str, tuple[str, ...]] = {}
-        if scope.pin is not None and self.ruff_pins is not None:
-            pinned = await self.ruff_pins.command(scope.pin)
-            if pinned is None:
-                notes.append(f"the pinned ruff {scope.pin.label} could not be installed")
-            else:
-                tools["ruff"] = tuple(pinned)
 
         # The base side of the changed Python files the base had (the API check compares them):
         # rebuilt from the head and the patch, so at the merge base, as the diff is; read from
@@ -136,21 +131,22 @@ class BuiltinReviewer(Reviewer):
                 base[f.previous_path or f.path] = FileContent(text=text, size=len(text.encode()))
         if read_base is not None and unbuilt:
             base.update(await read_base(unbuilt))
-        job = EvaluateJob(
-            tuple(self.analyzers),
-            selection.analysable,
-            selection.unpatched,
-            contents,
-            settings,
-            configs=base_configs,
-            tree=tree,
-            tools=tools,
-            title=context.title,
-            body=context.body,
-            pattern_seconds=self.boundary.limits.pattern_seconds,
-            base=base,
-        )
-        evaluation = await self._evaluate(job, notes)
+        async with self._tools(scope, notes) as tools:
+            job = EvaluateJob(
+                tuple(self.analyzers),
+                selection.analysable,
+                selection.unpatched,
+                contents,
+                settings,
+                configs=base_configs,
+                tree=tree,
+                tools=tools,
+                title=context.title,
+                body=context.body,
+                pattern_seconds=self.boundary.limits.pattern_seconds,
+                base=base,
+            )
+            evaluation = await self._evaluate(job, notes, budget)
 
         order = {f.path: index for index, f in enumerate(context.files)}
         findings = deduplicate(
@@ -184,22 +180,45 @@ class BuiltinReviewer(Reviewer):
             incomplete=incomplete,
         )
 
-    async def _run(self, job: Job[R]) -> R | Tripped:
+    async def _run(self, job: Job[R], budget: Budget) -> R | Tripped:
         """``boundary.run``, where even a boundary that cannot run the job is an answer."""
         try:
-            return await self.boundary.run(job)
+            return await self.boundary.run(job, budget)
         except AnalysisError as exc:
             log.warning("the analysis could not run: %s", exc)
             return Tripped(Limit.FAILED, None, self.boundary.limits, type(exc).__name__)
 
-    async def _evaluate(self, job: EvaluateJob, notes: list[str]) -> Evaluation:
+    @contextlib.asynccontextmanager
+    async def _tools(self, scope: Scope, notes: list[str]) -> AsyncIterator[dict[str, tuple[str, ...]]]:
+        """The programs the analysis runs instead of its own: the ruff the repository pins,
+        leased (kept installed) until the analysis is done."""
+        if scope.pin is None or self.ruff_pins is None:
+            yield {}
+            return
+        async with self.ruff_pins.lease(scope.pin) as pinned:
+            if pinned is None:
+                notes.append(f"the pinned ruff {scope.pin.label} could not be installed")
+                yield {}
+            else:
+                yield {"ruff": tuple(pinned)}
+
+    async def _evaluate(self, job: EvaluateJob, notes: list[str], budget: Budget) -> Evaluation:
         """Run ``job``; a limit that trips in a stage is noted and the job runs again without
-        that stage. A limit outside any stage, or too many, ends the analysis: nothing analysed."""
+        that stage. A limit outside any stage, or too many, or the review's ``budget`` spent,
+        ends the analysis: nothing analysed."""
+        reason = "not analysed: the analysis could not finish (see the notes)"
         for _ in range(MAX_TRIPS + 1):
-            outcome = await self._run(job)
+            if budget.remaining <= 0:
+                reason = f"not analysed: the review's analysis budget of {budget.seconds:g} s was spent"
+                notes.append(f"the review's analysis budget of {budget.seconds:g} s was spent")
+                break
+            outcome = await self._run(job, budget)
             if not isinstance(outcome, Tripped):
                 return outcome
             notes.append(outcome.note())
+            if outcome.limit is Limit.BUDGET:
+                reason = f"not analysed: the review's analysis budget of {budget.seconds:g} s was spent"
+                break
             if (
                 outcome.stage is None
                 or outcome.stage.key in job.left_out
@@ -207,7 +226,6 @@ class BuiltinReviewer(Reviewer):
             ):
                 break
             job = replace(job, left_out=job.left_out | {outcome.stage.key})
-        reason = "not analysed: the analysis could not finish (see the notes)"
         return Evaluation(
             skipped=tuple(Skipped(f.path, reason) for f in (*job.analysable, *job.unpatched)),
             incomplete=True,
@@ -252,30 +270,39 @@ def deduplicate(findings: Sequence[Finding]) -> list[Finding]:
     """One finding per fingerprint and line. The same fingerprint on the same line (two undefined
     names in one line) merges into one finding; on another line (the same text flagged twice
     in a file) it stays a separate finding whose fingerprint gets an occurrence number, so each
-    stays stable when lines shift."""
-    out: list[Finding] = []
-    by_fingerprint: dict[str, list[int]] = {}  # original fingerprint -> indexes into out
+    stays stable when lines shift. One pass, each finding looked up by (fingerprint, line)."""
+    groups: dict[tuple[str, int], list[Finding]] = {}  # in the order of their first finding
     for f in findings:
-        indexes = by_fingerprint.setdefault(f.fingerprint, [])
-        same_line = next((i for i in indexes if out[i].line == f.line), None)
-        if same_line is not None:
-            first = out[same_line]
-            if f.message != first.message and f.message not in first.message.split("; "):
-                out[same_line] = replace(
-                    first,
-                    message=f"{first.message}; {f.message}",
-                    severity=max(first.severity, f.severity),
-                    suggestion=first.suggestion if first.suggestion == f.suggestion else None,
-                )
-            continue
-        if indexes:
-            occurrence = len(indexes) + 1
-            f = replace(
-                f, fingerprint=hashlib.sha1(f"{f.fingerprint}\0{occurrence}".encode()).hexdigest()[:16]
-            )
-        indexes.append(len(out))
-        out.append(f)
+        groups.setdefault((f.fingerprint, f.line), []).append(f)
+    occurrences: Counter[str] = Counter()
+    out: list[Finding] = []
+    for (fingerprint, _), group in groups.items():
+        merged = _merged(group)
+        occurrences[fingerprint] += 1
+        if occurrences[fingerprint] > 1:
+            numbered = f"{fingerprint}\0{occurrences[fingerprint]}"
+            merged = replace(merged, fingerprint=hashlib.sha1(numbered.encode()).hexdigest()[:16])
+        out.append(merged)
     return out
+
+
+def _merged(group: Sequence[Finding]) -> Finding:
+    """The first finding of ``group``, with the other messages it does not say yet appended, the
+    highest severity, and a suggestion only when they all suggest the same."""
+    first = group[0]
+    messages = [first.message]
+    said = {first.message, *first.message.split("; ")}
+    severity, suggestion = first.severity, first.suggestion
+    for f in group[1:]:
+        if f.message in said:
+            continue
+        messages.append(f.message)
+        said.update((f.message, *f.message.split("; ")))
+        severity = max(severity, f.severity)
+        suggestion = suggestion if suggestion == f.suggestion else None
+    if len(messages) == 1:
+        return first
+    return replace(first, message="; ".join(messages), severity=severity, suggestion=suggestion)
 
 
 def _plural(count: int, word: str) -> str:

@@ -33,11 +33,23 @@ __all__ = [
     "is_js",
     "is_python",
     "is_test_path",
+    "split_rows",
     "strip_python_noise",
 ]
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 JS_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".vue", ".svelte")
+
+
+def split_rows(text: str | None) -> tuple[str, ...]:
+    """A file's lines as ruff numbers its rows (any line break ends one)."""
+    if text is None:
+        return ()
+    rows = _LINE_BREAK.split(text)
+    if rows and rows[-1] == "":
+        rows.pop()
+    return tuple(rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +57,11 @@ class FileUnderReview:
     file: ChangedFile
     lines: PatchLines
     content: FileContent | None = None  # only when some analyzer asked for it
+    # Its head text split into lines once, for every analyzer (row ``n`` is ``rows[n - 1]``).
+    rows: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", split_rows(self.text))
 
     @property
     def path(self) -> str:

@@ -29,11 +29,13 @@ LIKELY_BUG_SELECT = ("T10", "PLE", "B006", "B015", "B018")
 CONFIG = f"[lint]\nselect = [{', '.join(repr(code) for code in LIKELY_BUG_SELECT)}]\n"
 TEST_EXEMPT = frozenset({"B015", "B018"})
 _KNOWN_DEBUGGER = re.compile(r"\b(?:i?pdb|breakpoint)\b")
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def likely_bug_findings(diagnostics: Sequence[Mapping[str, Any]], texts: Mapping[str, str]) -> list[Finding]:
-    """Ruff's diagnostics (filenames as repository paths) -> concerns. Pure."""
+def likely_bug_findings(
+    diagnostics: Sequence[Mapping[str, Any]], rows: Mapping[str, Sequence[str]]
+) -> list[Finding]:
+    """Ruff's diagnostics (filenames as repository paths) -> concerns, ``rows`` being each
+    file's lines (``FileUnderReview.rows``). Pure."""
     found = []
     for diagnostic in diagnostics:
         path, code = diagnostic.get("filename"), diagnostic.get("code")
@@ -43,12 +45,12 @@ def likely_bug_findings(diagnostics: Sequence[Mapping[str, Any]], texts: Mapping
             not isinstance(path, str)
             or not isinstance(code, str)
             or not isinstance(row, int)
-            or path not in texts
+            or path not in rows
         ):
             continue
         if is_syntax_error(code) or (code in TEST_EXEMPT and is_test_path(path)):
             continue
-        lines = _LINE_BREAK.split(texts[path])
+        lines = rows[path]
         line_text = lines[row - 1] if 0 < row <= len(lines) else ""
         if code.startswith("T10") and _KNOWN_DEBUGGER.search(line_text):
             continue  # the debug analyzer's finding
@@ -81,8 +83,8 @@ class LikelyBugAnalyzer:
 
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         out = AnalyzerOutput()
-        texts = {
-            item.path: item.text
+        files = {
+            item.path: item
             for item in batch.files
             if is_python(item.path)
             and item.text is not None
@@ -90,8 +92,9 @@ class LikelyBugAnalyzer:
             and batch.linted(item)
             and safe_relative(item.path) is not None  # (the Python check says why it skipped one)
         }
-        if not texts:
+        if not files:
             return out
+        texts = {path: item.text for path, item in files.items() if item.text is not None}
         command = list(self.command) if self.command is not None else find_ruff()
         try:
             diagnostics = await run_ruff(
@@ -103,6 +106,8 @@ class LikelyBugAnalyzer:
             # The main Python check reports what stops ruff; this one only says it did not run.
             out.notes.append(f"likely-bug checks could not run ({exc})")
             return out
-        out.findings.extend(likely_bug_findings(diagnostics, texts))
+        out.findings.extend(
+            likely_bug_findings(diagnostics, {path: item.rows for path, item in files.items()})
+        )
         out.notes.append(f"likely-bug checks ({', '.join(LIKELY_BUG_SELECT)}) run")
         return out

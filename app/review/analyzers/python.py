@@ -25,7 +25,6 @@ is never passed on: only the name of a setting it does not know, when the config
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,7 +50,6 @@ SYNTAX_RULE = "python/syntax-error"
 _DEFAULTS = ", ".join(DEFAULT_SELECT)
 MAX_DROPPED_SETTINGS = 3
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _BLOCKER_CODES = frozenset({"F821", "F822", "F823"})
 _CONCERN_CODES = frozenset(
     {"F811", "F632", "F702", "F704", "F706", "F707", "F722", "F601", "F602", "F631"}
@@ -309,9 +307,7 @@ class PythonAnalyzer:
                 continue
             code = diagnostic.get("code")
             code = code if isinstance(code, str) else None
-            lines = _LINE_BREAK.split(item.text)
-            if lines and lines[-1] == "":
-                lines.pop()
+            lines = item.rows
             line_text = lines[row - 1] if 0 < row <= len(lines) else ""
             line_no = max(1, min(row, len(lines))) if lines else 1
             message = str(diagnostic.get("message") or "").strip().splitlines()

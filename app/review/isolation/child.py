@@ -6,15 +6,14 @@ answers each with JSON frames: ``{"started": true}`` once the job is unpickled (
 counts from there), ``{"stage": ...}`` as a job enters a part of its work, then
 ``{"result": ...}``, ``{"tripped": ...}`` or ``{"error": ...}``. Its protocol pipes are moved off
 fds 0 and 1 first, so nothing it runs (ruff) can write into them. It has no network (a namespace
-of its own, where the kernel allows one) and none of the serving process's environment, and it
-exits when its input closes.
+of its own, where the kernel allows one), sees of the host's files only what it needs to run
+(``confine``), has none of the serving process's environment, and exits when its input closes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import errno
 import json
 import os
@@ -30,7 +29,8 @@ from typing import Any, BinaryIO
 
 from pydantic import TypeAdapter
 
-from .limits import Job, Limit, Limits, Stage
+from .confine import confine, unshare
+from .limits import Confinement, Job, Limit, Limits, Stage
 
 __all__ = ["Setup", "stage"]
 
@@ -42,6 +42,9 @@ _output: BinaryIO | None = None  # the protocol pipe, in a child; None elsewhere
 class Setup:
     limits: Limits
     sys_path: tuple[str, ...]  # so jobs defined outside the package (tests) unpickle
+    readable: tuple[str, ...] = ()  # all it may read of the host (``confine.readable_paths``)
+    root: str = ""  # an empty directory, to become its ``/`` (``Confinement.PRIVATE_ROOT``)
+    strongest: Confinement = Confinement.PRIVATE_ROOT
 
 
 def write_frame(out: BinaryIO, data: bytes) -> None:
@@ -99,16 +102,6 @@ CLONE_NEWNET = 0x40000000  # <linux/sched.h>; os.CLONE_* only from Python 3.12
 CLONE_NEWUSER = 0x10000000
 
 
-def _unshare(flags: int) -> None:
-    if hasattr(os, "unshare"):
-        os.unshare(flags)
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(flags) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
-
-
 def leave_network() -> str | None:
     """Move into a network namespace of its own (loopback only, and down): what runs here can
     reach no host, the serving process's ports included. None when done, else why not (the
@@ -116,7 +109,7 @@ def leave_network() -> str | None:
     if not sys.platform.startswith("linux"):
         return "this platform has no namespaces"
     try:
-        _unshare(CLONE_NEWNET)  # root with CAP_SYS_ADMIN, as in most containers
+        unshare(CLONE_NEWNET)  # root with CAP_SYS_ADMIN, as in most containers
         return None
     except OSError as privileged:
         reason = privileged.strerror or str(privileged)
@@ -124,7 +117,7 @@ def leave_network() -> str | None:
     try:
         # Unprivileged: a user namespace first, mapping this user to itself, so files and
         # permissions look the same from inside.
-        _unshare(CLONE_NEWUSER | CLONE_NEWNET)
+        unshare(CLONE_NEWUSER | CLONE_NEWNET)
         Path("/proc/self/setgroups").write_text("deny")
         Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
@@ -176,11 +169,14 @@ def main() -> int:
         return 0
     setup: Setup = pickle.loads(first)
     offline = leave_network()
-    apply_limits(setup.limits)
-    sys.path.extend(p for p in setup.sys_path if p not in sys.path)
-    # A job's deadline counts from here, not from the start-up.
-    child._send({"ready": True, "network": offline or ""})
     home = Path.cwd()
+    sys.path.extend(p for p in setup.sys_path if p not in sys.path)
+    confinement, why = confine(str(home), setup.root, setup.readable, setup.strongest)
+    apply_limits(setup.limits)
+    # A job's deadline counts from here, not from the start-up.
+    child._send(
+        {"ready": True, "network": offline or "", "filesystem": confinement.value, "filesystem_why": why}
+    )
     while (frame := read_frame(source)) is not None:
         _cpu_budget(setup.limits.cpu_seconds)
         try:

@@ -7,7 +7,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-__all__ = ["Job", "Limit", "Limits", "Stage", "Tripped"]
+__all__ = ["Budget", "Confinement", "Job", "Limit", "Limits", "Stage", "Tripped"]
 
 R_co = TypeVar("R_co", covariant=True)
 
@@ -24,6 +24,15 @@ class Limits:
     file_size_mb: int = 64  # RLIMIT_FSIZE
     open_files: int = 256  # RLIMIT_NOFILE
     pattern_seconds: float = 2.0  # one configuration file's patterns, against every path
+    budget_seconds: float = 30.0  # child time for all the jobs of one review (``Budget``)
+
+
+class Confinement(enum.StrEnum):
+    """How much of the host's filesystem a child sees, strongest first (``confine``)."""
+
+    PRIVATE_ROOT = "private-root"  # a mount namespace whose root holds only what the child needs
+    LANDLOCK = "landlock"  # the host's tree, the kernel refusing to open anything else
+    NONE = "none"  # the host's tree, as the bot's user sees it
 
 
 class Limit(enum.StrEnum):
@@ -32,6 +41,7 @@ class Limit(enum.StrEnum):
     MEMORY = "memory"
     FILE_SIZE = "file-size"
     OUTPUT = "output"  # the answer was larger than the boundary reads
+    BUDGET = "budget"  # the review's child time was spent (``Budget``)
     CRASH = "crash"  # the process ended in another way
     FAILED = "failed"  # the job raised an error (``Tripped.detail``: its type)
 
@@ -46,6 +56,24 @@ class Stage:
     what: str
     consequence: str
     seconds: float | None = None
+
+
+@dataclass(slots=True)
+class Budget:
+    """The child time one review may use over all its jobs: each job's deadline is at most what
+    remains, and the time from its start (its modules imported) to its answer is ``spent``."""
+
+    seconds: float
+    spent: float = 0.0
+    jobs: int = 0  # jobs run against it
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self.seconds - self.spent)
+
+    def spend(self, seconds: float) -> None:
+        self.spent += seconds
+        self.jobs += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +107,8 @@ class Tripped:
             why = "answered with more than the boundary reads"
         elif self.limit is Limit.FAILED:
             why = f"failed ({self.detail or 'an error'})"
+        elif self.limit is Limit.BUDGET:
+            why = f"reached the review's analysis budget of {self.limits.budget_seconds:g} s"
         else:
             why = f"stopped unexpectedly{f' ({self.detail})' if self.detail else ''}"
         return f"{what} {why}; {consequence}"

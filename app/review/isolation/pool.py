@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -42,15 +42,17 @@ from pydantic import TypeAdapter, ValidationError
 
 from ...config import AnalysisSettings, load_analysis_settings
 from .child import HEADER, Setup
-from .limits import Job, Limit, Limits, Stage, Tripped
+from .confine import readable_paths
+from .limits import Budget, Confinement, Job, Limit, Limits, Stage, Tripped
 
 __all__ = [
     "AnalysisError",
     "Boundary",
-    "Network",
+    "Isolation",
     "ProcessPool",
     "child_environment",
     "limits_of",
+    "pool_of",
     "shared_pool",
 ]
 
@@ -75,7 +77,10 @@ class Boundary(Protocol):
     @property
     def limits(self) -> Limits: ...
 
-    async def run(self, job: Job[R]) -> R | Tripped: ...
+    async def run(self, job: Job[R], budget: Budget | None = None) -> R | Tripped:
+        """``job``'s answer, or the limit that ended it; with a ``budget``, the job's deadline is
+        at most what remains of it, and its time is spent from it."""
+        ...
 
 
 def child_environment(home: Path) -> dict[str, str]:
@@ -91,12 +96,15 @@ def child_environment(home: Path) -> dict[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Network:
-    """What a child reached at start-up: a network namespace of its own (``offline``), or, when
-    the kernel refused one, the host's network and why (``python -m app doctor`` says it)."""
+class Isolation:
+    """What a child got at start-up (``python -m app doctor`` says it): a network namespace of
+    its own (``offline``), or the host's network and why not; and how much of the host's
+    filesystem it sees (``filesystem``), and why not less."""
 
     offline: bool
-    why: str = ""
+    network_why: str = ""
+    filesystem: Confinement = Confinement.NONE
+    filesystem_why: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +121,13 @@ class _Nothing:
 class _Child:
     """One child process, its private directory, and the frames it has sent but not yet read."""
 
-    network: Network
+    isolation: Isolation
 
-    def __init__(self, limits: Limits) -> None:
-        self.home = Path(tempfile.mkdtemp(prefix="revbot-analysis-"))
+    def __init__(self, limits: Limits, readable: tuple[str, ...], strongest: Confinement) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="revbot-analysis-")).resolve()
+        # Its root, when it gets a private one: an empty directory (the mounts are its own); at
+        # the Landlock level, where its import path's links are.
+        self.root = Path(tempfile.mkdtemp(prefix="revbot-root-")).resolve()
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-m", "app.review.isolation.child"],
             stdin=subprocess.PIPE,
@@ -131,7 +142,9 @@ class _Child:
         self._in = self.process.stdin
         self._out = self.process.stdout.fileno()
         self._buffer = bytearray()
-        self._send(pickle.dumps(Setup(limits, tuple(os.path.abspath(p) for p in sys.path if p))))
+        self._started: float | None = None  # when the child said the current job started
+        sys_path = tuple(os.path.abspath(p) for p in sys.path if p)
+        self._send(pickle.dumps(Setup(limits, sys_path, readable, str(self.root), strongest)))
         try:
             ready = self._frame(STARTUP_SECONDS)
         except (_Late, _TooLarge):
@@ -141,7 +154,11 @@ class _Child:
             self.close()
             raise AnalysisError("an analysis process did not start")
         refused = str(said.get("network") or "")
-        self.network = Network(offline=not refused, why=refused)
+        try:
+            filesystem = Confinement(str(said.get("filesystem")))
+        except ValueError:
+            filesystem = Confinement.NONE
+        self.isolation = Isolation(not refused, refused, filesystem, str(said.get("filesystem_why") or ""))
 
     @property
     def alive(self) -> bool:
@@ -163,6 +180,7 @@ class _Child:
         assert self.process.stdout is not None
         self.process.stdout.close()
         shutil.rmtree(self.home, ignore_errors=True)
+        shutil.rmtree(self.root, ignore_errors=True)  # empty, or the import path's links (Landlock)
 
     def _frame(self, timeout: float) -> bytes | None:
         """The next frame; None at end of input. Raises _Late when ``timeout`` passed first."""
@@ -187,15 +205,25 @@ class _Child:
                 return None
             self._buffer += chunk
 
-    def call(self, job: Job[R], limits: Limits) -> R | Tripped:
-        """Send ``job`` and read its answer, killing the process group at the job's deadline or
-        at the end of a stage's own time; a limit that trips is the answer."""
+    def call(self, job: Job[R], limits: Limits, budget: Budget | None = None) -> R | Tripped:
+        """Send ``job`` and read its answer, killing the process group at the job's deadline (or
+        when the ``budget`` is spent) or at the end of a stage's own time; a limit that trips is
+        the answer."""
+        self._started = None
+        try:
+            return self._exchange(job, limits, budget)
+        finally:
+            if budget is not None:
+                budget.spend(0.0 if self._started is None else time.monotonic() - self._started)
+
+    def _exchange(self, job: Job[R], limits: Limits, budget: Budget | None) -> R | Tripped:
         try:
             self._send(pickle.dumps(job))
         except (BrokenPipeError, OSError):
             return self._ended(None, limits)
         # Until the child says the job started (unpickled: its modules imported), the start-up bound.
         deadline = time.monotonic() + STARTUP_SECONDS
+        by_budget = False
         current: Stage | None = None
         stage_deadline: float | None = None
         while True:
@@ -205,7 +233,8 @@ class _Child:
             except _TooLarge:
                 return self._stop(Tripped(Limit.OUTPUT, current, limits))
             except _Late:
-                return self._stop(Tripped(Limit.TIME, current, limits))
+                late = Limit.BUDGET if by_budget and until == deadline else Limit.TIME
+                return self._stop(Tripped(late, current, limits))
             if frame is None:
                 return self._ended(current, limits)
             try:
@@ -213,7 +242,11 @@ class _Child:
             except ValueError:
                 return self._stop(Tripped(Limit.CRASH, current, limits, "an unreadable answer"))
             if "started" in message:
-                deadline = time.monotonic() + limits.deadline_seconds
+                self._started = time.monotonic()
+                allowed = limits.deadline_seconds
+                if budget is not None and budget.remaining < allowed:
+                    allowed, by_budget = budget.remaining, True
+                deadline = self._started + allowed
             elif "stage" in message:
                 current = None if message["stage"] is None else Stage(**message["stage"])
                 seconds = current.seconds if current is not None else None
@@ -275,8 +308,18 @@ class ProcessPool:
     """``Boundary`` on ``limits.workers`` child processes, started when first needed and replaced
     when a limit ends one."""
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        readable: tuple[str | os.PathLike[str], ...] = (),
+        strongest: Confinement = Confinement.PRIVATE_ROOT,
+    ) -> None:
+        """``readable``: directories a child reads besides what it needs to run (the pinned
+        ruffs); ``strongest``: the confinement to try first (a weaker one only to test it)."""
         self._limits = limits or Limits()
+        self._readable = tuple(str(p) for p in readable)
+        self._strongest = strongest
         # Last in, first out: a child that just finished is reused before another one is started.
         self._idle: queue.LifoQueue[_Child | None] = queue.LifoQueue()
         for _ in range(self._limits.workers):
@@ -285,22 +328,22 @@ class ProcessPool:
         self._children: set[_Child] = set()
         self._lock = threading.Lock()
         self._closed = False
-        self._network: Network | None = None
+        self._isolation: Isolation | None = None
 
     @property
     def limits(self) -> Limits:
         return self._limits
 
-    async def network(self) -> Network:
-        """Whether the children have a network; starts one to find out, if none runs yet."""
-        if self._network is None:
+    async def isolation(self) -> Isolation:
+        """What the children are kept from; starts one to find out, if none runs yet."""
+        if self._isolation is None:
             await self.run(_Nothing())
-        assert self._network is not None
-        return self._network
+        assert self._isolation is not None
+        return self._isolation
 
-    async def run(self, job: Job[R]) -> R | Tripped:
+    async def run(self, job: Job[R], budget: Budget | None = None) -> R | Tripped:
         running = _Running()
-        call = functools.partial(self._call, job, running)
+        call = functools.partial(self._call, job, budget, running)
         try:
             return await asyncio.get_running_loop().run_in_executor(self._executor, call)
         except asyncio.CancelledError:
@@ -309,7 +352,7 @@ class ProcessPool:
                 running.child.kill()
             raise
 
-    def _call(self, job: Job[R], running: _Running) -> R | Tripped:
+    def _call(self, job: Job[R], budget: Budget | None, running: _Running) -> R | Tripped:
         child = self._idle.get()
         try:
             if child is None or not child.alive:
@@ -319,7 +362,7 @@ class ProcessPool:
             running.child = child
             if running.cancelled:
                 child.kill()
-            return child.call(job, self._limits)
+            return child.call(job, self._limits, budget)
         finally:
             if child is not None and not child.alive:
                 self._forget(child)
@@ -330,14 +373,25 @@ class ProcessPool:
         with self._lock:
             if self._closed:
                 raise AnalysisError("the analysis pool is closed")
-            child = _Child(self._limits)
+            for directory in self._readable:  # bound when a child starts: so it must exist by then
+                Path(directory).mkdir(parents=True, exist_ok=True)
+            child = _Child(self._limits, readable_paths(self._readable), self._strongest)
             self._children.add(child)
-            if not child.network.offline and (self._network is None or self._network.offline):
+            isolation, before = child.isolation, self._isolation
+            if not isolation.offline and (before is None or before.offline):
                 log.warning(
                     "analysis processes share the host's network (no namespace of their own: %s)",
-                    child.network.why,
+                    isolation.network_why,
                 )
-            self._network = child.network
+            if isolation.filesystem is not self._strongest and (
+                before is None or before.filesystem is not isolation.filesystem
+            ):
+                log.warning(
+                    "analysis processes see the host's files at the level %s (%s)",
+                    isolation.filesystem.value,
+                    isolation.filesystem_why,
+                )
+            self._isolation = isolation
             return child
 
     def _forget(self, child: _Child) -> None:
@@ -365,7 +419,17 @@ def limits_of(settings: AnalysisSettings) -> Limits:
         file_size_mb=settings.review_file_size_mb,
         open_files=settings.review_open_files,
         pattern_seconds=settings.review_pattern_seconds,
+        budget_seconds=settings.review_budget_seconds,
     )
+
+
+def pool_of(settings: AnalysisSettings, *, workers: int | None = None) -> ProcessPool:
+    """A pool as the settings describe it: its limits, and the pinned ruffs readable."""
+    limits = limits_of(settings)
+    if workers is not None:
+        limits = replace(limits, workers=workers)
+    pins = settings.review_ruff_versions
+    return ProcessPool(limits, readable=() if pins is None else (pins,))
 
 
 _shared: ProcessPool | None = None
@@ -377,6 +441,6 @@ def shared_pool(settings: AnalysisSettings | None = None) -> ProcessPool:
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = ProcessPool(limits_of(settings or load_analysis_settings()))
+            _shared = pool_of(settings or load_analysis_settings())
             atexit.register(_shared.close)
         return _shared
