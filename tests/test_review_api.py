@@ -102,6 +102,35 @@ def change(old: str, new: str, text: str = BASE) -> str:
                 ]
             },
         ),
+        (
+            change(
+                "def fetch(url, timeout=10, *, retries=3)", "def fetch(url, token, timeout=10, *, retries=3)"
+            ),
+            {
+                "fetch": [
+                    "parameter `timeout` moved (position: from 1 to 2 (+1))",
+                    "new required parameter `token`: every call must pass it",
+                ]
+            },
+        ),
+        (
+            change(
+                "def fetch(url, timeout=10, *, retries=3)", "def fetch(url, timeout=10, *, retries=3, token)"
+            ),
+            {"fetch": ["new required parameter `token`: every call must pass it"]},
+        ),
+        (
+            change(
+                "    def send(self, request, verify=True)",
+                "    def send(self, request, session, verify=True)",
+            ),
+            {
+                "Client.send": [
+                    "parameter `verify` moved (position: from 2 to 3 (+1))",
+                    "new required parameter `session`: every call must pass it",
+                ]
+            },
+        ),
         # not breaks
         (BASE, {}),
         (change("def _private(a, b)", "def _private(b)"), {}),  # private

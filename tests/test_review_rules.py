@@ -34,5 +34,6 @@ def test_rule_ids_are_unique_and_file_level_rules_come_from_the_declarations() -
         "python/syntax-error",
         "hygiene/binary-file",
         "hygiene/large-file",
+        "workflow/invalid-yaml",
     }
     assert all(rule.description and "\n" not in rule.description for _, rule in catalogue())

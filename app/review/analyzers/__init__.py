@@ -22,21 +22,28 @@ from .base import (
 )
 from .conflicts import ConflictMarkerAnalyzer
 from .debug import DebugAnalyzer
+from .dockerfile import HADOLINT, DockerfileAnalyzer
+from .external import Tool, find_tool
 from .hygiene import HygieneAnalyzer
 from .injection import InjectionAnalyzer
 from .likely_bugs import LikelyBugAnalyzer
 from .python import PythonAnalyzer
 from .secrets import SecretsAnalyzer
+from .shell import SHELLCHECK, ShellAnalyzer
+from .workflows import ZIZMOR, WorkflowAnalyzer
 
 __all__ = [
+    "LINTERS",
     "AnalysisInput",
     "Analyzer",
     "AnalyzerOutput",
     "FileUnderReview",
     "Rule",
+    "Tool",
     "catalogue",
     "default_analyzers",
     "file_level_rules",
+    "find_tool",
     "finding",
     "fingerprint",
     "is_js",
@@ -44,6 +51,9 @@ __all__ = [
     "is_test_path",
     "strip_python_noise",
 ]
+
+# The external linters the analyzers run (``python -m app doctor`` says which are installed).
+LINTERS: tuple[Tool, ...] = (ZIZMOR, SHELLCHECK, HADOLINT)
 
 
 def default_analyzers() -> list[Analyzer]:
@@ -56,6 +66,9 @@ def default_analyzers() -> list[Analyzer]:
         InjectionAnalyzer(),
         ApiBreakAnalyzer(),
         LikelyBugAnalyzer(),
+        WorkflowAnalyzer(),
+        ShellAnalyzer(),
+        DockerfileAnalyzer(),
     ]
 
 

