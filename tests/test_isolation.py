@@ -16,7 +16,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 
 import aiohttp
@@ -183,7 +183,8 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
-def hostile_repo(tmp_path: Path, pre_commit: str) -> Path:
+def committed(tmp_path: Path, files: Mapping[str, str | None]) -> Path:
+    """A repository whose last commit adds ``files`` to a README."""
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -192,7 +193,7 @@ def hostile_repo(tmp_path: Path, pre_commit: str) -> Path:
     (repo / "README.md").write_text("# r\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
-    for path, text in hostile_files(pre_commit).items():
+    for path, text in files.items():
         assert text is not None
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         (repo / path).write_text(text)
@@ -201,15 +202,13 @@ def hostile_repo(tmp_path: Path, pre_commit: str) -> Path:
     return repo
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("variant", sorted(HOSTILE))
-def test_review_git_on_a_hostile_pull_request_ends_at_its_limits_with_notes(
-    tmp_path: Path, variant: str, secrets_in_environment: list[str]
-) -> None:
-    pre_commit, note = HOSTILE[variant]
-    repo = hostile_repo(tmp_path, pre_commit)
-    env = {**os.environ, "REVIEW_PATTERN_SECONDS": "0.5", "REVIEW_WORKERS": "1"}
-    done = subprocess.run(
+def hostile_repo(tmp_path: Path, pre_commit: str) -> Path:
+    return committed(tmp_path, hostile_files(pre_commit))
+
+
+def review_last_commit(repo: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -m app review --git HEAD~1..HEAD`` on ``repo``, as JSON."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -224,9 +223,19 @@ def test_review_git_on_a_hostile_pull_request_ends_at_its_limits_with_notes(
         ],
         capture_output=True,
         text=True,
-        env=env,
+        env=dict(env),
         timeout=300,
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(HOSTILE))
+def test_review_git_on_a_hostile_pull_request_ends_at_its_limits_with_notes(
+    tmp_path: Path, variant: str, secrets_in_environment: list[str]
+) -> None:
+    pre_commit, note = HOSTILE[variant]
+    repo = hostile_repo(tmp_path, pre_commit)
+    done = review_last_commit(repo, {**os.environ, "REVIEW_PATTERN_SECONDS": "0.5", "REVIEW_WORKERS": "1"})
     assert done.returncode == 1, done.stderr  # the undefined names are blockers: it was reviewed
     result = json.loads(done.stdout)
     notes = result["notes"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from app.review.toolconfig import (
     tool_config_paths,
     zizmor_config,
 )
-from tests.test_isolation import alias_bomb, git
+from tests.test_isolation import alias_bomb, committed, review_last_commit
 from tests.test_review_analyzers import changed, content, run
 
 PWN = """\
@@ -490,37 +489,7 @@ def test_review_git_on_a_hostile_linter_config_ends_at_its_limits_with_notes(
     tmp_path: Path, variant: str
 ) -> None:
     files, notes, expected = HOSTILE[variant]
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "dev@example.com")
-    git(repo, "config", "user.name", "Dev")
-    (repo / "README.md").write_text("# r\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "hostile")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "review",
-            "--git",
-            "HEAD~1..HEAD",
-            "--repo",
-            str(repo),
-            "--format",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "REVIEW_WORKERS": "1"},
-        timeout=300,
-    )
+    done = review_last_commit(committed(tmp_path, files), {**os.environ, "REVIEW_WORKERS": "1"})
     result: dict[str, Any] = json.loads(done.stdout)
     for note in notes:
         assert note in result["notes"]

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..config import load_analysis_settings
-from .analyzers import Analyzer, default_analyzers, is_python
+from .analyzers import LINTERS, Analyzer, default_analyzers, find_tool, is_python
 from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob, config_contents
 from .diff import base_of
 from .isolation.limits import Tripped
@@ -103,6 +103,11 @@ class BuiltinReviewer(Reviewer):
                 notes.append(f"the pinned ruff {scope.pin.label} could not be installed")
             else:
                 tools["ruff"] = tuple(pinned)
+        # The other linters the analyzers run, found here (a missing one: the analyzer says so).
+        for tool in LINTERS:
+            found = find_tool(tool.program) if any(tool.program in a.tools for a in self.analyzers) else None
+            if found is not None:
+                tools[tool.program] = tuple(found)
 
         # The base side of the changed Python files the base had (the API check compares them):
         # rebuilt from the head and the patch, so at the merge base, as the diff is; read from

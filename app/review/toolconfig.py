@@ -112,23 +112,27 @@ class ToolConfig:
     notes: tuple[str, ...] = ()
 
 
-def _text(contents: Mapping[str, FileContent | None], path: str) -> str | None:
-    content = contents.get(path)
-    return None if content is None else content.text
-
-
-def _yaml_mapping(path: str, text: str) -> tuple[dict[str, Any] | None, str | None]:
-    try:
-        data = load_yaml(text)
-    except YamlRefused as exc:
-        return None, f"`{path}` was not read ({exc}); the linter's defaults were used"
-    except yaml.YAMLError:
-        return None, f"`{path}` is not valid YAML; the linter's defaults were used"
-    if data is None:
-        return {}, None
-    if not isinstance(data, dict):
-        return None, f"`{path}` is not a mapping; the linter's defaults were used"
-    return data, None
+def _first_yaml(
+    contents: Mapping[str, FileContent | None], paths: Iterable[str]
+) -> tuple[str, dict[str, Any] | None, str | None] | None:
+    """The first of ``paths`` the repository has: its path, its mapping (None: not usable) and
+    why not; None when it has none of them."""
+    for path in paths:
+        content = contents.get(path)
+        if content is None or content.text is None:
+            continue
+        try:
+            data = load_yaml(content.text)
+        except YamlRefused as exc:
+            return path, None, f"`{path}` was not read ({exc}); the linter's defaults were used"
+        except yaml.YAMLError:
+            return path, None, f"`{path}` is not valid YAML; the linter's defaults were used"
+        if data is None:
+            return path, {}, None
+        if not isinstance(data, dict):
+            return path, None, f"`{path}` is not a mapping; the linter's defaults were used"
+        return path, data, None
+    return None
 
 
 def _plain(value: Any) -> bool:
@@ -145,36 +149,32 @@ def _plain(value: Any) -> bool:
 def zizmor_config(contents: Mapping[str, FileContent | None]) -> ToolConfig:
     """The repository's zizmor configuration (the first of ``ZIZMOR_CONFIGS`` it has), its
     ``rules`` kept; none: zizmor runs with no configuration at all."""
-    for path in ZIZMOR_CONFIGS:
-        text = _text(contents, path)
-        if text is None:
-            continue
-        data, problem = _yaml_mapping(path, text)
-        if data is None:
-            return ToolConfig(notes=(problem or "",))
-        rules = data.get("rules")
-        kept: dict[str, dict[str, Any]] = {}
-        for audit, settings in rules.items() if isinstance(rules, dict) else ():
-            if isinstance(audit, str) and isinstance(settings, dict):
-                entry = {k: v for k, v in settings.items() if k in _ZIZMOR_RULE_KEYS and _plain(v)}
-                kept[audit] = entry
-        return ToolConfig({path: yaml.safe_dump({"rules": kept}, sort_keys=True)}, (path,))
-    return ToolConfig()
+    found = _first_yaml(contents, ZIZMOR_CONFIGS)
+    if found is None:
+        return ToolConfig()
+    path, data, problem = found
+    if data is None:
+        return ToolConfig(notes=(problem or "",))
+    rules = data.get("rules")
+    kept = {
+        audit: {k: v for k, v in settings.items() if k in _ZIZMOR_RULE_KEYS and _plain(v)}
+        for audit, settings in (rules.items() if isinstance(rules, dict) else ())
+        if isinstance(audit, str) and isinstance(settings, dict)
+    }
+    return ToolConfig({path: yaml.safe_dump({"rules": kept}, sort_keys=True)}, (path,))
 
 
 def hadolint_config(contents: Mapping[str, FileContent | None]) -> ToolConfig:
     """The repository's hadolint configuration, its rule settings kept; always a file (empty
     when the repository has none), so hadolint reads no configuration of the host."""
-    for path in HADOLINT_CONFIGS:
-        text = _text(contents, path)
-        if text is None:
-            continue
-        data, problem = _yaml_mapping(path, text)
-        if data is None:
-            return ToolConfig({HADOLINT_CONFIGS[0]: "{}\n"}, notes=(problem or "",))
-        kept = {k: v for k, v in data.items() if k in _HADOLINT_KEYS and _plain(v)}
-        return ToolConfig({HADOLINT_CONFIGS[0]: yaml.safe_dump(kept, sort_keys=True)}, (path,))
-    return ToolConfig({HADOLINT_CONFIGS[0]: "{}\n"})
+    found = _first_yaml(contents, HADOLINT_CONFIGS)
+    if found is None:
+        return ToolConfig({HADOLINT_CONFIGS[0]: "{}\n"})
+    path, data, problem = found
+    if data is None:
+        return ToolConfig({HADOLINT_CONFIGS[0]: "{}\n"}, notes=(problem or "",))
+    kept = {k: v for k, v in data.items() if k in _HADOLINT_KEYS and _plain(v)}
+    return ToolConfig({HADOLINT_CONFIGS[0]: yaml.safe_dump(kept, sort_keys=True)}, (path,))
 
 
 def _shellcheckrc(path: str, text: str) -> tuple[str, list[str]]:
@@ -213,7 +213,8 @@ def shellcheck_configs(contents: Mapping[str, FileContent | None]) -> ToolConfig
     notes: list[str] = []
     used: list[str] = []
     for path in sorted(contents):
-        text = _text(contents, path)
+        content = contents.get(path)
+        text = None if content is None else content.text
         if PurePosixPath(path).name != SHELLCHECKRC or text is None:
             continue
         files[path], dropped = _shellcheckrc(path, text)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ..model import ChangedFile
 from ..toolconfig import hadolint_config, is_dockerfile
 from .base import AnalysisInput, AnalyzerOutput, Rule
-from .external import TOOL_TIMEOUT, Tool, ToolError, collect, find_tool, run_tool, tool_tree, unavailable
+from .external import TOOL_TIMEOUT, Tool, ToolError, collect, command_for, run_tool, tool_tree, unavailable
 from .shell import diagnostic_findings, diagnostics, shellcheck_link
 
 __all__ = ["HADOLINT", "DockerfileAnalyzer"]
@@ -55,7 +55,7 @@ class DockerfileAnalyzer:
         targets = collect(batch, HADOLINT, out, is_dockerfile)
         if not targets:
             return out
-        command = list(self.command) if self.command is not None else find_tool(HADOLINT.program)
+        command = command_for(HADOLINT, self.command, batch)
         if command is None:
             return unavailable(out, list(targets), HADOLINT.missing(), HADOLINT)
         config = hadolint_config(batch.contents)

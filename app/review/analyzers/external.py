@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import Severity, Skipped
-from .base import AnalysisInput, AnalyzerOutput, FileUnderReview
-from .ruff_runner import safe_relative
+from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, safe_relative, unreadable
 
 __all__ = [
     "LEVELS",
@@ -32,6 +31,7 @@ __all__ = [
     "Tool",
     "ToolError",
     "collect",
+    "command_for",
     "find_tool",
     "readable",
     "run_tool",
@@ -75,19 +75,20 @@ def find_tool(program: str) -> list[str] | None:
     return [on_path] if on_path else None
 
 
+def command_for(tool: Tool, given: Sequence[str] | None, batch: AnalysisInput) -> list[str] | None:
+    """The command that runs ``tool``: the analyzer's own, else the one the serving process found
+    (``AnalysisInput.tools``), else one found here; None when it is not installed."""
+    if given is None:
+        given = batch.tools.get(tool.program)
+    return list(given) if given is not None else find_tool(tool.program)
+
+
 def readable(item: FileUnderReview, tool: Tool) -> str | None:
     """Why ``tool`` cannot lint this file, or None."""
-    if item.content is None:
-        return "content not available at the head commit"
-    if item.content.is_binary:
-        return "the file is binary"
-    if item.content.text is None:
-        return "content too large to read"
-    if safe_relative(item.path) is None:
-        return "unusual path"
-    if len(item.content.text.encode()) > MAX_INPUT_BYTES:
+    reason = unreadable(item)
+    if reason is None and item.text is not None and len(item.text.encode()) > MAX_INPUT_BYTES:
         return f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MB, the limit for {tool.program}"
-    return None
+    return reason
 
 
 def collect(

@@ -24,7 +24,7 @@ from .external import (
     Tool,
     ToolError,
     collect,
-    find_tool,
+    command_for,
     run_tool,
     tool_tree,
     unavailable,
@@ -113,7 +113,7 @@ class ShellAnalyzer:
         targets = collect(batch, SHELLCHECK, out, is_shell_candidate, looks_like_shell)
         if not targets:
             return out
-        command = list(self.command) if self.command is not None else find_tool(SHELLCHECK.program)
+        command = command_for(SHELLCHECK, self.command, batch)
         if command is None:
             return unavailable(out, list(targets), SHELLCHECK.missing(), SHELLCHECK)
         config = shellcheck_configs(batch.contents)

@@ -29,7 +29,7 @@ from ..model import ChangedFile, Finding, Severity
 from ..patterns import YamlRefused, load_yaml
 from ..toolconfig import is_workflow, zizmor_config
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
-from .external import TOOL_TIMEOUT, Tool, ToolError, collect, find_tool, run_tool, tool_tree, unavailable
+from .external import TOOL_TIMEOUT, Tool, ToolError, collect, command_for, run_tool, tool_tree, unavailable
 
 __all__ = ["INVALID_RULE", "ZIZMOR", "WorkflowAnalyzer", "pr_code_checkouts", "zizmor_severity"]
 
@@ -166,7 +166,7 @@ class WorkflowAnalyzer:
             targets[path] = item
         if not targets:
             return out
-        command = list(self.command) if self.command is not None else find_tool(ZIZMOR.program)
+        command = command_for(ZIZMOR, self.command, batch)
         if command is None:
             return unavailable(out, list(targets), ZIZMOR.missing(), ZIZMOR)
         config = zizmor_config(batch.contents)
