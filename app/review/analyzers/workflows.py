@@ -10,8 +10,9 @@ re-written (``toolconfig``), in a temporary tree (``external``).
 Severities keep the promise of no false blockers: a blocker only for zizmor's high-confidence
 template injection, and for a dangerous trigger (``pull_request_target``, ``workflow_run``) in a
 workflow one of whose jobs checks out the pull request's head and then runs it (a "pwn request").
-zizmor's other high and medium findings are concerns, its low and informational ones nits; an
-action of GitHub's own (``actions/``, ``github/``) on a tag is a nit, another's a concern.
+zizmor's other high and medium findings are concerns, its low and informational ones (and those
+it has low confidence in) nits; an action of GitHub's own (``actions/``, ``github/``) on a tag is
+a nit, another's a concern.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ _PR_HEAD = re.compile(
     r"github\.event\.pull_request\.head\.|github\.head_ref|github\.event\.workflow_run\.head_"
     r"|refs/pull/|github\.event\.number|github\.event\.pull_request\.number"
 )
+# An expression whose value anyone who opens an issue, a pull request or a branch chooses.
+_ATTACKER_EXPRESSION = re.compile(r"\$\{\{[^}]*\b(?:github\.event\.|github\.head_ref\b)")
 _ZIZMOR_LEVELS = {"High": Severity.CONCERN, "Medium": Severity.CONCERN}
 DOCS = "https://docs.zizmor.sh/audits/"
 
@@ -92,12 +95,18 @@ def pr_code_checkouts(workflow: Any) -> list[Checkout]:
     return found
 
 
-def zizmor_severity(ident: str, confidence: str, severity: str, feature: str) -> Severity:
-    """zizmor's determinations as a severity (the pwn-request blocker aside, see ``_pwn``)."""
+def zizmor_severity(ident: str, confidence: str, severity: str, feature: str, line: str = "") -> Severity:
+    """zizmor's determinations as a severity (the pwn-request blocker aside, see ``_pwn``).
+    ``feature`` is the text zizmor points at, ``line`` the line it starts on. A template
+    injection blocks only when zizmor is highly confident and the expression there is one a
+    stranger writes (an event's text, a branch name): a composite action's ``inputs`` come from
+    the workflow that calls it, so they are a concern."""
     if ident == "template-injection" and confidence == "High" and severity == "High":
-        return Severity.BLOCKER
+        return Severity.BLOCKER if _ATTACKER_EXPRESSION.search(line) else Severity.CONCERN
     if ident == "unpinned-uses" and feature.startswith(FIRST_PARTY):
         return Severity.NIT
+    if confidence == "Low":
+        return Severity.NIT  # zizmor itself doubts it
     return _ZIZMOR_LEVELS.get(severity, Severity.NIT)
 
 
@@ -137,8 +146,8 @@ class WorkflowAnalyzer:
         Rule(
             f"{PREFIX}<zizmor audit>",
             None,
-            "zizmor's other offline audits: high or medium severity a concern, low or informational a "
-            "nit; an action of `actions/` or `github/` on a tag a nit",
+            "zizmor's other offline audits: high or medium severity a concern, low, informational or "
+            "low-confidence a nit; an action of `actions/` or `github/` on a tag a nit",
         ),
     )
 
@@ -261,13 +270,15 @@ class WorkflowAnalyzer:
             ident = str(entry.get("ident") or "unknown")
             given = entry.get("determinations")
             determinations: Mapping[str, Any] = given if isinstance(given, dict) else {}
+            line: int = entry["line"]
+            text = lines[line - 1] if 0 < line <= len(lines) else ""
             severity = zizmor_severity(
                 ident,
                 str(determinations.get("confidence")),
                 str(determinations.get("severity")),
                 entry["feature"],
+                text,
             )
-            line: int = entry["line"]
             url = str(entry.get("url") or f"{DOCS}#{ident}")
             if ident == "dangerous-triggers":
                 pwn = self._pwn(item, workflow, line, url)
@@ -275,10 +286,8 @@ class WorkflowAnalyzer:
                     found.append(pwn)
                     continue
             annotation = self._annotation(entry)
-            message = (
-                f"{str(entry.get('desc') or ident).capitalize()}: {annotation} (zizmor `{ident}`: {url})."
-            )
-            text = lines[line - 1] if 0 < line <= len(lines) else ""
+            desc = str(entry.get("desc") or ident)
+            message = f"{desc[:1].upper()}{desc[1:]}: {annotation} (zizmor `{ident}`: {url})."
             found.append(finding(item.path, line, severity, f"{PREFIX}{ident}", message, text))
         return found
 
