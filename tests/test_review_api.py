@@ -162,6 +162,19 @@ def test_api_changes(head: str, expected: dict[str, list[str]]) -> None:
     assert {c.name: c.changes for c in api_changes("pkg/mod.py", base, head)} == expected
 
 
+def test_a_parameter_python_binds_is_no_new_required_parameter() -> None:
+    static = "class Shape:\n    @staticmethod\n    def parse(text):\n        return text\n"
+    classmethod_ = "class Shape:\n    @classmethod\n    def parse(cls, text):\n        return text\n"
+    changes = {c.name: c.changes for c in api_changes("pkg/shapes.py", static, classmethod_)}
+    assert not [line for lines in changes.values() for line in lines if "required" in line]
+    now_static = "class Shape:\n    @staticmethod\n    def parse(cls, text):\n        return text\n"
+    plain = "class Shape:\n    def parse(self):\n        return 1\n"
+    assert {c.name: c.changes for c in api_changes("pkg/shapes.py", plain, now_static)}["Shape.parse"] == [
+        "parameter `self` renamed to `cls`",
+        "new required parameter `text`: every call must pass it",
+    ]
+
+
 @pytest.mark.parametrize(
     ("base", "head", "expected"),
     [

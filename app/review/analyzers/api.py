@@ -173,10 +173,9 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
             if (qualified, breakage.old_value.name) not in renamed:
                 change.changes.append(f"parameter `{breakage.old_value.name}` moved ({breakage.details})")
         elif kind is added:
-            if (qualified, breakage.new_value.name) not in successors:
-                change.changes.append(
-                    f"new required parameter `{breakage.new_value.name}`: every call must pass it"
-                )
+            name = breakage.new_value.name
+            if (qualified, name) not in successors and not _bound(obj, name):
+                change.changes.append(f"new required parameter `{name}`: every call must pass it")
         elif kind is griffe.BreakageKind.PARAMETER_CHANGED_DEFAULT:
             old_default, new_default = breakage.old_value.default, breakage.new_value.default
             change.changes.append(
@@ -186,6 +185,15 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
             del out[qualified]
     _walk(base, head, "", out)
     return sorted(out.values(), key=lambda c: (c.lines is None, c.lines or (0, 0), c.name))
+
+
+def _bound(function: griffe.Object | griffe.Alias, name: str) -> bool:
+    """Whether ``name`` is the first parameter of a method that Python binds (``self`` of a
+    method, ``cls`` of a classmethod: a static method turned classmethod gains no argument)."""
+    if not isinstance(function, griffe.Function) or function.parent is None or not function.parent.is_class:
+        return False
+    parameters = list(function.parameters)
+    return bool(parameters) and parameters[0].name == name and "staticmethod" not in function.labels
 
 
 def _breakages(base: griffe.Module, head: griffe.Module) -> list[griffe.Breakage]:
