@@ -2,7 +2,8 @@
 a table or a setting; it only reads and says what is wrong and where to fix it.
 
 Checks: the settings; the database (reachable, schema, what the queue holds); an analysis
-process (it starts, with no network, and which of the host's files it sees); the App on GitHub
+process (it starts, with no network, and which of the host's files it sees); the linters the
+reviewer runs; the App on GitHub
 (authenticates; granted permissions and subscribed events against ``app.yml``); the App's
 webhook (URL, secret, content type); recent deliveries from GitHub's log; and the running bot's
 ``/metrics`` endpoint; with ``REVIEWER=llm``, one tiny timed request to the model provider.
@@ -12,7 +13,7 @@ Exit status 0 when nothing failed, 1 with the list of problems.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -252,6 +253,24 @@ async def check_analysis(settings: AnalysisSettings) -> Check:
     return isolation_check(isolation)
 
 
+def check_linters(find: Callable[[str], Sequence[str] | None] | None = None) -> list[Check]:
+    """Is each linter the built-in reviewer runs installed? One it cannot find is a warning: the
+    files it checks are reviewed without it, and each review says so."""
+    from .review.analyzers import LINTERS, find_tool
+
+    locate = find if find is not None else find_tool
+    checks: list[Check] = []
+    for tool in LINTERS:
+        command = locate(tool.program)
+        if command is None:
+            checks.append(Check(f"linter {tool.program}", "warn", tool.missing()))
+        else:
+            checks.append(
+                Check(f"linter {tool.program}", "ok", f"{tool.checks} checked by {' '.join(command)}")
+            )
+    return checks
+
+
 async def run_checks(
     settings: Settings,
     pem: str,
@@ -266,6 +285,7 @@ async def run_checks(
         checks.append(Check("settings", "FAIL", str(problem)))
     checks.append(await check_database(settings))
     checks.append(await check_analysis(settings))
+    checks.extend(check_linters())
     if settings.reviewer == "llm":
         checks.append(await check_llm(settings))
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=15)) as session:

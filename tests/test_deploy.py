@@ -188,6 +188,17 @@ def test_requirements_txt_pins_exactly_what_pyproject_needs() -> None:
     assert set(pins) == _closure(declared), "requirements.txt is stale: run scripts/lock_requirements.py"
 
 
+def test_the_deployed_set_carries_every_linter_the_reviewer_runs() -> None:
+    """The Docker image and Heroku install requirements.txt: each linter's wheel (its binary
+    inside, nothing downloaded at install) must be pinned there, and installed here."""
+    from app.review.analyzers import LINTERS, find_tool
+
+    pins = pinned(ROOT / "requirements.txt")
+    for tool in LINTERS:
+        assert canonicalize_name(tool.package) in pins, f"{tool.package} is not deployed"
+        assert find_tool(tool.program) is not None, f"{tool.program} is not installed"
+
+
 def test_requirements_test_txt_is_the_deployed_set_and_the_test_tools_pinned_alike() -> None:
     """The suite installs with requirements-test.txt as constraints: it must pin every package
     the test extra pulls in (an unpinned one would float with the registry) and pin what is

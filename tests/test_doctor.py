@@ -62,6 +62,9 @@ async def test_a_healthy_deployment_passes_every_check(bot: BotHarness) -> None:
         "settings",
         "database",
         "analysis",
+        "linter zizmor",
+        "linter shellcheck",
+        "linter hadolint",
         "github",
         "permissions and events",
         "webhook url",
@@ -134,6 +137,9 @@ async def test_github_unreachable_fails_and_stops_there(tmp_path: Path, private_
         ("settings", "FAIL"),
         ("database", "warn"),
         ("analysis", "ok"),
+        ("linter zizmor", "ok"),
+        ("linter shellcheck", "ok"),
+        ("linter hadolint", "ok"),
         ("github", "FAIL"),
     ]
     assert not (tmp_path / "none").exists()  # read-only: not even the directory

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 
 import aiohttp
@@ -243,14 +243,17 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
-def hostile_repo(tmp_path: Path, pre_commit: str) -> Path:
+def committed(
+    tmp_path: Path, files: Mapping[str, str | None], base: Mapping[str, str | None] | None = None
+) -> Path:
+    """A repository whose last commit adds ``files`` to a base of ``base`` (default: a README)."""
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.email", "dev@example.com")
     git(repo, "config", "user.name", "Dev")
-    for message, files in (("hostile base", hostile_configs(pre_commit)), ("change", HOSTILE_CHANGE)):
-        for path, text in files.items():
+    for message, commit in (("base", base or {"README.md": "# r\n"}), ("change", files)):
+        for path, text in commit.items():
             assert text is not None
             (repo / path).parent.mkdir(parents=True, exist_ok=True)
             (repo / path).write_text(text)
@@ -259,15 +262,14 @@ def hostile_repo(tmp_path: Path, pre_commit: str) -> Path:
     return repo
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("variant", sorted(HOSTILE))
-def test_review_git_on_a_hostile_pull_request_ends_at_its_limits_with_notes(
-    tmp_path: Path, variant: str, secrets_in_environment: list[str]
-) -> None:
-    pre_commit, note = HOSTILE[variant]
-    repo = hostile_repo(tmp_path, pre_commit)
-    env = {**os.environ, "REVIEW_PATTERN_SECONDS": "0.5", "REVIEW_WORKERS": "1"}
-    done = subprocess.run(
+def hostile_repo(tmp_path: Path, pre_commit: str) -> Path:
+    """The hostile configuration on the base (where the rules are read), the change on top."""
+    return committed(tmp_path, HOSTILE_CHANGE, base=hostile_configs(pre_commit))
+
+
+def review_last_commit(repo: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -m app review --git HEAD~1..HEAD`` on ``repo``, as JSON."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -282,9 +284,19 @@ def test_review_git_on_a_hostile_pull_request_ends_at_its_limits_with_notes(
         ],
         capture_output=True,
         text=True,
-        env=env,
+        env=dict(env),
         timeout=300,
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(HOSTILE))
+def test_review_git_on_a_hostile_pull_request_ends_at_its_limits_with_notes(
+    tmp_path: Path, variant: str, secrets_in_environment: list[str]
+) -> None:
+    pre_commit, note = HOSTILE[variant]
+    repo = hostile_repo(tmp_path, pre_commit)
+    done = review_last_commit(repo, {**os.environ, "REVIEW_PATTERN_SECONDS": "0.5", "REVIEW_WORKERS": "1"})
     assert done.returncode == 1, done.stderr  # the undefined names are blockers: it was reviewed
     result = json.loads(done.stdout)
     notes = result["notes"]

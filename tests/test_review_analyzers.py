@@ -61,7 +61,10 @@ async def run(
     extra: dict[str, FileContent | None] | None = None,
     settings: ReviewSettings | None = None,
     tree: RepoTree | None = None,
+    configs: dict[str, FileContent | None] | None = None,
 ) -> AnalyzerOutput:
+    """``extra``: more of the head's files; ``configs``: the linters' configuration, read at the
+    base (as the engine reads it)."""
     contents: dict[str, FileContent | None] = {f.path: f.content for f in (*files, *unpatched)}
     contents.update(extra or {})
     batch = AnalysisInput(
@@ -70,7 +73,8 @@ async def run(
         contents,
         settings or ReviewSettings(),
         tree=tree,
-        lint=lint_config(contents),
+        lint=lint_config({**contents, **(configs or {})}),
+        configs=configs or {},
     )
     return await analyzer.analyse(batch)
 

@@ -102,6 +102,35 @@ def change(old: str, new: str, text: str = BASE) -> str:
                 ]
             },
         ),
+        (
+            change(
+                "def fetch(url, timeout=10, *, retries=3)", "def fetch(url, token, timeout=10, *, retries=3)"
+            ),
+            {
+                "fetch": [
+                    "parameter `timeout` moved (position: from 1 to 2 (+1))",
+                    "new required parameter `token`: every call must pass it",
+                ]
+            },
+        ),
+        (
+            change(
+                "def fetch(url, timeout=10, *, retries=3)", "def fetch(url, timeout=10, *, retries=3, token)"
+            ),
+            {"fetch": ["new required parameter `token`: every call must pass it"]},
+        ),
+        (
+            change(
+                "    def send(self, request, verify=True)",
+                "    def send(self, request, session, verify=True)",
+            ),
+            {
+                "Client.send": [
+                    "parameter `verify` moved (position: from 2 to 3 (+1))",
+                    "new required parameter `session`: every call must pass it",
+                ]
+            },
+        ),
         # not breaks
         (BASE, {}),
         (change("def _private(a, b)", "def _private(b)"), {}),  # private
@@ -131,6 +160,19 @@ def test_api_changes(head: str, expected: dict[str, list[str]]) -> None:
         base = 'from .x import A, B\n__all__ = ["A", "B"]\n\n\ndef keep(a=1):\n    return a\n'
 
     assert {c.name: c.changes for c in api_changes("pkg/mod.py", base, head)} == expected
+
+
+def test_a_parameter_python_binds_is_no_new_required_parameter() -> None:
+    static = "class Shape:\n    @staticmethod\n    def parse(text):\n        return text\n"
+    classmethod_ = "class Shape:\n    @classmethod\n    def parse(cls, text):\n        return text\n"
+    changes = {c.name: c.changes for c in api_changes("pkg/shapes.py", static, classmethod_)}
+    assert not [line for lines in changes.values() for line in lines if "required" in line]
+    now_static = "class Shape:\n    @staticmethod\n    def parse(cls, text):\n        return text\n"
+    plain = "class Shape:\n    def parse(self):\n        return 1\n"
+    assert {c.name: c.changes for c in api_changes("pkg/shapes.py", plain, now_static)}["Shape.parse"] == [
+        "parameter `self` renamed to `cls`",
+        "new required parameter `text`: every call must pass it",
+    ]
 
 
 @pytest.mark.parametrize(

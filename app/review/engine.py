@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from ..config import load_analysis_settings
-from .analyzers import Analyzer, default_analyzers, is_python
+from .analyzers import LINTERS, Analyzer, default_analyzers, find_tool, is_python
 from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob
 from .diff import base_of
 from .isolation.limits import Budget, Job, Limit, Tripped
@@ -190,17 +190,23 @@ class BuiltinReviewer(Reviewer):
 
     @contextlib.asynccontextmanager
     async def _tools(self, scope: Scope, notes: list[str]) -> AsyncIterator[dict[str, tuple[str, ...]]]:
-        """The programs the analysis runs instead of its own: the ruff the repository pins,
-        leased (kept installed) until the analysis is done."""
+        """The programs the analysis runs: the linters found on this host, and instead of its own
+        ruff the one the repository pins, leased (kept installed) until the analysis is done."""
+        tools: dict[str, tuple[str, ...]] = {}
+        # The other linters the analyzers run, found here (a missing one: the analyzer says so).
+        for tool in LINTERS:
+            found = find_tool(tool.program) if any(tool.program in a.tools for a in self.analyzers) else None
+            if found is not None:
+                tools[tool.program] = tuple(found)
         if scope.pin is None or self.ruff_pins is None:
-            yield {}
+            yield tools
             return
         async with self.ruff_pins.lease(scope.pin) as pinned:
             if pinned is None:
                 notes.append(f"the pinned ruff {scope.pin.label} could not be installed")
-                yield {}
             else:
-                yield {"ruff": tuple(pinned)}
+                tools["ruff"] = tuple(pinned)
+            yield tools
 
     async def _evaluate(self, job: EvaluateJob, notes: list[str], budget: Budget) -> Evaluation:
         """Run ``job``; a limit that trips in a stage is noted and the job runs again without

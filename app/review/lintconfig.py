@@ -44,7 +44,8 @@ from packaging.version import InvalidVersion, Version
 from .codespan import code_span
 from .model import FileContent, RepoTree
 from .patterns import YamlRefused, compile_glob, compile_regex, load_yaml
-from .selection import glob_regex
+from .selection import glob_regex, inside_tree
+from .toolconfig import tool_config_paths
 
 __all__ = [
     "PRE_COMMIT",
@@ -331,14 +332,17 @@ def forget_matches() -> None:
 def _extend_target(config: RuffConfigFile) -> str | None:
     """The repository path of the file ``extend`` names, when it stays inside the repository."""
     value = config.table.get("extend")
-    return (_inside(config.directory, value) or None) if isinstance(value, str) else None
+    return (inside_tree(config.directory, value) or None) if isinstance(value, str) else None
 
 
 def config_paths(paths: Iterable[str], tree: RepoTree | None) -> list[str]:
     """The configuration files to read for these analysed paths: the pre-commit config, the
-    dev-requirement files at the root, and every ruff configuration candidate on each path
+    dev-requirement files at the root, the other linters' (``toolconfig``), and every ruff
+    configuration candidate on each path
     (only those the tree holds, when the tree is known)."""
     wanted: dict[str, None] = {PRE_COMMIT: None}
+    paths = list(paths)
+    wanted.update(dict.fromkeys(tool_config_paths(paths)))  # zizmor's, shellcheck's, hadolint's
     for path in paths:
         parts = path.split("/")[:-1]
         for depth in range(len(parts) + 1):
@@ -535,24 +539,6 @@ class RuffInput:
         return tomli_w.dumps(document)
 
 
-def _inside(directory: str, value: str) -> str | None:
-    """The repository path ``value`` names from ``directory``, when it stays inside the tree."""
-    text = value.strip()
-    if not text or text.startswith(("/", "~")) or "\0" in text or "\\" in text or "$" in text:
-        return None
-    parts: list[str] = [p for p in directory.split("/") if p]
-    for part in text.split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not parts:
-                return None
-            parts.pop()
-        else:
-            parts.append(part)
-    return "/".join(parts)
-
-
 def _checked_settings(
     config: RuffConfigFile, known: Mapping[str, RuffConfigFile]
 ) -> tuple[dict[str, Any], list[str]]:
@@ -568,7 +554,7 @@ def _checked_settings(
             dropped(name, "is not used by revbot")
     extend = table.get("extend")
     if extend is not None:
-        target = _inside(config.directory, extend) if isinstance(extend, str) else None
+        target = inside_tree(config.directory, extend) if isinstance(extend, str) else None
         if target is None or target not in known:
             del table["extend"]
             dropped("extend", "does not name a configuration file inside the repository")
@@ -577,7 +563,7 @@ def _checked_settings(
         if value is None:
             continue
         entries = value if isinstance(value, list) else [value]
-        kept = [e for e in entries if isinstance(e, str) and _inside(config.directory, e) is not None]
+        kept = [e for e in entries if isinstance(e, str) and inside_tree(config.directory, e) is not None]
         if len(kept) != len(entries):
             dropped(name, "names a path outside the repository")
             table[name] = kept

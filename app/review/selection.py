@@ -24,6 +24,7 @@ __all__ = [
     "PATCH_OMITTED",
     "Selection",
     "glob_match",
+    "inside_tree",
     "looks_generated",
     "matching_pattern",
     "select_files",
@@ -126,6 +127,24 @@ def matching_pattern(patterns: Sequence[str], path: str) -> str | None:
         (p for p in patterns if p.strip() and (glob_match(p, path) or fnmatch.fnmatchcase(path, p.strip()))),
         None,
     )
+
+
+def inside_tree(directory: str, value: str) -> str | None:
+    """The repository path ``value`` names from ``directory``, when it stays inside the tree."""
+    text = value.strip()
+    if not text or text.startswith(("/", "~")) or "\0" in text or "\\" in text or "$" in text:
+        return None
+    parts: list[str] = [p for p in directory.split("/") if p]
+    for part in text.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts)
 
 
 def looks_generated(text: str) -> bool:

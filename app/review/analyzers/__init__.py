@@ -23,21 +23,28 @@ from .base import (
 from .config_change import ConfigChangeAnalyzer
 from .conflicts import ConflictMarkerAnalyzer
 from .debug import DebugAnalyzer
+from .dockerfile import HADOLINT, DockerfileAnalyzer
+from .external import Tool, find_tool
 from .hygiene import HygieneAnalyzer
 from .injection import InjectionAnalyzer
 from .likely_bugs import LikelyBugAnalyzer
 from .python import PythonAnalyzer
 from .secrets import SecretsAnalyzer
+from .shell import SHELLCHECK, ShellAnalyzer
+from .workflows import ZIZMOR, WorkflowAnalyzer
 
 __all__ = [
+    "LINTERS",
     "AnalysisInput",
     "Analyzer",
     "AnalyzerOutput",
     "FileUnderReview",
     "Rule",
+    "Tool",
     "catalogue",
     "default_analyzers",
     "file_level_rules",
+    "find_tool",
     "finding",
     "fingerprint",
     "is_js",
@@ -45,6 +52,9 @@ __all__ = [
     "is_test_path",
     "strip_python_noise",
 ]
+
+# The external linters the analyzers run (``python -m app doctor`` says which are installed).
+LINTERS: tuple[Tool, ...] = (ZIZMOR, SHELLCHECK, HADOLINT)
 
 
 def default_analyzers() -> list[Analyzer]:
@@ -58,6 +68,9 @@ def default_analyzers() -> list[Analyzer]:
         ApiBreakAnalyzer(),
         LikelyBugAnalyzer(),
         ConfigChangeAnalyzer(),
+        WorkflowAnalyzer(),
+        ShellAnalyzer(),
+        DockerfileAnalyzer(),
     ]
 
 

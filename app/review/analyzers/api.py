@@ -1,7 +1,8 @@
 """Public API breaks between the base and the head of a module the pull request changed: a public
-function, method or class removed (or renamed), a parameter removed, renamed or moved, a default
-changed, a function turned async or back. Concerns, never blockers: most API changes are
-deliberate, so the finding says what changed and asks whether the callers and the changelog know.
+function, method or class removed (or renamed), a parameter removed, renamed or moved, a new
+required parameter (every existing call lacks it), a default changed, a function turned async or
+back. Concerns, never blockers: most API changes are deliberate, so the finding says what changed
+and asks whether the callers and the changelog know.
 
 Read with griffe's static visitor (the AST, never an import: no inspection, no extensions), one
 module at a time from the two texts: ``api_findings`` is a pure function of (path, base text,
@@ -138,7 +139,11 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
     prefix = base.path + "."
     out: dict[str, ApiChange] = {}
     renamed: set[tuple[str, str]] = set()  # (object, old parameter name) told as a rename
-    for breakage in _breakages(base, head):
+    successors: set[tuple[str, str]] = set()  # (object, new parameter name) of those renames
+    breakages = _breakages(base, head)
+    added = griffe.BreakageKind.PARAMETER_ADDED_REQUIRED
+    # A new required parameter last: one a rename put in a removed one's place is told as the rename.
+    for breakage in sorted(breakages, key=lambda b: b.kind is added):
         obj = breakage.obj
         if obj.is_alias:
             continue  # a re-export: its target is in another module (not followed)
@@ -161,6 +166,7 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
             successor = _renamed_to(breakage.obj, base, qualified, old.name)
             if successor is not None:
                 renamed.add((qualified, old.name))
+                successors.add((qualified, successor))
                 change.changes.append(f"parameter {code_span(shown)} renamed to {code_span(successor)}")
             else:
                 change.changes.append(f"parameter {code_span(shown)} removed")
@@ -169,6 +175,10 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
                 change.changes.append(
                     f"parameter {code_span(breakage.old_value.name)} moved ({breakage.details})"
                 )
+        elif kind is added:
+            name = breakage.new_value.name
+            if (qualified, name) not in successors and not _bound(obj, name):
+                change.changes.append(f"new required parameter {code_span(name)}: every call must pass it")
         elif kind is griffe.BreakageKind.PARAMETER_CHANGED_DEFAULT:
             old_default, new_default = breakage.old_value.default, breakage.new_value.default
             change.changes.append(
@@ -179,6 +189,15 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
             del out[qualified]
     _walk(base, head, "", out)
     return sorted(out.values(), key=lambda c: (c.lines is None, c.lines or (0, 0), c.name))
+
+
+def _bound(function: griffe.Object | griffe.Alias, name: str) -> bool:
+    """Whether ``name`` is the first parameter of a method that Python binds (``self`` of a
+    method, ``cls`` of a classmethod: a static method turned classmethod gains no argument)."""
+    if not isinstance(function, griffe.Function) or function.parent is None or not function.parent.is_class:
+        return False
+    parameters = list(function.parameters)
+    return bool(parameters) and parameters[0].name == name and "staticmethod" not in function.labels
 
 
 def _breakages(base: griffe.Module, head: griffe.Module) -> list[griffe.Breakage]:
@@ -287,7 +306,8 @@ class ApiBreakAnalyzer:
             RULE,
             Severity.CONCERN,
             "a public function, method or class removed or renamed, a parameter removed, renamed or "
-            "reordered, a default changed, sync turned async or back (griffe, static; never imported)",
+            "reordered, a new required parameter, a default changed, sync turned async or back "
+            "(griffe, static; never imported)",
         ),
     )
 

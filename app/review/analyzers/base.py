@@ -33,8 +33,10 @@ __all__ = [
     "is_js",
     "is_python",
     "is_test_path",
+    "safe_relative",
     "split_rows",
     "strip_python_noise",
+    "unreadable",
 ]
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -132,6 +134,33 @@ class Analyzer(Protocol):
         ...
 
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput: ...
+
+
+def unreadable(item: FileUnderReview) -> str | None:
+    """Why a tool cannot be given this file's head text at its path, or None."""
+    if item.content is None:
+        return "content not available at the head commit"
+    if item.content.is_binary:
+        return "the file is binary"
+    if item.content.text is None:
+        return "content too large to read"
+    if safe_relative(item.path) is None:
+        return "unusual path"
+    return None
+
+
+def safe_relative(path: str) -> PurePosixPath | None:
+    """``path`` when it is a plain relative path (no ``..``, no absolute, no NUL or backslash)."""
+    candidate = PurePosixPath(path)
+    if (
+        not path
+        or "\0" in path
+        or "\\" in path
+        or candidate.is_absolute()
+        or any(part in ("", ".", "..") for part in path.split("/"))
+    ):
+        return None
+    return candidate
 
 
 def fingerprint(rule: str, path: str, text: str) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 from ..codespan import code_span
 from ..lintconfig import LintConfig, RuffInput, governing_paths, ruff_inputs, version_tuple
 from ..model import ChangedFile, Finding, RepoTree, Severity, Skipped
-from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding, is_python
+from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding, is_python, unreadable
 from .ruff_runner import (
     DEFAULT_SELECT,
     RUFF_TIMEOUT,
@@ -41,7 +41,6 @@ from .ruff_runner import (
     ruff_rule_since,
     ruff_version,
     run_ruff,
-    safe_relative,
 )
 
 __all__ = ["SYNTAX_RULE", "PythonAnalyzer", "severity_for", "single_line_fix"]
@@ -155,9 +154,7 @@ class PythonAnalyzer:
         for item in batch.files:
             if not is_python(item.path) or not batch.linted(item):
                 continue
-            reason = self._unreadable(item)
-            if reason is None and safe_relative(item.path) is None:
-                reason = "unusual path"
+            reason = unreadable(item)
             if reason is not None:
                 out.skipped.append(Skipped(item.path, f"Python checks not run: {reason}"))
                 out.incomplete = True
@@ -276,16 +273,6 @@ class PythonAnalyzer:
             if dropped:
                 text += f" ({dropped} finding{'s' if dropped != 1 else ''} left out)"
         return text
-
-    @staticmethod
-    def _unreadable(item: FileUnderReview) -> str | None:
-        if item.content is None:
-            return "content not available at the head commit"
-        if item.content.is_binary:
-            return "the file is binary"
-        if item.content.text is None:
-            return "content too large to read"
-        return None
 
     @staticmethod
     def _failed(out: AnalyzerOutput, targets: Mapping[str, FileUnderReview], error: str) -> AnalyzerOutput:

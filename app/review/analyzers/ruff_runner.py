@@ -20,10 +20,11 @@ import sys
 import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from ..lintconfig import RUFF_CONFIGS, version_tuple
+from .base import safe_relative
 
 __all__ = [
     "DEFAULT_SELECT",
@@ -76,19 +77,6 @@ def find_ruff() -> list[str]:
         "ruff is not installed: the built-in reviewer needs it for Python files "
         f"(pip install ruff into the environment of {sys.executable})"
     )
-
-
-def safe_relative(path: str) -> PurePosixPath | None:
-    candidate = PurePosixPath(path)
-    if (
-        not path
-        or "\0" in path
-        or "\\" in path
-        or candidate.is_absolute()
-        or any(part in ("", ".", "..") for part in path.split("/"))
-    ):
-        return None
-    return candidate
 
 
 def _write(root: Path, path: str, text: str) -> None:

@@ -1,0 +1,325 @@
+"""GitHub Actions workflows and action definitions: zizmor's offline audits, once over every
+changed ``.github/workflows/*.y*ml`` and ``action.y*ml`` of the pull request.
+
+Each file is first read with the bounded YAML loader (``patterns.load_yaml``): one that is no
+longer YAML (its base was, or it is new) is a blocker, as GitHub will not run it; one over the
+loader's caps (an alias bomb) is not handed to zizmor at all, and said so. zizmor runs with
+``--offline`` (no online audit, no network), its regular persona, the repository's ``zizmor.yml``
+re-written (``toolconfig``), in a temporary tree (``external``).
+
+Severities keep the promise of no false blockers: a blocker only for zizmor's high-confidence
+template injection, and for a dangerous trigger (``pull_request_target``, ``workflow_run``) in a
+workflow one of whose jobs checks out the pull request's head and then runs it (a "pwn request").
+zizmor's other high and medium findings are concerns, its low and informational ones (and those
+it has low confidence in) nits; an action of GitHub's own (``actions/``, ``github/``) on a tag is
+a nit, another's a concern.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ..codespan import code_span
+from ..diff import base_of
+from ..model import ChangedFile, Finding, Severity
+from ..patterns import YamlRefused, load_yaml
+from ..toolconfig import is_workflow, zizmor_config
+from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
+from .external import TOOL_TIMEOUT, Tool, ToolError, collect, command_for, run_tool, tool_tree, unavailable
+
+__all__ = ["INVALID_RULE", "ZIZMOR", "WorkflowAnalyzer", "pr_code_checkouts", "zizmor_severity"]
+
+ZIZMOR = Tool("zizmor", "zizmor", "GitHub Actions workflows")
+INVALID_RULE = "workflow/invalid-yaml"
+PREFIX = "workflow/"
+DANGEROUS_TRIGGERS = ("pull_request_target", "workflow_run")
+FIRST_PARTY = ("actions/", "github/")
+_PR_HEAD = re.compile(
+    r"github\.event\.pull_request\.head\.|github\.head_ref|github\.event\.workflow_run\.head_"
+    r"|refs/pull/|github\.event\.number|github\.event\.pull_request\.number"
+)
+# An expression whose value anyone who opens an issue, a pull request or a branch chooses.
+_ATTACKER_EXPRESSION = re.compile(r"\$\{\{[^}]*\b(?:github\.event\.|github\.head_ref\b)")
+_ZIZMOR_LEVELS = {"High": Severity.CONCERN, "Medium": Severity.CONCERN}
+DOCS = "https://docs.zizmor.sh/audits/"
+
+
+@dataclass(frozen=True, slots=True)
+class Checkout:
+    """A job that checks out the pull request's head and then runs something from it."""
+
+    job: str
+    ref: str  # the ``ref`` it checks out
+
+
+def _triggers(workflow: Mapping[Any, Any]) -> set[str]:
+    # YAML 1.1 reads a bare ``on`` key as True.
+    on = workflow.get("on", workflow.get(True))
+    if isinstance(on, str):
+        return {on}
+    if isinstance(on, list):
+        return {str(t) for t in on}
+    if isinstance(on, dict):
+        return {str(t) for t in on}
+    return set()
+
+
+def pr_code_checkouts(workflow: Any) -> list[Checkout]:
+    """The jobs of a workflow with a dangerous trigger that check out the pull request's head
+    (``actions/checkout`` with a ``ref`` from the pull request) and have a later step that runs
+    code (``run:``, or a local action ``./...``). Pure."""
+    if not isinstance(workflow, dict) or not _triggers(workflow) & set(DANGEROUS_TRIGGERS):
+        return []
+    jobs = workflow.get("jobs")
+    found: list[Checkout] = []
+    for name, job in jobs.items() if isinstance(jobs, dict) else ():
+        steps = job.get("steps") if isinstance(job, dict) else None
+        checked_out: str | None = None
+        for step in steps if isinstance(steps, list) else ():
+            if not isinstance(step, dict):
+                continue
+            uses = str(step.get("uses") or "")
+            if checked_out is None and uses.startswith("actions/checkout@"):
+                ref = step.get("with", {}).get("ref") if isinstance(step.get("with"), dict) else None
+                if isinstance(ref, str) and _PR_HEAD.search(ref):
+                    checked_out = ref
+                continue
+            if checked_out is not None and ("run" in step or uses.startswith("./")):
+                found.append(Checkout(str(name), checked_out))
+                break
+    return found
+
+
+def zizmor_severity(ident: str, confidence: str, severity: str, feature: str, line: str = "") -> Severity:
+    """zizmor's determinations as a severity (the pwn-request blocker aside, see ``_pwn``).
+    ``feature`` is the text zizmor points at, ``line`` the line it starts on. A template
+    injection blocks only when zizmor is highly confident and the expression there is one a
+    stranger writes (an event's text, a branch name): a composite action's ``inputs`` come from
+    the workflow that calls it, so they are a concern."""
+    if ident == "template-injection" and confidence == "High" and severity == "High":
+        return Severity.BLOCKER if _ATTACKER_EXPRESSION.search(line) else Severity.CONCERN
+    if ident == "unpinned-uses" and feature.startswith(FIRST_PARTY):
+        return Severity.NIT
+    if confidence == "Low":
+        return Severity.NIT  # zizmor itself doubts it
+    return _ZIZMOR_LEVELS.get(severity, Severity.NIT)
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines()
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    for number, line in enumerate(_lines(text), 1):
+        if needle in line:
+            return number
+    return None
+
+
+class WorkflowAnalyzer:
+    name = "workflows"
+    tools: tuple[str, ...] = ("zizmor",)
+    rules: tuple[Rule, ...] = (
+        Rule(
+            INVALID_RULE,
+            Severity.BLOCKER,
+            "a workflow or action definition that no longer parses as YAML (GitHub will not run it)",
+            file_level=True,
+        ),
+        Rule(
+            f"{PREFIX}template-injection",
+            None,
+            "zizmor: an expression expanded into a script; a blocker when zizmor is highly confident "
+            "an attacker controls it (a pull request's title in `run:`), else by its severity",
+        ),
+        Rule(
+            f"{PREFIX}dangerous-triggers",
+            None,
+            "zizmor: `pull_request_target`/`workflow_run`; a blocker when a job checks out the pull "
+            "request's head and runs it (a pwn request), else a concern",
+        ),
+        Rule(
+            f"{PREFIX}<zizmor audit>",
+            None,
+            "zizmor's other offline audits: high or medium severity a concern, low, informational or "
+            "low-confidence a nit; an action of `actions/` or `github/` on a tag a nit",
+        ),
+    )
+
+    def __init__(self, *, time_limit: float = TOOL_TIMEOUT, command: Sequence[str] | None = None) -> None:
+        self.time_limit = time_limit
+        self.command = command
+
+    def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
+        return [f.path for f in files if is_workflow(f.path)]
+
+    async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
+        out = AnalyzerOutput()
+        targets: dict[str, FileUnderReview] = {}
+        parsed: dict[str, Any] = {}
+        for path, item in collect(batch, ZIZMOR, out, is_workflow).items():
+            assert item.text is not None
+            try:
+                parsed[path] = load_yaml(item.text)
+            except YamlRefused as exc:
+                unavailable(out, [path], f"{code_span(path)} was not checked ({exc})", ZIZMOR)
+                continue
+            except yaml.YAMLError as exc:
+                out.findings.extend(self._invalid(item, exc))
+                continue
+            targets[path] = item
+        if not targets:
+            return out
+        command = command_for(ZIZMOR, self.command, batch)
+        if command is None:
+            return unavailable(out, list(targets), ZIZMOR.missing(), ZIZMOR)
+        config = zizmor_config(batch.configs)
+        out.notes.extend(config.notes)
+        try:
+            reported = await self._zizmor(
+                command, {p: t.text or "" for p, t in targets.items()}, config.files
+            )
+        except ToolError as exc:
+            return unavailable(out, list(targets), f"workflows were not checked ({exc})", ZIZMOR)
+        used = f" with the repository's {code_span(config.used[0])}" if config.used else ""
+        out.notes.append(f"workflows checked by zizmor (offline){used}")
+        for item in targets.values():
+            out.findings.extend(self._findings(item, parsed[item.path], reported.get(item.path, [])))
+        return out
+
+    def _invalid(self, item: FileUnderReview, error: yaml.YAMLError) -> list[Finding]:
+        """A blocker when the file is new or its base was YAML: the pull request broke it."""
+        assert item.text is not None
+        if item.file.status != "added":
+            base = base_of(item.text, item.file.patch)
+            try:
+                if base is None:
+                    return []
+                load_yaml(base)
+            except (YamlRefused, yaml.YAMLError):
+                return []  # it was not YAML before either: not this pull request's doing
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        lines = _lines(item.text)
+        problem = getattr(error, "problem", None) or "it is not valid YAML"
+        return [
+            finding(
+                item.path,
+                max(1, min(line, len(lines) or 1)),
+                Severity.BLOCKER,
+                INVALID_RULE,
+                f"This file no longer parses as YAML ({problem}), so GitHub Actions will not run it "
+                f"at all (https://docs.github.com/actions/writing-workflows/workflow-syntax-for-github-actions).",
+                lines[line - 1] if 0 < line <= len(lines) else "",
+            )
+        ]
+
+    async def _zizmor(
+        self, command: list[str], files: Mapping[str, str], configs: Mapping[str, str]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """zizmor's findings by repository path (each with ``line`` and ``feature``: its primary
+        location, 1-based, and the text there)."""
+        async with tool_tree({**configs, **files}) as root:
+            args = [*command, "--offline", "--format", "json", "--no-exit-codes", "--no-progress"]
+            args += ["--color", "never", "--cache-dir", str(root / ".cache")]
+            args += ["--config", next(iter(configs))] if configs else ["--no-config"]
+            stdout = await run_tool([*args, "--", *files], root, time_limit=self.time_limit)
+        try:
+            data = json.loads(stdout or b"[]")
+        except ValueError:
+            raise ToolError("zizmor's output is not JSON") from None
+        out: dict[str, list[dict[str, Any]]] = {}
+        for item in data if isinstance(data, list) else ():
+            primary = self._primary(item)
+            if primary is None:
+                continue
+            path, line, feature = primary
+            if path in files:
+                out.setdefault(path, []).append({**item, "line": line, "feature": feature})
+        return out
+
+    @staticmethod
+    def _primary(item: Any) -> tuple[str, int, str] | None:
+        if not isinstance(item, dict) or item.get("ignored"):
+            return None
+        for location in item.get("locations") or ():
+            try:
+                symbolic, concrete = location["symbolic"], location["concrete"]
+                if symbolic["kind"] != "Primary":
+                    continue
+                local = symbolic["key"]["Local"]
+                path = local.get("given_path") or local["verbatim_path"]
+                row = int(concrete["location"]["start_point"]["row"])
+                return str(path), row + 1, str(concrete.get("feature") or "")
+            except (KeyError, TypeError, ValueError):
+                continue
+        return None
+
+    def _findings(
+        self, item: FileUnderReview, workflow: Any, reported: Sequence[dict[str, Any]]
+    ) -> list[Finding]:
+        assert item.text is not None
+        lines = _lines(item.text)
+        found: list[Finding] = []
+        for entry in reported:
+            ident = str(entry.get("ident") or "unknown")
+            given = entry.get("determinations")
+            determinations: Mapping[str, Any] = given if isinstance(given, dict) else {}
+            line: int = entry["line"]
+            text = lines[line - 1] if 0 < line <= len(lines) else ""
+            severity = zizmor_severity(
+                ident,
+                str(determinations.get("confidence")),
+                str(determinations.get("severity")),
+                entry["feature"],
+                text,
+            )
+            url = str(entry.get("url") or f"{DOCS}#{ident}")
+            if ident == "dangerous-triggers":
+                pwn = self._pwn(item, workflow, line, url)
+                if pwn is not None:
+                    found.append(pwn)
+                    continue
+            annotation = self._annotation(entry)
+            desc = str(entry.get("desc") or ident)
+            message = f"{desc[:1].upper()}{desc[1:]}: {annotation} (zizmor {code_span(ident)}: {url})."
+            found.append(finding(item.path, line, severity, f"{PREFIX}{ident}", message, text))
+        return found
+
+    @staticmethod
+    def _annotation(entry: Mapping[str, Any]) -> str:
+        for location in entry.get("locations") or ():
+            symbolic = location.get("symbolic") if isinstance(location, dict) else None
+            if isinstance(symbolic, dict) and symbolic.get("kind") == "Primary":
+                return str(symbolic.get("annotation") or "").strip() or "see the audit's documentation"
+        return "see the audit's documentation"
+
+    @staticmethod
+    def _pwn(item: FileUnderReview, workflow: Any, trigger_line: int, url: str) -> Finding | None:
+        """The pwn request: on the first added line among the trigger's and the checkout's."""
+        assert item.text is not None
+        checkouts = pr_code_checkouts(workflow)
+        if not checkouts:
+            return None
+        checkout = checkouts[0]
+        ref_line = _line_of(item.text, checkout.ref)
+        candidates = [n for n in (trigger_line, ref_line) if n is not None and n in item.lines.added]
+        line = candidates[0] if candidates else (ref_line or trigger_line)
+        lines = _lines(item.text)
+        return finding(
+            item.path,
+            line,
+            Severity.BLOCKER,
+            f"{PREFIX}dangerous-triggers",
+            f"Job {code_span(checkout.job)} runs with this repository's secrets and write token on a "
+            f"dangerous trigger, yet checks out the pull request's head ({code_span(checkout.ref)}) and "
+            "runs it, so anyone who opens a pull request runs code with those rights"
+            f" (zizmor `dangerous-triggers`: {url}).",
+            lines[line - 1] if 0 < line <= len(lines) else "",
+        )
