@@ -9,12 +9,13 @@ descriptions.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +139,14 @@ class BotHarness(BotAndFake):
             if call.path != "/graphql" and call.response is not None and 200 <= call.status < 300:
                 problems = validate_response(call.method, call.path, call.status, call.response)
                 assert [p for p in problems if not KNOWN_DRIFT.search(p)] == [], call
+
+
+@contextlib.asynccontextmanager
+async def harness_with_decoy(tmp_path: Path, decoy: str = "revbot") -> AsyncIterator[BotHarness]:
+    """A harness whose fake GitHub knows the App's decoy user; stopped after, and every request
+    it made checked against GitHub's descriptions."""
+    harness = BotHarness(tmp_path)
+    harness.fake.add_user(decoy)
+    yield harness
+    await harness.stop()
+    harness.assert_conforms()

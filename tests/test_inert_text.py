@@ -30,7 +30,7 @@ from app.review.readiness import Check, CheckState, MergeState, Settings, Snapsh
 from app.usecases.overrules import overrule_text
 from app.usecases.pull import LoadedConfig
 from app.usecases.threads import model_answers
-from tests.harness import REPO, BotHarness
+from tests.harness import REPO, BotHarness, harness_with_decoy
 
 HEAD = "a" * 40
 HOSTILE = [
@@ -272,11 +272,8 @@ PRE_COMMIT = f"exclude: '{HOSTILE_PATTERN}'\nrepos: []\n"
 
 @pytest.fixture
 async def bot(tmp_path: Path) -> AsyncIterator[BotHarness]:
-    harness = BotHarness(tmp_path)
-    harness.fake.add_user(DECOY)
-    yield harness
-    await harness.stop()
-    harness.assert_conforms()
+    async with harness_with_decoy(tmp_path, DECOY) as harness:
+        yield harness
 
 
 @pytest.mark.slow

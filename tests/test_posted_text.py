@@ -17,7 +17,7 @@ import pytest
 from app.review import render
 from app.review.markers import FindingMarker, ReviewMarker, Trigger, carries, decode_all, encode, trailer
 from app.review.model import Finding, ReviewResult, Severity, Verdict
-from tests.harness import REPO, BotHarness
+from tests.harness import REPO, BotHarness, harness_with_decoy
 
 AUTHOR = "alice"
 DECOY = "revbot"
@@ -145,11 +145,8 @@ def test_messages_paths_and_annotations_never_quote_a_key() -> None:
 
 @pytest.fixture
 async def bot(tmp_path: Path) -> AsyncIterator[BotHarness]:
-    harness = BotHarness(tmp_path)
-    harness.fake.add_user(DECOY)
-    yield harness
-    await harness.stop()
-    harness.assert_conforms()
+    async with harness_with_decoy(tmp_path, DECOY) as harness:
+        yield harness
 
 
 def sent_to_github(bot: BotHarness) -> str:

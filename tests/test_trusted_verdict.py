@@ -15,7 +15,7 @@ from app.review.engine import BuiltinReviewer
 from app.review.isolation.pool import pool_of
 from app.review.ruffpins import RuffPins
 from app.sandbox import Call
-from tests.harness import REPO, BotHarness
+from tests.harness import REPO, BotHarness, harness_with_decoy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -49,11 +49,8 @@ def check_runs(bot: BotHarness) -> list[tuple[str, str | None]]:
 
 @pytest.fixture
 async def bot(tmp_path: Path) -> AsyncIterator[BotHarness]:
-    harness = BotHarness(tmp_path)
-    harness.fake.add_user(DECOY)
-    yield harness
-    await harness.stop()
-    harness.assert_conforms()
+    async with harness_with_decoy(tmp_path, DECOY) as harness:
+        yield harness
 
 
 async def review(

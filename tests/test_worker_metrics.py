@@ -56,13 +56,17 @@ async def test_a_separate_worker_serves_its_own_metrics(tmp_path: Path) -> None:
         await web.fake.comment(REPO, number, "@revbot review", by="alice")
         await until(lambda: web.fake.review_decision(REPO, number) == "APPROVED", "the worker's review")
 
-        async def counted() -> bool:
-            return sample((await scrape(metrics))[1], reviewed) == 1.0
+        done = 'revbot_job_duration_seconds_count{outcome="done"}'
 
-        await until(counted, "the worker's /metrics counting its review")
+        # The review is counted inside its job, the job's duration only once the job ends.
+        async def counted() -> bool:
+            text = (await scrape(metrics))[1]
+            return sample(text, reviewed) == 1.0 and sample(text, done) >= 1
+
+        await until(counted, "the worker's /metrics counting its review and its job")
         status, text = await scrape(metrics)
         assert status == 200
-        assert sample(text, 'revbot_job_duration_seconds_count{outcome="done"}') >= 1
+        assert sample(text, reviewed) == 1.0
         # The queue's gauges are the worker's too (readiness may still be looking: no count here).
         assert re.search(r"^revbot_queue_depth \d", text, re.M)
         assert (await scrape(metrics, token=None))[0] == 401  # METRICS_TOKEN holds here too
