@@ -108,10 +108,12 @@ class _RetryingAPI(gidgethub.aiohttp.GitHubAPI):
     request is counted by status, and the rate limit GitHub reports is kept (metrics)."""
 
     metrics_installation: int | None = None  # the rate limit's owner; None: the App itself (JWT)
+    requests = 0  # requests sent, retries included: did a handler talk to GitHub at all
 
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
     ) -> tuple[int, Mapping[str, str], bytes]:
+        self.requests += 1
         try:
             response = await super()._request(method, url, headers, body)
         except (aiohttp.ClientError, TimeoutError):

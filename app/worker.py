@@ -491,21 +491,24 @@ class Worker:
             try:
                 ctx = await self._context_for(event, identity, job.received_at)
                 last = handler_name(handlers[-1])
-                await run_handlers(
-                    handlers,
-                    event,
-                    ctx,
-                    already_done=job.done_handlers,
-                    on_done=lambda name: self._handler_done(job, name, last=name == last),
-                )
+                sent = ctx.gh.requests
+
+                async def done(name: str) -> None:
+                    nonlocal sent
+                    talked, sent = ctx.gh.requests != sent, ctx.gh.requests
+                    await self._handler_done(job, name, now=talked and name != last)
+
+                await run_handlers(handlers, event, ctx, already_done=job.done_handlers, on_done=done)
             except NoAccess as exc:
                 return JobStatus.SKIPPED, _error_text(exc)
         return JobStatus.DONE, None
 
-    async def _handler_done(self, job: Job, name: str, *, last: bool) -> None:
-        """Remember a handler that succeeded, so that a retry of its job skips it. The last one's
-        is written with the job's end (``done_handlers``), one write fewer per job."""
-        if last:
+    async def _handler_done(self, job: Job, name: str, *, now: bool) -> None:
+        """Remember a handler that succeeded, so that a retry of its job skips it. Written ``now``
+        for a handler that talked to GitHub and is not the last: a crash must not make the job do
+        that work again. The others' are written with the job's end or its retry (a handler that
+        sent GitHub nothing is cheaper to run again, after a crash, than a write per job)."""
+        if not now:
             job.done_handlers.append(name)
             return
         await self._persist(f"handler {name} as done", lambda: self.store.mark_handler_done(job, name))

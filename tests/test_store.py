@@ -157,6 +157,15 @@ async def test_done_handlers_survive_a_retry(store: Store) -> None:
     assert again.done_handlers == ["app.handlers.review.on_request"]
 
 
+async def test_a_retry_keeps_the_handlers_done_in_its_attempt(store: Store) -> None:
+    await store.record_deliveries([delivery("o/r#6")])
+    [job] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    job.done_handlers.append("app.handlers.readiness.on_pull_request")  # done, not yet written
+    await store.retry_later(job, worker_id="w", delay=0, error="timeout")
+    [again] = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    assert again.done_handlers == ["app.handlers.readiness.on_pull_request"]
+
+
 def end(
     job: Job, status: JobStatus = JobStatus.DONE, error: str | None = None, ended_at: float | None = None
 ) -> JobEnd:

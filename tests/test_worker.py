@@ -30,6 +30,7 @@ from app.handlers.context import Context, accepts_own_events
 from app.pacing import AckFirst
 from app.store import Store, decompress_payload
 from app.worker import Worker, WorkerOptions
+from tests.conftest import until
 from tests.harness import BOT, INSTALLATION, REPO, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -716,3 +717,69 @@ async def test_stopping_during_a_frozen_claim_is_bounded_and_keeps_the_callers_c
     finally:
         store.thaw.set()
         await store.close()
+
+
+LOCALS = f"{__name__}.marking_router.<locals>"
+
+
+def marking_router(recorder: Recorder, third_may_end: asyncio.Event) -> OrderedRouter:
+    """Three handlers of one comment: one that posts, one that sends GitHub nothing, and one that
+    fails once (a 502 from GitHub) after waiting for the test."""
+    router = OrderedRouter()
+
+    @router.register("issue_comment", action="created")
+    async def talks(event: IssueCommentEvent, ctx: Context) -> None:
+        recorder.seen.append(("talks", event.body, event.sender_login))
+        await ctx.gh.post(f"/repos/{event.repo}/issues/{event.issue_number}/comments", data={"body": "seen"})
+
+    @router.register("issue_comment", action="created")
+    async def quiet(event: IssueCommentEvent, ctx: Context) -> None:
+        recorder.seen.append(("quiet", event.body, event.sender_login))
+
+    @router.register("issue_comment", action="created")
+    async def flaky(event: IssueCommentEvent, ctx: Context) -> None:
+        recorder.seen.append(("flaky", event.body, event.sender_login))
+        await third_may_end.wait()
+        await ctx.gh.getitem(f"/repos/{event.repo}/pulls/{event.issue_number}")
+
+    return router
+
+
+async def comment_jobs(bot: BotHarness, body: str) -> list[dict[str, Any]]:
+    return [
+        j
+        for j in await bot.store.all_jobs()
+        if j["event"] == "issue_comment"
+        and json.loads(decompress_payload(j["payload"]))["comment"]["body"] == body
+    ]
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+async def test_only_a_handler_that_talked_to_github_is_marked_done_at_once(tmp_path: Path) -> None:
+    recorder = Recorder()
+    third_may_end = asyncio.Event()
+    options = dataclasses.replace(FAST_WORKER, backoff_cap=0.05)
+    bot = BotHarness(tmp_path, router=marking_router(recorder, third_may_end), worker_options=options)
+    number = bot.open_pull({"a.py": "x = 1\n"})
+    await bot.start()
+    try:
+        bot.fake.fail_next(
+            "GET", rf"/repos/{REPO}/pulls/{number}", status=502, body={"message": "Bad Gateway"}
+        )
+        await bot.fake.comment(REPO, number, "mark me", by=HUMAN)
+        await until(lambda: ("flaky", "mark me", HUMAN) in recorder.seen, "the third handler")
+        [job] = await comment_jobs(bot, "mark me")
+        # A crash now would run the quiet handler again, and not the one that posted.
+        assert json.loads(job["done_handlers"]) == [f"{LOCALS}.talks"]
+        third_may_end.set()
+        await bot.drain()
+        # The retry kept both: only the failed handler ran again, and the comment was posted once.
+        assert [name for name, *_ in recorder.seen] == ["talks", "quiet", "flaky", "flaky"]
+        [job] = await comment_jobs(bot, "mark me")
+        assert (job["status"], job["attempts"]) == ("done", 2)
+        assert json.loads(job["done_handlers"]) == [f"{LOCALS}.talks", f"{LOCALS}.quiet", f"{LOCALS}.flaky"]
+        assert [c.body for c in comment_posts(bot, number)] == [{"body": "seen"}]
+    finally:
+        await bot.stop()
+    bot.assert_conforms()

@@ -94,14 +94,16 @@ def mark_handler_done(conn: Connection, job_id: int, done_handlers: list[str], n
 
 
 def retry_later(conn: Connection, job: Job, worker_id: str, run_after: float, error: str, now: float) -> bool:
-    """The job goes back to the queue as its subject's head, due at ``run_after``; the rest of
-    its run goes back to ``waiting`` behind it, as if never claimed."""
+    """The job goes back to the queue as its subject's head, due at ``run_after``, with the
+    handlers it has done; the rest of its run goes back to ``waiting`` behind it, as if never
+    claimed."""
     result = conn.execute(
         update(deliveries)
         .where(_running([job.id], worker_id))
         .values(
             status=JobStatus.QUEUED,
             error=error,
+            done_handlers=json.dumps(job.done_handlers),
             run_after=run_after,
             lease_until=None,
             worker_id=None,
