@@ -9,6 +9,11 @@ drained to ``done`` within 10 s after the load stops; then the server's CPU per 
 delivery, and its RSS after a further 60 s of load (with ``--rss``). Prints the harness's table,
 the ratios, and those checks. A script, not a test.
 
+The bot talks to the fake GitHub (``app/sandbox``, on CPU 1 beside wrk), which holds the
+payload's repository, installation and pull request: the readiness looks the deliveries cause
+are answered, as in production, so a drained queue means every job ran (with GitHub unreachable,
+every look would be retried and the pull request's later deliveries would wait behind it).
+
     cp -r ../shared/bench /tmp/bench && cp -r ../shared/conformance /tmp/conformance
     (cd /tmp/bench && ./setup.sh)
     python bench/compare.py [--databases sqlite postgresql] [--conns 16,64] [--rounds 1] [--rss]
@@ -21,6 +26,8 @@ which is emptied first).
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
 import re
 import signal
@@ -28,12 +35,18 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from webhook_ack import free_port, wait_ready  # this script's directory is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from app.sandbox import FakeGitHub  # noqa: E402 - after the project's root is on sys.path
+
 HARNESS = Path(os.environ.get("BENCH_HARNESS", "/tmp/bench"))
 PG_URL = os.environ.get("BENCH_DATABASE_URL_PG", "postgresql://revbot:revbot@127.0.0.1:5432/revbot_bench")
 PATH = "/api/github/webhooks"
@@ -50,16 +63,25 @@ def rss_mb(pid: int) -> float:
 
 
 COUNT = "SELECT status, count(*) FROM deliveries GROUP BY status"
-PENDING = {"waiting", "queued", "running"}
+# The backlog: jobs that could run now and have not. A job due later is not in it: a readiness
+# timer, a retry waiting out its backoff (GitHub is unreachable here), and the rows behind it.
+BACKLOG = """SELECT 'backlog', count(*) FROM deliveries d WHERE d.status = 'running'
+ OR (d.status = 'queued' AND d.run_after <= {now})
+ OR (d.status = 'waiting' AND NOT EXISTS (SELECT 1 FROM deliveries h WHERE h.subject = d.subject
+     AND h.status = 'queued' AND h.run_after > {now}))"""
 
 
-def counts(url: str) -> dict[str, int]:
+def counts(url: str, query: str = COUNT) -> dict[str, int]:
     """Rows per status, read with the databases' own clients (no driver needed here)."""
     if url.startswith("sqlite:///"):
         with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
-            return {status: int(n) for status, n in db.execute(COUNT)}
-    out = subprocess.run(["psql", url, "-Atc", COUNT], capture_output=True, text=True, check=True).stdout
+            return {status: int(n) for status, n in db.execute(query)}
+    out = subprocess.run(["psql", url, "-Atc", query], capture_output=True, text=True, check=True).stdout
     return {status: int(n) for status, n in (line.split("|") for line in out.splitlines() if line)}
+
+
+def backlog_of(url: str) -> int:
+    return counts(url, BACKLOG.format(now=time.time()))["backlog"]
 
 
 def reset_postgres(url: str) -> None:
@@ -69,7 +91,37 @@ def reset_postgres(url: str) -> None:
     subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {name}"], check=True)
 
 
-def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path, loop: str) -> None:
+@contextmanager
+def fake_github(payload: Path) -> Iterator[FakeGitHub]:
+    """The fake GitHub, serving from a thread of its own, with what the payload names."""
+    delivered = json.loads(payload.read_bytes())
+    repo = delivered["repository"]["full_name"]
+    pull = delivered["pull_request"]
+    fake = FakeGitHub(app_id=1, app_slug="revbot", webhook_secret="bench-secret")
+    fake.add_installation(delivered["installation"]["id"], repo.split("/")[0])
+    fake.add_repo(repo, installation_id=delivered["installation"]["id"], default_branch=pull["base"]["ref"])
+    fake.push(repo, pull["base"]["ref"], {"README.md": "# bench\n"})
+    fake.push(repo, pull["head"]["ref"], {"README.md": "# bench\n", "src/bench.py": "x = 1\n"})
+    base, head, author = pull["base"]["ref"], pull["head"]["ref"], pull["user"]["login"]
+    for n in range(1, pull["number"]):  # pull requests before it, so that it has its number
+        fake.push(repo, f"{head}-{n}", {"README.md": f"# bench {n}\n"})
+        fake.open_pull(repo, head=f"{head}-{n}", base=base, author=author)
+    assert fake.open_pull(repo, head=head, base=base, author=author)["number"] == pull["number"]
+    loop = asyncio.new_event_loop()
+    asyncio.run_coroutine_threadsafe(fake.start(), loop)
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        while fake.base_url.endswith(":0"):
+            time.sleep(0.01)
+        yield fake
+    finally:
+        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=30)
+
+
+def run(database: str, rnd: int, args: argparse.Namespace, fake: FakeGitHub, work: Path, loop: str) -> None:
     """One round: a fresh revbot (empty database, idle while the floor and Probot are loaded) on
     the event loop ``loop`` (``EVENT_LOOP``)."""
     port = free_port()
@@ -81,10 +133,10 @@ def run(database: str, rnd: int, args: argparse.Namespace, key: Path, work: Path
     env = {
         **os.environ,
         "APP_ID": "1",
-        "PRIVATE_KEY_PATH": str(key),
+        "PRIVATE_KEY": fake.private_key_pem,
         "WEBHOOK_SECRET": "bench-secret",
         "APP_SLUG": "revbot",
-        "GITHUB_API_URL": "http://127.0.0.1:9",
+        "GITHUB_API_URL": fake.base_url,
         "DATABASE_URL": url,
         "HOST": "127.0.0.1",
         "PORT": str(port),
@@ -142,11 +194,10 @@ def load_and_drain(database: str, label: str, url: str, port: int, conns: str, p
     stopped = time.monotonic()
     print(harness.stdout)
     table = [line for line in harness.stdout.splitlines() if line.startswith("| ") and "round" not in line]
-    backlog = sum(n for status, n in counts(url).items() if status in PENDING)
+    backlog = backlog_of(url)
     drained = "NOT within 60 s"
     while time.monotonic() - stopped < 60:
-        status = counts(url)
-        if not PENDING & status.keys():
+        if not backlog_of(url):
             drained = f"in {time.monotonic() - stopped:.1f} s"
             break
         time.sleep(0.1)
@@ -200,11 +251,15 @@ def main() -> int:
     if not (HARNESS / "run_webhook_bench.py").exists() or not (HARNESS / ".work" / "payload.json").exists():
         print(f"needs the shared harness set up in {HARNESS} (see this script's docstring)", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="revbot-compare-") as tmp:
+    os.sched_setaffinity(0, {1})  # the fake GitHub shares wrk's core, never the bot's
+    with (
+        tempfile.TemporaryDirectory(prefix="revbot-compare-") as tmp,
+        fake_github(HARNESS / ".work" / "payload.json") as fake,
+    ):
         for database in args.databases:
             for rnd in range(1, args.rounds + 1):
                 for loop in args.loops.split(","):
-                    run(database, rnd, args, HARNESS / ".work" / "probot-key.pem", Path(tmp), loop)
+                    run(database, rnd, args, fake, Path(tmp), loop)
     return 0
 
 

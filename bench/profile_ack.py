@@ -7,6 +7,9 @@ sampled stack; ``--gil`` counts only samples holding the GIL) and by total time.
 test:
 
     python bench/profile_ack.py [--seconds 8] [--top 15] [--loop auto|uvloop|asyncio] [--gil]
+                                [--drain]
+
+``--drain`` samples the worker instead, for ``--seconds`` after the load has stopped.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--loop", default="auto")
     parser.add_argument("--gil", action="store_true")
+    parser.add_argument(
+        "--drain", action="store_true", help="profile the worker after the load, as it drains the queue"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="revbot-profile-") as tmp:
         work = Path(tmp)
@@ -90,20 +96,24 @@ def main() -> int:
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
             raw = work / "profile.txt"
+            if args.drain:
+                out, _ = load.communicate(timeout=args.seconds + 60)
             subprocess.run(
                 [str(PY_SPY), "record", "--pid", str(server.pid), "--duration", str(args.seconds),
                  "--rate", "250", "--format", "raw", "--output", str(raw), "--nonblocking",
                  *(["--gil"] if args.gil else [])],
                 check=True, capture_output=True,
             )  # fmt: skip
-            out, _ = load.communicate(timeout=args.seconds + 60)
+            if not args.drain:
+                out, _ = load.communicate(timeout=args.seconds + 60)
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)
         samples, own, total = tally(raw)
     bench = next((line for line in out.splitlines() if line.startswith("BENCH")), "BENCH (none)")
     which = "GIL held" if args.gil else "all threads"
-    print(f"{samples} samples over {args.seconds} s at c64 ({which}); {bench}")
+    when = "draining after" if args.drain else "at"
+    print(f"{samples} samples over {args.seconds} s {when} c64 ({which}); {bench}")
     print("own time:")
     for name, n in own.most_common(args.top):
         print(f"  {100 * n / samples:5.1f}%  {name}")
