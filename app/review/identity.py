@@ -43,18 +43,19 @@ class Recorded(Protocol):
     def path(self) -> str: ...
 
 
-def matches(identity: Recorded, finding: Finding, renames: Renames) -> bool:
-    """Whether ``finding`` at head is the finding ``identity`` was recorded for."""
-    if identity.fingerprint == finding.fingerprint:
+def matches(identity: Recorded, finding: Finding, renames: Renames, *, by_key: bool = True) -> bool:
+    """Whether ``finding`` at head is the finding ``identity`` was recorded for: the same flagged
+    text (its fingerprint, or its content in the file renamed since), or with ``by_key`` the same
+    problem (rule, path, message) whose text was edited."""
+    renamed = renames.get(identity.path) == finding.path
+    if identity.fingerprint == finding.fingerprint or (
+        renamed and identity.content and identity.content == finding.content
+    ):
         return True
-    if identity.key and identity.key == problem_key(finding.rule, finding.path, finding.message):
-        return True
-    if renames.get(identity.path) != finding.path:
+    if not by_key or not identity.key:
         return False
-    if identity.content and identity.content == finding.content:
-        return True
-    # Renamed and its text edited: the message under the old name.
-    return bool(identity.key) and identity.key == problem_key(finding.rule, identity.path, finding.message)
+    path = identity.path if renamed else finding.path
+    return identity.key == problem_key(finding.rule, path, finding.message)
 
 
 def stands(identity: Recorded, findings: Iterable[Finding], renames: Renames) -> bool:
@@ -62,9 +63,20 @@ def stands(identity: Recorded, findings: Iterable[Finding], renames: Renames) ->
     return any(matches(identity, f, renames) for f in findings)
 
 
-def carried(finding: Finding, identities: Sequence[Recorded], renames: Renames) -> bool:
-    """Whether one of ``identities`` (the bot's open threads) already holds ``finding``."""
-    return any(matches(i, finding, renames) for i in identities)
+def held(findings: Sequence[Finding], identities: Sequence[Recorded], renames: Renames) -> list[bool]:
+    """For each of ``findings``, whether one of ``identities`` (the bot's open threads) holds it.
+    A thread holds one finding: the one with its flagged text first, else one with its problem
+    key (a second finding with the same message is another occurrence, not this thread's)."""
+    taken = [False] * len(findings)
+    left = list(identities)
+    for by_key in (False, True):
+        for identity in list(left):
+            for index, finding in enumerate(findings):
+                if not taken[index] and matches(identity, finding, renames, by_key=by_key):
+                    taken[index] = True
+                    left.remove(identity)
+                    break
+    return taken
 
 
 def renames_in(files: Iterable[Mapping[str, Any]]) -> dict[str, str]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from .analyzers.injection import PR_BODY_PATH
 from .analyzers.secrets import redact_secrets
-from .identity import Delta, Recorded, Renames, carried, in_delta
+from .identity import Delta, Recorded, Renames, held, in_delta
 from .inert import code, defuse, escape, neutralise
 from .markers import FindingMarker, ReviewMarker, Trigger, problem_key
 from .model import Finding, ReviewResult, Severity, Verdict
@@ -183,7 +183,7 @@ def plan_review(
     """Decide the event, which findings are inline, and write the body. ``changed``: the lines
     the PR added or changed, where alone a language model's finding may be inline (on an
     unchanged line it goes to the body, like one outside the diff). ``threads``: the findings
-    of the bot's open threads, never posted again (``identity.carried``, through ``renames``).
+    of the bot's open threads, never posted again (``identity.held``, through ``renames``).
     ``delta``: a re-review comments inline only on lines changed since the last reviewed head;
     the rest is listed in the body (and counts in the verdict all the same)."""
     event = review_event(
@@ -197,8 +197,12 @@ def plan_review(
     in_body: list[Finding] = []
     in_threads: list[Finding] = []
     unchanged: list[Finding] = []
-    for finding in _ordered(result.findings):
-        if finding.inline and carried(finding, threads, renames or {}):
+    ordered = _ordered(result.findings)
+    commentable_kind = [f for f in ordered if f.inline]
+    holds = held(commentable_kind, threads, renames or {})
+    carried = {id(f) for f, taken in zip(commentable_kind, holds, strict=True) if taken}
+    for finding in ordered:
+        if id(finding) in carried:
             in_threads.append(finding)
             continue
         lines = commentable.get(finding.path, frozenset())
