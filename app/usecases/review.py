@@ -413,13 +413,14 @@ async def prepare_rereview(
     blockers = decide.prior_blockers(block.get("body"), (c.get("body") for c in comments))
     marker = ReviewMarker.read(block.get("body"))
     withdrawn = {m.fingerprint: o for m in blockers for o in overruled if overrules_marker(o, m)}
-    gone = [m for m in blockers if m.fingerprint not in withdrawn and decide.is_fixed(m, result, renames)]
-    unseen = decide.unconfirmed(result)  # not reported, but not looked at either
+    # "unknown": not reported, but its file (or the one it was renamed to) was not looked at either
+    status = {m.fingerprint: decide.thread_status(m, result, renames) for m in blockers}
+    gone = [m for m in blockers if m.fingerprint not in withdrawn and status[m.fingerprint] != "present"]
     return render.Rereview(
         prior_head_sha=marker.head_sha if marker else str(block.get("commit_id") or ""),
-        fixed=tuple(m for m in gone if m.path not in unseen),
-        still_open=tuple(m for m in blockers if not decide.is_fixed(m, result, renames)),
-        unconfirmed=tuple(m for m in gone if m.path in unseen),
+        fixed=tuple(m for m in gone if status[m.fingerprint] == "fixed"),
+        still_open=tuple(m for m in blockers if status[m.fingerprint] == "present"),
+        unconfirmed=tuple(m for m in gone if status[m.fingerprint] == "unknown"),
         overruled=tuple(withdrawn.values()),
     )
 
