@@ -127,6 +127,22 @@ async def test_a_renamed_file_carries_its_thread(bot: BotHarness) -> None:
     assert resolved is True
 
 
+async def test_a_file_renamed_and_edited_in_one_push_carries_its_thread(bot: BotHarness) -> None:
+    helpers = "".join(f"\n\ndef helper_{n}():\n    return {n}\n" for n in range(4))
+    bot.fake.push(REPO, "main", {"src/app.py": "def handler():\n    return 1\n" + helpers})
+    number = await open_and_review(bot, {"src/app.py": BROKEN + helpers})
+    assert [r.body["event"] for r in reviews_posted(bot)] == ["REQUEST_CHANGES"]
+
+    await push(bot, {"src/app.py": None, "src/core.py": '"""Core handlers."""\n\n\n' + BROKEN + helpers})
+    [files] = [c for c in bot.fake.calls if c.path.endswith("/files")][-1:]
+    assert [(f["filename"], f["status"]) for f in files.response] == [("src/core.py", "renamed")]
+    posted = reviews_posted(bot)
+    assert [r.body["event"] for r in posted] == ["REQUEST_CHANGES", "REQUEST_CHANGES"]
+    assert inline(posted[-1]) == []
+    [(path, resolved, _)] = bot_threads(bot, number)
+    assert (path, resolved) == ("src/app.py", False)
+
+
 # ------------------------------------------------------------------------------ delta review
 async def test_a_re_review_comments_only_on_lines_changed_since_the_last_reviewed_head(
     bot: BotHarness,
