@@ -14,6 +14,7 @@ Secondary rate limits (403/429 with ``Retry-After``) are handled in gidgethub 6'
 from __future__ import annotations
 
 import base64
+import re
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from . import __version__, metrics
 from .auth import AppJWT, InstallationToken, InstallationTokens
 
 MAX_INLINE_WAIT_SECONDS = 10.0
+_SHA = re.compile(r"[0-9a-f]{40}")
 MAX_INLINE_RETRIES = 2
 DEFAULT_RATE_LIMIT_WAIT = 60.0
 
@@ -286,6 +288,25 @@ async def list_open_pulls(gh: GitHubClient, *, repo: str) -> list[dict[str, Any]
 async def list_pull_files(gh: GitHubClient, *, repo: str, pr_number: int) -> list[dict[str, Any]]:
     """Every changed file (GitHub pages them 100 at a time and stops at 3000)."""
     return [f async for f in gh.getiter(f"/repos/{repo}/pulls/{pr_number}/files?per_page={PER_PAGE}")]
+
+
+def is_commit_sha(value: str) -> bool:
+    return bool(_SHA.fullmatch(value))
+
+
+async def compare_commits(gh: GitHubClient, *, repo: str, base: str, head: str) -> dict[str, Any] | None:
+    """``GET /compare/{base}...{head}`` of two commit shas: ``status`` (identical, ahead, behind,
+    diverged) and the files ``head`` changed since their merge base (GitHub lists at most 300).
+    None when GitHub knows either commit no more (a force-push left it unreachable)."""
+    if not (is_commit_sha(base) and is_commit_sha(head)):
+        raise ValueError("compare_commits takes two full commit shas")
+    try:
+        data = await gh.getitem(f"/repos/{repo}/compare/{base}...{head}?per_page=1")
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) in (404, 422):
+            return None
+        raise
+    return dict(data)
 
 
 async def list_reviews(gh: GitHubClient, *, repo: str, pr_number: int) -> list[dict[str, Any]]:

@@ -229,7 +229,11 @@ async def test_a_rerun_of_an_unchanged_head_sends_no_model_request(
     finally:
         await bot.stop()
     assert len(model.asked) == 1, "the re-run cost no model request"
-    assert [c["line"] for c in second.body["comments"]] == [c["line"] for c in first.body["comments"]] == [3]
+    assert [c["line"] for c in first.body["comments"]] == [3]
+    # The same finding again, held by the bot's open thread: listed, not posted a second time.
+    assert "comments" not in second.body
+    assert "**Still open** (discussed in the existing threads):" in second.body["body"]
+    assert "`src/service.py:3`" in second.body["body"]
     assert "2 files from cache" in second.body["body"]
     assert number
 

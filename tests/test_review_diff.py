@@ -218,3 +218,43 @@ def test_a_patch_that_does_not_fit_the_head_rebuilds_nothing() -> None:
     assert base_of("a\nB\nc\n", None) is None
     assert base_of("a\nB\nc\n", "") is None
     assert base_of("a\nB\nc\n", "not a patch") is None
+
+
+LINES = [f"value_{n} = {n} * 2\n" for n in range(10)]
+
+
+@pytest.mark.parametrize(
+    ("new", "renamed"),
+    [
+        ("".join(LINES), True),  # the same content
+        ("".join(LINES[:9]) + "value_9 = 'changed'\n", True),  # nine lines in ten kept
+        ("".join(LINES[:2]) + "".join(f"other_{n} = {n}\n" for n in range(8)), False),  # two in ten
+    ],
+)
+def test_the_fake_pairs_renames_as_git_does(new: str, renamed: bool) -> None:
+    """The fake GitHub's file list reports a removed file that reappears, at least half the same,
+    as renamed (with its patch), where git's rename detection does."""
+    from app.sandbox.diff import diff_trees
+
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def git(*args: str) -> str:
+            done = subprocess.run(["git", *args], cwd=tmp, capture_output=True, env=GIT_ENV, check=True)
+            return done.stdout.decode()
+
+        git("init", "-q")
+        Path(tmp, "old.py").write_text("".join(LINES))
+        git("add", ".")
+        git("commit", "-qm", "one")
+        Path(tmp, "old.py").unlink()
+        Path(tmp, "new.py").write_text(new)
+        git("add", "-A")
+        status = git("diff", "--cached", "-M", "--name-status")
+    assert status.startswith("R") is renamed
+    entries = diff_trees({"old.py": "".join(LINES)}, {"new.py": new})
+    if renamed:
+        [entry] = entries
+        assert (entry.status, entry.previous_filename) == ("renamed", "old.py")
+        assert (entry.patch is None) is (new == "".join(LINES))
+    else:
+        assert sorted(e.status for e in entries) == ["added", "removed"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +11,8 @@ import pytest
 from app.commands import claims_fix
 from app.guards import BotIdentity, is_bot_author
 from app.review.decide import is_fixed
-from app.review.markers import FindingMarker
+from app.review.markers import FindingMarker, problem_key
+from app.review.model import Finding, ReviewResult, Severity, Verdict
 from app.sandbox import Call
 from tests.harness import BOT, REPO, BotHarness
 
@@ -243,17 +244,25 @@ MARKER = FindingMarker(
 )
 
 
+def _found(fingerprint: str, message: str = "m", path: str = "a.py") -> Finding:
+    return Finding(path, 9, Severity.BLOCKER, "python/F821", message, fingerprint)
+
+
 @pytest.mark.parametrize(
     ("current", "fixed"),
     [
-        (frozenset(), True),
-        (frozenset({"fp"}), False),
-        (frozenset({"k"}), False),  # same problem, the line's text was edited
-        (frozenset({"other"}), True),
+        ((), True),
+        ((_found("fp"),), False),
+        ((_found("other"),), True),
     ],
 )
-def test_is_fixed(current: frozenset[str], fixed: bool) -> None:
-    assert is_fixed(MARKER, current) is fixed
+def test_is_fixed(current: tuple[Finding, ...], fixed: bool) -> None:
+    assert is_fixed(MARKER, ReviewResult(Verdict.COMMENT, "s", current)) is fixed
+
+
+def test_is_fixed_knows_the_problem_key_after_the_text_was_edited() -> None:
+    keyed = replace(MARKER, key=problem_key("python/F821", "a.py", "m"))
+    assert is_fixed(keyed, ReviewResult(Verdict.COMMENT, "s", (_found("edited"),))) is False
 
 
 def test_a_thread_on_a_file_the_analysis_skipped_is_left_alone() -> None:

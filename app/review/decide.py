@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from ..guards import BotIdentity, is_bot_login
-from .markers import FindingMarker, ReviewMarker, problem_key
+from .identity import Renames, stands
+from .markers import FindingMarker, ReviewMarker
 from .model import ReviewResult
 from .selection import REMOVED
 
@@ -63,6 +64,16 @@ def review_of_head(mine: Sequence[Review], head_sha: str) -> Review | None:
     return found
 
 
+def last_reviewed_head(mine: Sequence[Review]) -> str | None:
+    """The head of the bot's latest review (its marker; the bot's own reviews only): where a
+    re-review's delta starts. Read from GitHub each time, never remembered."""
+    for review in reversed(mine):
+        marker = ReviewMarker.read(review.get("body"))
+        if marker is not None:
+            return marker.head_sha
+    return None
+
+
 def coalesces(
     existing: Review | None, *, received_at: float, blocked: bool, force: bool, window: float = 0.0
 ) -> bool:
@@ -98,19 +109,11 @@ def prior_blockers(review_body: str | None, comment_bodies: Iterable[str | None]
     return unique
 
 
-def reported(result: ReviewResult) -> frozenset[str]:
-    """Everything that identifies a current finding: fingerprints and problem keys."""
-    return frozenset(
-        {f.fingerprint for f in result.findings}
-        | {problem_key(f.rule, f.path, f.message) for f in result.findings}
-    )
-
-
-def is_fixed(marker: FindingMarker, current: frozenset[str]) -> bool:
+def is_fixed(marker: FindingMarker, result: ReviewResult, renames: Renames | None = None) -> bool:
     """A finding read back from a thread is fixed at head when the analysis there no longer
-    reports it: neither its fingerprint (the flagged text) nor its problem key (rule, path,
-    message) is among the current findings. A removed file or removed code reports nothing."""
-    return marker.fingerprint not in current and (not marker.key or marker.key not in current)
+    reports it, at any line (``identity.matches``: its fingerprint, its problem key, or in a
+    renamed file its content). A removed file or removed code reports nothing."""
+    return not stands(marker, result.findings, renames or {})
 
 
 def unconfirmed(result: ReviewResult) -> frozenset[str]:
@@ -120,12 +123,14 @@ def unconfirmed(result: ReviewResult) -> frozenset[str]:
     return frozenset(s.path for s in result.skipped if s.reason != REMOVED)
 
 
-def thread_status(marker: FindingMarker, result: ReviewResult) -> str:
+def thread_status(marker: FindingMarker, result: ReviewResult, renames: Renames | None = None) -> str:
     """ "fixed", "present", or "unknown" when the analysis at head did not (fully) look at the
-    thread's file: then nothing is concluded."""
-    if not is_fixed(marker, reported(result)):
+    thread's file (or the file it was renamed to): then nothing is concluded."""
+    if not is_fixed(marker, result, renames):
         return "present"
-    return "unknown" if marker.path in unconfirmed(result) else "fixed"
+    unseen = unconfirmed(result)
+    moved = (renames or {}).get(marker.path, marker.path)
+    return "unknown" if marker.path in unseen or moved in unseen else "fixed"
 
 
 def verifiable(marker: FindingMarker) -> bool:

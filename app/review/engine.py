@@ -286,10 +286,17 @@ def deduplicate(findings: Sequence[Finding]) -> list[Finding]:
         merged = _merged(group)
         occurrences[fingerprint] += 1
         if occurrences[fingerprint] > 1:
-            numbered = f"{fingerprint}\0{occurrences[fingerprint]}"
-            merged = replace(merged, fingerprint=hashlib.sha1(numbered.encode()).hexdigest()[:16])
+            merged = replace(
+                merged,
+                fingerprint=_numbered(fingerprint, occurrences[fingerprint]),
+                content=_numbered(merged.content, occurrences[fingerprint]) if merged.content else "",
+            )
         out.append(merged)
     return out
+
+
+def _numbered(digest: str, occurrence: int) -> str:
+    return hashlib.sha1(f"{digest}\0{occurrence}".encode()).hexdigest()[:16]
 
 
 def _merged(group: Sequence[Finding]) -> Finding:

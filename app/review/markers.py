@@ -163,6 +163,7 @@ class FindingMarker:
     # rule + path + message: recognises the same problem after its line's text was edited
     # (the fingerprint, built from that text, changes then).
     key: str = ""
+    content: str = ""  # rule + flagged text, no path: recognises it in a renamed file
 
     KIND = "finding"
 
@@ -183,6 +184,7 @@ class FindingMarker:
                         line=int(data["line"]),
                         severity=str(data["severity"]),
                         key=str(data.get("key", "")),
+                        content=str(data.get("content", "")),
                     )
                 )
             except (KeyError, TypeError, ValueError):

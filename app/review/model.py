@@ -154,6 +154,8 @@ class Finding:
     start_line: int | None = None  # first line of a multi-line finding
     suggestion: str | None = None  # replacement text for the lines start_line..line
     inline: bool = True  # False: summarised in the review body, never an inline comment
+    # rule + normalised flagged text, no path: recognises the finding in a renamed file
+    content: str = ""
 
 
 class SkipCause(enum.StrEnum):

@@ -18,7 +18,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 
 from .engine import summarise, verdict_for
-from .markers import decode_all, encode, problem_key
+from .identity import Renames, matches
+from .markers import decode_all, encode
 from .model import Finding, ReviewResult, Severity
 
 OVERRULED_KIND = "overruled"
@@ -72,6 +73,7 @@ class Overrule:
     by: str  # the login who overruled it
     reason: str  # empty for a 👎 without words
     thread: int  # the thread's root comment id
+    content: str = ""  # rule + flagged text, no path: recognises it in a renamed file
 
     def encode(self) -> str:
         return encode(OVERRULED_KIND, **asdict(self))
@@ -92,6 +94,7 @@ class Overrule:
                         by=str(data["by"]),
                         reason=str(data.get("reason", "")),
                         thread=int(data["thread"]),
+                        content=str(data.get("content", "")),
                     )
                 )
             except (KeyError, TypeError, ValueError):
@@ -99,10 +102,10 @@ class Overrule:
         return found
 
 
-def overrules(overruled: Collection[Overrule], finding: Finding) -> bool:
-    """Whether ``finding`` is one of the overruled ones: same fingerprint, or same problem key."""
-    key = problem_key(finding.rule, finding.path, finding.message)
-    return any(o.fingerprint == finding.fingerprint or (o.key and o.key == key) for o in overruled)
+def overrules(overruled: Collection[Overrule], finding: Finding, renames: Renames | None = None) -> bool:
+    """Whether ``finding`` is one of the overruled ones, at whatever line it is now (and under its
+    new name in a renamed file): ``identity.matches``."""
+    return any(matches(o, finding, renames or {}) for o in overruled)
 
 
 # ------------------------------------------------------------------------------- learnings keys
@@ -168,17 +171,19 @@ def withdraw(
     learned: Collection[LearningKey] = (),
     line_text: Mapping[str, Mapping[int, str]] | None = None,
     changed: int,
+    renames: Renames | None = None,
 ) -> ReviewResult:
     """The result without the overruled and learned findings, its verdict and summary re-decided.
 
     ``line_text``: per path, the head line text of the lines the PR added (what a learning is
-    compared with). ``changed``: the number of changed files (for the summary)."""
+    compared with). ``changed``: the number of changed files (for the summary). ``renames``: the
+    files renamed in the PR or since the last review (an overrule follows its file)."""
     texts = line_text or {}
     kept: list[Finding] = []
     dropped: list[Finding] = []
     forgotten: list[Finding] = []
     for finding in result.findings:
-        if overrules(overruled, finding):
+        if overrules(overruled, finding, renames):
             dropped.append(finding)
         elif any(k.matches(finding, texts.get(finding.path, {}).get(finding.line)) for k in learned):
             forgotten.append(finding)

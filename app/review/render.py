@@ -22,6 +22,7 @@ from typing import Any
 
 from .analyzers.injection import PR_BODY_PATH
 from .analyzers.secrets import redact_secrets
+from .identity import Delta, Recorded, Renames, held, in_delta
 from .inert import code, defuse, escape, neutralise
 from .markers import FindingMarker, ReviewMarker, Trigger, problem_key
 from .model import Finding, ReviewResult, Severity, Verdict
@@ -50,8 +51,7 @@ class Rereview:
     """The bot's latest decision on this PR was a request for changes: this review must re-decide.
 
     ``fixed`` and ``still_open`` are the earlier review's blockers (read back from its markers)
-    that are gone from, or still in, the current findings. Findings whose fingerprint an open bot
-    thread already carries are not posted inline again. ``dismissal`` is what happened to the
+    that are gone from, or still in, the current findings. ``dismissal`` is what happened to the
     earlier block when approval is disabled: "dismissed" or "forbidden" (GitHub answered 403).
     ``overruled``: the earlier blockers someone who may has withdrawn on this PR. ``unconfirmed``:
     blockers no longer reported on a file this analysis could not (fully) look at.
@@ -60,7 +60,6 @@ class Rereview:
     prior_head_sha: str
     fixed: tuple[FindingMarker, ...] = ()
     still_open: tuple[FindingMarker, ...] = ()
-    open_thread_fingerprints: frozenset[str] = frozenset()
     dismissal: str | None = None
     overruled: tuple[Overrule, ...] = ()
     unconfirmed: tuple[FindingMarker, ...] = ()  # gone from the findings, but their file was not analysed
@@ -74,6 +73,7 @@ class ReviewPlan:
     inline: tuple[Finding, ...]
     in_body: tuple[Finding, ...]
     in_threads: tuple[Finding, ...] = ()  # already carried by an open thread of the bot
+    unchanged: tuple[Finding, ...] = ()  # on lines not changed since the last reviewed head
 
     def payload(self, head_sha: str) -> dict[str, Any]:
         """The JSON body of ``POST /repos/{o}/{r}/pulls/{n}/reviews``."""
@@ -141,6 +141,7 @@ def _marker(finding: Finding, head_sha: str) -> str:
         line=finding.line,
         severity=finding.severity.label,
         key=problem_key(finding.rule, finding.path, finding.message),
+        content=finding.content,
     ).encode()
 
 
@@ -175,10 +176,16 @@ def plan_review(
     rereview: Rereview | None = None,
     issued_at: float = 0.0,
     changed: Mapping[str, frozenset[int]] | None = None,
+    threads: Sequence[Recorded] = (),
+    renames: Renames | None = None,
+    delta: Delta | None = None,
 ) -> ReviewPlan:
     """Decide the event, which findings are inline, and write the body. ``changed``: the lines
     the PR added or changed, where alone a language model's finding may be inline (on an
-    unchanged line it goes to the body, like one outside the diff)."""
+    unchanged line it goes to the body, like one outside the diff). ``threads``: the findings
+    of the bot's open threads, never posted again (``identity.held``, through ``renames``).
+    ``delta``: a re-review comments inline only on lines changed since the last reviewed head;
+    the rest is listed in the body (and counts in the verdict all the same)."""
     event = review_event(
         result.verdict,
         policy,
@@ -189,16 +196,22 @@ def plan_review(
     comments: list[dict[str, Any]] = []
     in_body: list[Finding] = []
     in_threads: list[Finding] = []
-    known = rereview.open_thread_fingerprints if rereview else frozenset()
-    for finding in _ordered(result.findings):
-        if finding.inline and finding.fingerprint in known:
+    unchanged: list[Finding] = []
+    ordered = _ordered(result.findings)
+    commentable_kind = [f for f in ordered if f.inline]
+    holds = held(commentable_kind, threads, renames or {})
+    carried = {id(f) for f, taken in zip(commentable_kind, holds, strict=True) if taken}
+    for finding in ordered:
+        if id(finding) in carried:
             in_threads.append(finding)
             continue
         lines = commentable.get(finding.path, frozenset())
         if changed is not None and finding.rule.startswith(MODEL_RULES):
             lines = lines & changed.get(finding.path, frozenset())
         anchor = _anchor(finding, lines)
-        if anchor is not None and len(inline) < policy.max_comments:
+        if anchor is not None and delta is not None and not in_delta(finding, delta):
+            unchanged.append(finding)
+        elif anchor is not None and len(inline) < policy.max_comments:
             anchor["body"] = comment_body(finding, head_sha)
             comments.append(anchor)
             inline.append(finding)
@@ -216,6 +229,8 @@ def plan_review(
         rereview=rereview,
         in_threads=in_threads,
         issued_at=issued_at,
+        unchanged=unchanged,
+        scope_note=delta.note if delta is not None else None,
     )
     return ReviewPlan(
         event=event,
@@ -224,6 +239,7 @@ def plan_review(
         inline=tuple(inline),
         in_body=tuple(in_body),
         in_threads=tuple(in_threads),
+        unchanged=tuple(unchanged),
     )
 
 
@@ -249,8 +265,12 @@ def render_body(
     rereview: Rereview | None = None,
     in_threads: list[Finding] | None = None,
     issued_at: float = 0.0,
+    unchanged: Sequence[Finding] = (),
+    scope_note: str | None = None,
 ) -> str:
     lines = [f"### {escape(bot_name)}: {HEADLINE[event]}", "", escape(result.summary)]
+    if scope_note is not None:
+        lines += ["", scope_note]
     if result.findings:
         lines += ["", *severity_table(result.findings)]
     if rereview is not None:
@@ -283,6 +303,11 @@ def render_body(
         lines += [
             f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in in_threads
         ]
+    if unchanged:
+        lines += ["", "**On lines unchanged since my last review** (not commented inline again):"]
+        lines += [
+            f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in unchanged
+        ]
     listed = [f for f in in_body if f.inline]
     summarised = [f for f in in_body if not f.inline]
     if listed:
@@ -305,7 +330,8 @@ def render_body(
         head_sha=head_sha, trigger=trigger, verdict=event, findings=len(result.findings), issued_at=issued_at
     )
     lines += ["", f"<sub>Reviewed at {head_sha[:12]}.</sub>", marker.encode()]
-    lines += [_marker(f, head_sha) for f in in_body]
+    # Every finding this review lists carries its marker (a later re-review reads them back).
+    lines += [_marker(f, head_sha) for f in (*in_body, *unchanged, *(in_threads or ()))]
     return "\n".join(lines)
 
 

@@ -158,11 +158,39 @@ def file_diff(path: str, old_text: str | None, new_text: str | None) -> FileDiff
     return FileDiff(path, status, additions, deletions, sha, _render(hunks) if hunks else None, hunks)
 
 
+RENAME_SIMILARITY = 0.5  # git's default (``-M50%``)
+MAX_RENAME_CANDIDATES = 100  # on either side; beyond it, like git past its rename limit, none
+
+
+def similar_renames(removed: dict[str, str], added: dict[str, str]) -> dict[str, str]:
+    """New path -> old path for added files at least half like a removed one (by lines, best
+    pairs first), as git pairs them."""
+    if len(removed) > MAX_RENAME_CANDIDATES or len(added) > MAX_RENAME_CANDIDATES:
+        return {}
+    scored = []
+    for new_path, new_text in added.items():
+        for old_path, old_text in removed.items():
+            if is_binary(old_text) or is_binary(new_text):
+                continue
+            matcher = difflib.SequenceMatcher(None, _split(old_text), _split(new_text), autojunk=False)
+            if matcher.real_quick_ratio() >= RENAME_SIMILARITY and matcher.quick_ratio() >= RENAME_SIMILARITY:
+                score = matcher.ratio()
+                if score >= RENAME_SIMILARITY:
+                    scored.append((-score, new_path, old_path))
+    pairs: dict[str, str] = {}
+    for _, new_path, old_path in sorted(scored):
+        if new_path not in pairs and old_path not in pairs.values():
+            pairs[new_path] = old_path
+    return pairs
+
+
 def diff_trees(old: dict[str, str], new: dict[str, str]) -> list[FileDiff]:
     """Every changed path between two full snapshots, in git's path order.
 
-    A removed file whose exact content reappears under a new name is reported once, as
-    ``renamed`` with ``previous_filename`` and no patch, like git's rename detection at 100%.
+    A removed file whose content reappears under a new name is reported once, as ``renamed``
+    with ``previous_filename``, like git's rename detection: with no patch when the content is
+    the same, with the patch between the two when at least half of it is
+    (``similar_renames``).
     """
     removed = {p: old[p] for p in old if p not in new}
     added = {p: new[p] for p in new if p not in old}
@@ -174,17 +202,26 @@ def diff_trees(old: dict[str, str], new: dict[str, str]) -> list[FileDiff]:
         candidates = by_content.get(added[path])
         if candidates:
             renames[path] = candidates.pop(0)
+    renames.update(
+        similar_renames(
+            {p: t for p, t in removed.items() if p not in renames.values()},
+            {p: t for p, t in added.items() if p not in renames},
+        )
+    )
     renamed_from = set(renames.values())
     out: list[FileDiff] = []
     for path in sorted(set(old) | set(new)):
         if path in renamed_from:
             continue
         if path in renames:
-            out.append(
-                FileDiff(
-                    path, "renamed", 0, 0, blob_sha(new[path]), None, [], previous_filename=renames[path]
-                )
-            )
+            source = old[renames[path]]
+            if source == new[path]:
+                entry = FileDiff(path, "renamed", 0, 0, blob_sha(new[path]), None, [])
+            else:
+                entry = file_diff(path, source, new[path])
+                entry.status = "renamed"
+            entry.previous_filename = renames[path]
+            out.append(entry)
             continue
         before, after = old.get(path), new.get(path)
         if before == after:

@@ -27,6 +27,7 @@ from .state import (
     ReviewComment,
     User,
     World,
+    blob_sha,
     node_id,
 )
 
@@ -472,6 +473,98 @@ class Shapes:
         if entry.previous_filename is not None:
             data["previous_filename"] = entry.previous_filename
         return data
+
+    def commit(self, repo: Repo, sha: str) -> JSON:
+        """A commit as the REST API lists it (``compare``'s ``commits``, ``base_commit``)."""
+        found = self.world.commit(repo, sha)
+        api, web = self.repo_api(repo), self.repo_web(repo)
+        person = {
+            "name": found.author,
+            "email": f"{found.author}@users.noreply.example",
+            "date": found.timestamp,
+        }
+        return {
+            "url": f"{api}/commits/{sha}",
+            "sha": sha,
+            "node_id": node_id("C", sha),
+            "html_url": f"{web}/commit/{sha}",
+            "comments_url": f"{api}/commits/{sha}/comments",
+            "commit": {
+                "url": f"{api}/git/commits/{sha}",
+                "author": person,
+                "committer": dict(person),
+                "message": found.message,
+                "comment_count": 0,
+                "tree": {"sha": blob_sha(f"tree:{sha}:"), "url": f"{api}/git/trees/{sha}"},
+            },
+            "author": None,
+            "committer": None,
+            "parents": [
+                {
+                    "sha": found.parent,
+                    "url": f"{api}/commits/{found.parent}",
+                    "html_url": f"{web}/commit/{found.parent}",
+                }
+            ]
+            if found.parent
+            else [],
+        }
+
+    def comparison(self, repo: Repo, base_sha: str, head_sha: str) -> JSON:
+        """``GET /compare/{base}...{head}``: where ``head`` stands to ``base`` (identical, ahead,
+        behind or diverged), the commits since their merge base, and the files changed from the
+        merge base to ``head`` (three dots: what ``head`` added)."""
+        base_line = self.world.ancestors(repo, base_sha)
+        head_line = self.world.ancestors(repo, head_sha)
+        merge_base = self.world.merge_base(repo, base_sha, head_sha)
+        ahead = [sha for sha in head_line if sha not in base_line]
+        behind = [sha for sha in base_line if sha not in head_line]
+        status = (
+            "identical"
+            if base_sha == head_sha
+            else "ahead"
+            if not behind
+            else "behind"
+            if not ahead
+            else "diverged"
+        )
+        api, web = self.repo_api(repo), self.repo_web(repo)
+        files = []
+        for entry in diff_trees(
+            self.world.commit(repo, merge_base).files, self.world.commit(repo, head_sha).files
+        ):
+            data: JSON = {
+                "sha": entry.sha,
+                "filename": entry.filename,
+                "status": entry.status,
+                "additions": entry.additions,
+                "deletions": entry.deletions,
+                "changes": entry.changes,
+                "blob_url": f"{web}/blob/{head_sha}/{entry.filename}",
+                "raw_url": f"{web}/raw/{head_sha}/{entry.filename}",
+                "contents_url": f"{api}/contents/{entry.filename}?ref={head_sha}",
+            }
+            if entry.patch is not None:
+                data["patch"] = entry.patch
+            if entry.previous_filename is not None:
+                data["previous_filename"] = entry.previous_filename
+            files.append(data)
+        basehead = f"{base_sha}...{head_sha}"
+        return {
+            "url": f"{api}/compare/{basehead}",
+            "html_url": f"{web}/compare/{basehead}",
+            "permalink_url": f"{web}/compare/{basehead}",
+            "diff_url": f"{web}/compare/{basehead}.diff",
+            "patch_url": f"{web}/compare/{basehead}.patch",
+            "base_commit": self.commit(repo, base_sha),
+            "merge_base_commit": self.commit(repo, merge_base),
+            "status": status,
+            "ahead_by": len(ahead),
+            "behind_by": len(behind),
+            "total_commits": len(ahead),
+            "commits": [self.commit(repo, sha) for sha in reversed(ahead[:250])],
+            "files": files[:300],
+        }
 
     # ---------------------------------------------------------------- issues
     def issue(self, pull: Pull) -> JSON:

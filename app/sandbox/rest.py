@@ -299,6 +299,21 @@ def list_pull_files(ctx: Ctx) -> Reply:
     return ctx.page([shapes.diff_entry(pull, f) for f in files])
 
 
+def compare_commits(ctx: Ctx) -> Reply:
+    """``GET /compare/{base}...{head}``: refs or shas; 404 when either is unknown (as GitHub
+    answers for a commit a force-push left unreachable and collected)."""
+    repo = ctx.repo()
+    base, sep, head = ctx.params["basehead"].partition("...")
+    if not sep or not base or not head:
+        raise not_found()
+    try:
+        base_sha = ctx.fake.world.resolve_ref(repo, base).sha
+        head_sha = ctx.fake.world.resolve_ref(repo, head).sha
+    except NotFound:
+        raise not_found() from None
+    return Reply(200, ctx.fake.shapes.comparison(repo, base_sha, head_sha))
+
+
 def list_reviews(ctx: Ctx) -> Reply:
     pull = ctx.pull()
     actions = ctx.fake.actions
@@ -616,6 +631,7 @@ ROUTES: list[Route] = [
     _r("GET", _OWNER_REPO, get_repo),
     _r("GET", _OWNER_REPO + r"/contents/(?P<path>.+)", get_contents),
     _r("GET", _OWNER_REPO + r"/git/trees/(?P<tree_sha>[^/]+)", get_tree),
+    _r("GET", _OWNER_REPO + r"/compare/(?P<basehead>.+)", compare_commits),
     _r("GET", _OWNER_REPO + r"/collaborators/(?P<username>[^/]+)/permission", get_permission),
     _r("GET", _OWNER_REPO + r"/pulls", list_pulls),
     _r("GET", _OWNER_REPO + r"/pulls/comments/(?P<comment_id>\d+)", get_review_comment),

@@ -21,6 +21,7 @@ from ..guards import is_bot_login
 from ..review.diff import parse_patch
 from ..review.inert import code, escape
 from ..review.learnings import Learning
+from ..review.markers import FindingMarker
 from ..review.overrule import (
     Overrule,
     Role,
@@ -33,6 +34,19 @@ from .bot import Bot
 from .threads import OpenThread, open_bot_threads
 
 log = logging.getLogger(__name__)
+
+
+def reported_at(
+    comments: Sequence[Mapping[str, Any]], bot: Bot, overruled: Sequence[Overrule]
+) -> list[tuple[str, str]]:
+    """(path, head) where each overruled finding was reported: its thread's root comment marker."""
+    roots = {int(c["id"]): c for c in bot_comments(comments, bot) if c.get("in_reply_to_id") is None}
+    found = []
+    for item in overruled:
+        marker = FindingMarker.read((roots.get(item.thread) or {}).get("body"))
+        if marker is not None:
+            found.append((item.path, marker.head_sha))
+    return found
 
 
 async def role_on(gh: GitHubClient, *, repo: str, login: str, pr_author: str | None) -> Role:
@@ -113,6 +127,7 @@ async def withdraw_thread(
         by=by,
         reason=reason,
         thread=item.thread.root_comment_id,
+        content=item.finding.content,
     )
     if not any(o.thread == overrule.thread for o in recorded_overrules(comments, bot)):
         text = overrule_text(overrule, learned=learned, learn_problem=learn_problem)

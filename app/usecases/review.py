@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import gidgethub
@@ -25,15 +25,23 @@ from ..github import GitHubClient
 from ..guards import BotIdentity, is_bot_login
 from ..review import decide, render
 from ..review.diff import parse_patch
+from ..review.identity import Delta, Scope, delta_of
 from ..review.learnings import Learning, prompt_context
 from ..review.markers import FindingMarker, ReviewMarker, Trigger
 from ..review.model import ModelInputs, ModelOptions, PriorFinding, PullContext, ReviewResult, Verdict
 from ..review.overrule import Overrule, withdraw
 from .bot import Bot
 from .decoy import drop_decoy
-from .overrules import recorded_overrules, take_reactions
+from .overrules import recorded_overrules, reported_at, take_reactions
 from .pull import analyse, build_context
-from .threads import OpenThread, finding_text, open_bot_threads, thread_replies, verify_threads
+from .threads import (
+    OpenThread,
+    finding_text,
+    open_bot_threads,
+    thread_renames,
+    thread_replies,
+    verify_threads,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +73,11 @@ def plan_for(
     identity: BotIdentity,
     rereview: render.Rereview | None = None,
     inline: bool = True,
+    earlier: Earlier | None = None,
 ) -> render.ReviewPlan:
     """The review to post; ``inline=False`` puts every finding in the body (the fallback for a
-    review GitHub refused)."""
+    review GitHub refused). ``earlier``: what the bot's earlier reviews left (open threads, not
+    posted again; the lines changed since, alone commented on)."""
     patches = {f.path: parse_patch(f.patch) for f in pull_context.files if inline and f.patch is not None}
     return render.plan_review(
         result,
@@ -79,7 +89,20 @@ def plan_for(
         rereview=rereview,
         issued_at=time.time(),
         changed={path: lines.added for path, lines in patches.items()},
+        threads=[t.finding for t in earlier.threads] if earlier else (),
+        renames=earlier.renames if earlier else None,
+        delta=earlier.delta if earlier else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Earlier:
+    """What the bot's earlier reviews of this PR left, re-read from GitHub: its open threads, where
+    their files went, and the lines changed since its last reviewed head."""
+
+    threads: Sequence[OpenThread] = ()
+    renames: Mapping[str, str] = field(default_factory=dict)
+    delta: Delta = field(default_factory=lambda: Delta(Scope.FULL))
 
 
 @dataclass(slots=True)
@@ -185,21 +208,36 @@ async def _review_pull(
 
     pull_context = await bot.reviewer.prepare(pull_context, read_model_inputs)
     overruled: list[Overrule] = []
-    if mine:  # overrules live in the bot's threads: none before its first review
+    threads: list[OpenThread] = []
+    renames: dict[str, str] = {}
+    delta = Delta(Scope.FULL)
+    if mine:  # overrules and threads are the bot's: none before its first review
         comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
+        if open_threads is None:
+            open_threads = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number)
         overruled = recorded_overrules(comments, bot)
         overruled += await take_reactions(
             gh, bot, repo=repo, pr_number=pr_number, pull=pull, comments=comments, threads=open_threads
         )
-        if open_threads is not None:
-            withdrawn = {o.thread for o in overruled}
-            open_threads = [t for t in open_threads if t.thread.root_comment_id not in withdrawn]
+        withdrawn = {o.thread for o in overruled}
+        threads = [t for t in open_threads if t.thread.root_comment_id not in withdrawn]
+        delta = await review_delta(gh, repo=repo, since=decide.last_reviewed_head(mine), head_sha=head_sha)
+        recorded = [(t.finding.path, t.finding.head_sha) for t in threads]
+        renames = await thread_renames(
+            gh,
+            repo=repo,
+            head_sha=head_sha,
+            files=pull_context.files,
+            recorded=recorded + reported_at(comments, bot, overruled),
+            known=delta.renames,
+        )
     result = withdraw(
         await analyse(pull_context, reviewer=bot.reviewer, analyses=bot.analyses),
         overruled=overruled,
         learned=[item.key for item in learned],
         line_text={f.path: parse_patch(f.patch).added_text for f in pull_context.files},
         changed=len(pull_context.files),
+        renames=renames,
     )
     if only_if_unblocks and (block is None or result.verdict is Verdict.REQUEST_CHANGES or result.incomplete):
         log.info("an overrule leaves the verdict as it was at %s; nothing to post", head_sha[:12])
@@ -214,19 +252,24 @@ async def _review_pull(
     )
     rereview = None
     if block is not None and not policy.pr_by_bot:
-        if open_threads is None:
-            open_threads = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number)
         rereview = await prepare_rereview(
             gh,
             repo=repo,
             pr_number=pr_number,
             block=block,
             result=result,
-            open_threads=open_threads,
+            renames=renames,
             overruled=overruled,
         )
+    earlier = Earlier(threads, renames, delta)
     plan = plan_for(
-        result, pull_context, policy=policy, trigger=trigger, identity=bot.identity, rereview=rereview
+        result,
+        pull_context,
+        policy=policy,
+        trigger=trigger,
+        identity=bot.identity,
+        rereview=rereview,
+        earlier=earlier,
     )
     if rereview is not None and plan.event == "COMMENT" and not result.holds_block:
         # No blockers remain but approval is disabled or withheld: only dismissing clears the
@@ -242,7 +285,13 @@ async def _review_pull(
         )
         rereview = replace(rereview, dismissal=outcome)
         plan = plan_for(
-            result, pull_context, policy=policy, trigger=trigger, identity=bot.identity, rereview=rereview
+            result,
+            pull_context,
+            policy=policy,
+            trigger=trigger,
+            identity=bot.identity,
+            rereview=rereview,
+            earlier=earlier,
         )
     posted = await post_review(
         gh,
@@ -258,6 +307,7 @@ async def _review_pull(
             identity=bot.identity,
             rereview=rereview,
             inline=False,
+            earlier=earlier,
         ),
     )
     metrics.REVIEWS.labels(verdict=plan.event.lower()).inc()
@@ -272,10 +322,18 @@ async def _review_pull(
         gh, repo=repo, check_run_id=check_run_id, result=result, plan=plan, note=loaded.problem_note()
     )
     check.completed = True
-    if rereview is not None:
-        # The threads read before posting; those this review opened hold current findings.
+    if threads:
+        # The threads read before posting (those this review opened hold current findings):
+        # each follows its finding, resolved once it is verified gone at this head.
         await verify_threads(
-            gh, bot, repo=repo, pr_number=pr_number, pull=pull, result=result, threads=open_threads or []
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            pull=pull,
+            result=result,
+            threads=threads,
+            renames=renames,
         )
 
 
@@ -344,28 +402,36 @@ async def prepare_rereview(
     pr_number: int,
     block: Mapping[str, Any],
     result: ReviewResult,
-    open_threads: Sequence[OpenThread],
+    renames: Mapping[str, str] | None = None,
     overruled: Sequence[Overrule] = (),
 ) -> render.Rereview:
-    """What the blocking review asked for, what of it is fixed or overruled, and which findings
-    already have an open thread of the bot (not to be posted again)."""
+    """What the blocking review asked for, and what of it is fixed or overruled (its findings
+    followed through ``renames``)."""
     comments = await github.list_review_comments(
         gh, repo=repo, pr_number=pr_number, review_id=int(block["id"])
     )
     blockers = decide.prior_blockers(block.get("body"), (c.get("body") for c in comments))
-    current = decide.reported(result)
     marker = ReviewMarker.read(block.get("body"))
     withdrawn = {m.fingerprint: o for m in blockers for o in overruled if overrules_marker(o, m)}
-    gone = [m for m in blockers if m.fingerprint not in withdrawn and decide.is_fixed(m, current)]
-    unseen = decide.unconfirmed(result)  # not reported, but not looked at either
+    # "unknown": not reported, but its file (or the one it was renamed to) was not looked at either
+    status = {m.fingerprint: decide.thread_status(m, result, renames) for m in blockers}
+    gone = [m for m in blockers if m.fingerprint not in withdrawn and status[m.fingerprint] != "present"]
     return render.Rereview(
         prior_head_sha=marker.head_sha if marker else str(block.get("commit_id") or ""),
-        fixed=tuple(m for m in gone if m.path not in unseen),
-        still_open=tuple(m for m in blockers if not decide.is_fixed(m, current)),
-        unconfirmed=tuple(m for m in gone if m.path in unseen),
-        open_thread_fingerprints=frozenset(t.finding.fingerprint for t in open_threads),
+        fixed=tuple(m for m in gone if status[m.fingerprint] == "fixed"),
+        still_open=tuple(m for m in blockers if status[m.fingerprint] == "present"),
+        unconfirmed=tuple(m for m in gone if status[m.fingerprint] == "unknown"),
         overruled=tuple(withdrawn.values()),
     )
+
+
+async def review_delta(gh: GitHubClient, *, repo: str, since: str | None, head_sha: str) -> Delta:
+    """What this review comments on inline: the lines changed since ``since`` (the bot's last
+    reviewed head), from GitHub's comparison of the two; all of it after history was rewritten."""
+    if not since or since == head_sha or not github.is_commit_sha(since):
+        return Delta(Scope.FULL)
+    comparison = await github.compare_commits(gh, repo=repo, base=since, head=head_sha)
+    return delta_of(since, head_sha, comparison)
 
 
 def overrules_marker(overrule: Overrule, marker: FindingMarker) -> bool:

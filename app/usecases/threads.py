@@ -12,7 +12,7 @@ model's own findings (``llm/...``) can only be judged by the model reviewer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +22,11 @@ from ..config import RepoConfig
 from ..github import GitHubClient, ReviewThread
 from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
 from ..review import decide
+from ..review.identity import renames_in
 from ..review.inert import code, escape
 from ..review.llm.prompt import hunk_listing, numbered
 from ..review.markers import FindingMarker, carries, encode
-from ..review.model import Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
+from ..review.model import ChangedFile, Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
 from .bot import Bot
 from .pull import analyse, build_context
 
@@ -58,6 +59,40 @@ async def open_bot_threads(
     return found
 
 
+async def thread_renames(
+    gh: GitHubClient,
+    *,
+    repo: str,
+    head_sha: str,
+    files: Sequence[ChangedFile],
+    recorded: Iterable[tuple[str, str]],
+    known: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Where the files of recorded findings (path, the head it was reported at: the bot's open
+    threads, its overrules) went, old path -> new path: the renames of the PR's file list,
+    ``known`` ones, and for a finding whose file is gone from the diff, GitHub's comparison of
+    the head it was reported at with this head (once per such head)."""
+    renames = {f.previous_path: f.path for f in files if f.previous_path}
+    renames.update((known or {}).items())
+    present = {f.path for f in files if f.status != "removed"}
+    lost = sorted(
+        {
+            since
+            for path, since in recorded
+            if path not in present
+            and path not in renames
+            and since != head_sha
+            and github.is_commit_sha(since)
+        }
+    )
+    for since in lost:
+        comparison = await github.compare_commits(gh, repo=repo, base=since, head=head_sha)
+        if comparison is not None and comparison.get("status") == "ahead":
+            for old, new in renames_in(comparison.get("files") or []).items():
+                renames.setdefault(old, new)
+    return renames
+
+
 async def verify_threads(
     gh: GitHubClient,
     bot: Bot,
@@ -71,6 +106,7 @@ async def verify_threads(
     result: ReviewResult | None = None,
     threads: Sequence[OpenThread] | None = None,
     asked_by: str | None = None,
+    renames: Mapping[str, str] | None = None,
 ) -> None:
     """Check the bot's open threads at the PR's head; resolve the fixed ones.
 
@@ -78,7 +114,8 @@ async def verify_threads(
     its thread (once per head). ``acknowledge``: after resolving, say in the thread which commit
     fixed it (useful when someone replied; a push needs no words). ``threads``: the bot's open
     threads when the caller has just read them. ``asked_by``: who asked (a reply, a command),
-    whose model budget a judgement counts against; the PR's author otherwise.
+    whose model budget a judgement counts against; the PR's author otherwise. ``renames``: where
+    the threads' files went (``thread_renames``; read here when the analysis is).
     """
     if threads is None:
         threads = await open_bot_threads(
@@ -115,9 +152,17 @@ async def verify_threads(
         pull_context = await build_context(gh, repo=repo, pull=pull, config=config, slug=bot.identity.slug)
         # Built-in findings are re-checked by the analyzers that made them, never by a model.
         result = await analyse(pull_context, reviewer=judge.mechanical(), analyses=bot.analyses)
+        if renames is None:
+            renames = await thread_renames(
+                gh,
+                repo=repo,
+                head_sha=head_sha,
+                files=pull_context.files,
+                recorded=[(t.finding.path, t.finding.head_sha) for t in threads],
+            )
     earlier_replies: list[dict[str, Any]] | None = None
     for item in threads:
-        status = decide.thread_status(item.finding, result)
+        status = decide.thread_status(item.finding, result, renames)
         if status == "unknown":
             log.info(
                 "thread %s: %s was not analysed at %s; leaving it",

@@ -170,6 +170,11 @@ def fingerprint(rule: str, path: str, text: str) -> str:
     return hashlib.sha1(f"{rule}\0{path}\0{normalised}".encode()).hexdigest()[:16]
 
 
+def content_digest(rule: str, text: str) -> str:
+    """The fingerprint without the path: the same finding in a file renamed since."""
+    return fingerprint(rule, "", text)
+
+
 def finding(
     path: str,
     line: int,
@@ -193,6 +198,7 @@ def finding(
         start_line=start_line,
         suggestion=suggestion,
         inline=inline,
+        content=content_digest(rule, text),
     )
 
 
