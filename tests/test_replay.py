@@ -238,6 +238,36 @@ def test_blockers_stand_at_the_merge_when_the_bot_still_blocks_and_they_are_ther
     assert report["blocks_raised"] == (verdict == "REQUEST_CHANGES")
 
 
+def test_a_blocker_in_a_file_renamed_before_the_merge_still_stands(pull: tuple[FakeGitHub, int]) -> None:
+    fake, number = pull
+    world = fake.world
+    flagged_at = world.pull(world.repo(REPO), number).head_sha
+    marker = FindingMarker(flagged_at, "python/F821", "fp-1", "a.py", 2, "blocker", content="undefined-two")
+    review = fake.actions.create_review(
+        world.repo(REPO), world.pull(world.repo(REPO), number), BOT, event="REQUEST_CHANGES",
+        body="review\n\n" + ReviewMarker(flagged_at, Trigger.DECOY, "REQUEST_CHANGES", 1).encode(),
+        comments=[{"path": "a.py", "line": 2, "side": "RIGHT", "body": "A finding.\n\n" + marker.encode()}],
+        commit_id=None, emit=lambda *_: None,
+    )  # fmt: skip
+    fake.calls.append(review_call(fake, number, review.id))
+    merged_head = fake.push(REPO, "feature", {"a.py": None, "c.py": "one\ntwo\n", "b.py": "  two\n"})
+    base = world.repo(REPO).branches["main"]
+    pushes = (
+        Push(flagged_at, base, 0.0, "alice", "Add it"),
+        Push(merged_head, base, 1.0, "alice", "Rename it"),
+    )
+    # At the merged head the analysis still reports it, in c.py (so under another fingerprint).
+    there = Finding("c.py", 2, Severity.BLOCKER, "python/F821", "Undefined.", "fp-c", content="undefined-two")
+    final = ReviewResult(Verdict.REQUEST_CHANGES, "", (there,), analysed=("c.py",))
+    merged = MergedPull("m" * 40, 5, "A PR", "", 0.0, pushes)
+    played = Played(
+        merged, REPO, number, RepoConfig(), {flagged_at: base, merged_head: base}, slice(0, len(fake.calls)),
+        final=final,
+    )  # fmt: skip
+    report = measure(fake, played).as_dict()
+    assert (report["blockers_at_merge"], report["fixed_by_author"]) == (["python/F821 at a.py:2"], 0)
+
+
 def test_crashes_are_the_errors_logged_or_the_jobs_that_failed(pull: tuple[FakeGitHub, int]) -> None:
     fake, number = pull
     logged = played(fake, number, result(), errors=["app.worker: job failed", "app.worker: slot stopped"])

@@ -255,6 +255,7 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
     commits = world.repo(repo).commits
     outside = 0
     flagged: dict[str, FindingMarker] = {}
+    flagged_at: dict[str, str] = {}  # fingerprint -> the head its finding was flagged at
     per_round: list[int] = []
     for review in rounds:
         roots = _roots(fake, review.id)
@@ -269,8 +270,21 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
             *(m for c in roots for m in FindingMarker.read_all(c.body)),
         ]:
             flagged.setdefault(marker.fingerprint, marker)
+            flagged_at.setdefault(marker.fingerprint, review.commit_id)
     final = played.final
-    status = {fp: thread_status(m, final) if final else "unknown" for fp, m in flagged.items()}
+    last = played.pull.pushes[-1].sha
+    renamed: dict[str, dict[str, str]] = {}  # head -> the renames from it to the merged head
+
+    def renames_since(head: str) -> dict[str, str]:
+        if head not in renamed:
+            changed = diff_trees(commits[head].files, commits[last].files) if head in commits else []
+            renamed[head] = {f.previous_filename: f.filename for f in changed if f.previous_filename}
+        return renamed[head]
+
+    status = {
+        fp: thread_status(m, final, renames_since(flagged_at[fp])) if final else "unknown"
+        for fp, m in flagged.items()
+    }
     blocking = bool(rounds) and _verdict(rounds[-1]) == BLOCK and rounds[-1].state != "DISMISSED"
     blockers = [
         Blocker(m.rule, m.path, m.line)
