@@ -43,6 +43,10 @@ class Policy:
     approve: bool  # REVIEW_APPROVE / repo ``review.approve``
     pr_by_bot: bool  # never approve or block a PR the bot itself opened
     max_comments: int = 30
+    # The noise budget (``review.inline_min_severity``, ``review.max_nits``): findings below the
+    # severity, and nits beyond the number, are listed in the body, not commented inline.
+    inline_min_severity: Severity = Severity.NIT
+    max_nits: int = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,7 @@ class ReviewPlan:
     inline: tuple[Finding, ...]
     in_body: tuple[Finding, ...]
     in_threads: tuple[Finding, ...] = ()  # already carried by an open thread of the bot
+    quieted: tuple[Finding, ...] = ()  # of ``in_body``: commentable, but over the noise budget
 
     def payload(self, head_sha: str) -> dict[str, Any]:
         """The JSON body of ``POST /repos/{o}/{r}/pulls/{n}/reviews``."""
@@ -189,6 +194,7 @@ def plan_review(
     comments: list[dict[str, Any]] = []
     in_body: list[Finding] = []
     in_threads: list[Finding] = []
+    quieted: list[Finding] = []
     known = rereview.open_thread_fingerprints if rereview else frozenset()
     for finding in _ordered(result.findings):
         if finding.inline and finding.fingerprint in known:
@@ -198,7 +204,10 @@ def plan_review(
         if changed is not None and finding.rule.startswith(MODEL_RULES):
             lines = lines & changed.get(finding.path, frozenset())
         anchor = _anchor(finding, lines)
-        if anchor is not None and len(inline) < policy.max_comments:
+        if anchor is not None and over_budget(finding, inline, policy):
+            quieted.append(finding)
+            in_body.append(finding)
+        elif anchor is not None and len(inline) < policy.max_comments:
             anchor["body"] = comment_body(finding, head_sha)
             comments.append(anchor)
             inline.append(finding)
@@ -216,6 +225,7 @@ def plan_review(
         rereview=rereview,
         in_threads=in_threads,
         issued_at=issued_at,
+        quieted=quieted,
     )
     return ReviewPlan(
         event=event,
@@ -224,7 +234,18 @@ def plan_review(
         inline=tuple(inline),
         in_body=tuple(in_body),
         in_threads=tuple(in_threads),
+        quieted=tuple(quieted),
     )
+
+
+def over_budget(finding: Finding, inline: Sequence[Finding], policy: Policy) -> bool:
+    """Whether a commentable finding stays out of the inline comments: it is below the
+    repository's ``inline_min_severity``, or a nit after ``max_nits`` nits are inline already
+    (findings come most severe first, so the budget never pushes out a concern)."""
+    if finding.severity < policy.inline_min_severity:
+        return True
+    nits = sum(1 for f in inline if f.severity is Severity.NIT)
+    return finding.severity is Severity.NIT and nits >= policy.max_nits
 
 
 def severity_table(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
@@ -249,6 +270,7 @@ def render_body(
     rereview: Rereview | None = None,
     in_threads: list[Finding] | None = None,
     issued_at: float = 0.0,
+    quieted: list[Finding] | None = None,
 ) -> str:
     lines = [f"### {escape(bot_name)}: {HEADLINE[event]}", "", escape(result.summary)]
     if result.findings:
@@ -283,8 +305,11 @@ def render_body(
         lines += [
             f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in in_threads
         ]
-    listed = [f for f in in_body if f.inline]
+    budget = set(quieted or ())
+    listed = [f for f in in_body if f.inline and f not in budget]
     summarised = [f for f in in_body if not f.inline]
+    if quieted:
+        lines += _quieted_lines(quieted, policy)
     if listed:
         why = "outside the diff or over the limit of inline comments" if inline else "outside the diff"
         lines += ["", f"**Findings not commented inline** ({why}):"]
@@ -307,6 +332,23 @@ def render_body(
     lines += ["", f"<sub>Reviewed at {head_sha[:12]}.</sub>", marker.encode()]
     lines += [_marker(f, head_sha) for f in in_body]
     return "\n".join(lines)
+
+
+def _quieted_lines(quieted: list[Finding], policy: Policy) -> list[str]:
+    """The findings the noise budget kept out of the inline comments: one short line each,
+    collapsed (they are minor by the repository's own settings)."""
+    reasons = []
+    if any(f.severity < policy.inline_min_severity for f in quieted):
+        reasons.append(f"below {policy.inline_min_severity.label}")
+    if any(f.severity >= policy.inline_min_severity for f in quieted):
+        reasons.append(
+            f"over the budget of {policy.max_nits} inline nit{'s' if policy.max_nits != 1 else ''}"
+        )
+    why = "; ".join(reasons)
+    count = len(quieted)
+    lines = ["", f"<details><summary>{count} minor finding{'s' if count != 1 else ''} ({why})</summary>", ""]
+    lines += [f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in quieted]
+    return [*lines, "", "</details>"]
 
 
 def _model_lines(result: ReviewResult) -> list[str]:

@@ -28,7 +28,7 @@ from ..review.diff import parse_patch
 from ..review.learnings import Learning, prompt_context
 from ..review.markers import FindingMarker, ReviewMarker, Trigger
 from ..review.model import ModelInputs, ModelOptions, PriorFinding, PullContext, ReviewResult, Verdict
-from ..review.overrule import Overrule, withdraw
+from ..review.overrule import Overrule, severity_named, withdraw
 from .bot import Bot
 from .decoy import drop_decoy
 from .overrules import recorded_overrules, take_reactions
@@ -53,6 +53,8 @@ def policy_for(
         approve=approve if config.review.approve is None else config.review.approve,
         pr_by_bot=is_bot_login(pull_context.author_login, identity),
         max_comments=config.review.max_comments,
+        inline_min_severity=severity_named(config.review.inline_min_severity.value),
+        max_nits=config.review.max_nits,
     )
 
 
