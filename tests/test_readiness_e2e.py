@@ -23,6 +23,7 @@ QUIET = 600.0
 BROKEN = {"src/app.py": "def handler():\n    return undefined_thing + 1\n"}
 FIXED = {"src/app.py": "def handler():\n    return 1\n"}
 CHECK = "revbot readiness"
+ALWAYS = "readiness:\n  comment: always\n"
 
 
 class Bot:
@@ -50,6 +51,14 @@ class Bot:
         ]
 
     def headline(self, number: int) -> str:
+        """The call at the current head: the readiness check run's title, which carries every
+        state (the sticky comment only those a person must act on: ``said``)."""
+        title = self.check(number)[1]
+        assert title is not None
+        return title
+
+    def said(self, number: int) -> str:
+        """The first line of the sticky comment."""
         [body] = self.readiness_comments(number)
         return body.split("\n", 1)[0]
 
@@ -87,6 +96,11 @@ async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
     yield Bot(harness, clock)
     await harness.stop()
     harness.assert_conforms()
+
+
+def comment_always(bot: Bot) -> None:
+    """The base's settings put every state in the sticky comment (``readiness.comment``)."""
+    bot.fake.push(REPO, "main", {"README.md": "# widgets\n", ".github/revbot.yml": ALWAYS})
 
 
 async def reviewed_and_fixed(bot: Bot) -> int:
@@ -228,6 +242,7 @@ async def test_each_hold_keeps_the_call_with_its_reason_named(bot: Bot, hold: st
 
 @pytest.mark.slow
 async def test_a_burst_of_100_check_runs_is_one_edit_per_settled_state(bot: Bot) -> None:
+    comment_always(bot)
     number = await ready_but_quiet(bot)
     edits = bot.comment_edits()
     runs = [await bot.fake.start_check_run(REPO, bot.head(number), f"shard {i:03}") for i in range(50)]
@@ -263,6 +278,7 @@ async def test_nothing_runs_for_a_closed_or_merged_pull_request(bot: Bot, how: s
 
 @pytest.mark.slow
 async def test_its_own_check_run_and_comment_echoes_wake_nothing(bot: Bot) -> None:
+    comment_always(bot)  # the comment is created and edited: both echoes
     number = await ready_but_quiet(bot)
     await bot.tick(QUIET)
     assert bot.headline(number).startswith("✅")

@@ -102,14 +102,21 @@ async def test_silent_where_it_does_not_follow(
     assert timers.asked == []
 
 
-async def test_a_followed_pull_gets_one_comment_and_one_check_and_a_look_at_the_window_end() -> None:
+@pytest.mark.parametrize(
+    ("config", "comments"),
+    [
+        (None, []),  # waiting needs nobody: the check run only (readiness.comment: actionable)
+        ("readiness:\n  comment: always\n", [("POST", f"/repos/{REPO}/issues/1/comments")]),
+        ("readiness:\n  comment: never\n", []),
+    ],
+)
+async def test_a_followed_pull_gets_one_check_and_a_look_at_the_window_end(
+    config: str | None, comments: list[tuple[str, str]]
+) -> None:
     timers = RecordingTimers(NOW)
-    gh, found = await run(answers(pull=the_pull(), reviews=[BOT_REVIEW]), timers)
+    gh, found = await run(answers(pull=the_pull(), reviews=[BOT_REVIEW], config=config), timers)
     assert found is not None and found.verdict.outcome == rd.Outcome.WAITING
-    assert gh.writes() == [
-        ("POST", f"/repos/{REPO}/issues/1/comments"),
-        ("POST", f"/repos/{REPO}/check-runs"),
-    ]
+    assert gh.writes() == [*comments, ("POST", f"/repos/{REPO}/check-runs")]
     [check] = [c for c in gh.calls if c.path.endswith("/check-runs") and c.method == "POST"]
     assert check.data["conclusion"] == "neutral" and check.data["name"] == "revbot readiness"
     [(repo, number, at)] = timers.asked

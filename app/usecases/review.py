@@ -32,6 +32,7 @@ from ..review.overrule import Overrule, severity_named, withdraw
 from .bot import Bot
 from .decoy import drop_decoy
 from .overrules import recorded_overrules, take_reactions
+from .pause import paused_check, read_paused_by
 from .pull import analyse, build_context
 from .threads import OpenThread, finding_text, open_bot_threads, thread_replies, verify_threads
 
@@ -156,6 +157,15 @@ async def _review_pull(
     mine = decide.bot_reviews(await github.list_reviews(gh, repo=repo, pr_number=pr_number), bot.identity)
     block = decide.blocking_review(mine)
     if only_if_blocked and block is None:
+        return
+    paused = await read_paused_by(gh, bot, repo=repo, pr_number=pr_number)
+    if paused is not None:
+        log.info("not reviewing: paused by %s", paused)
+        check.id = await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
+        await github.update_check_run(
+            gh, repo=repo, check_run_id=check.id, payload=paused_check(paused, bot.identity.slug)
+        )
+        check.completed = True
         return
     loaded = await bot.repo_configs.load(gh, repo=repo, slug=bot.identity.slug)
     config = loaded.config
