@@ -16,6 +16,9 @@ What holds the call, in order of weight:
   it holds only the "ready" call; after 15 quiet minutes it is looked at again once, and after
   30 the call is "cautiously ready" with the stalled reviewer named;
 - the quiet window: no push, comment, review or check change for ``quiet_minutes``.
+
+A blocked call names what holds it (``Block``); ``speaks`` decides from that whether the call
+goes into the conversation: not for a block the bot's own review already states.
 """
 
 from __future__ import annotations

@@ -4,13 +4,16 @@ Every evaluation re-reads GitHub (the pull request, every App's check runs and t
 statuses at its head, the branch rules, reviews, threads, comments and reactions), decides
 (``review.readiness.decide``), and updates in place one sticky comment (found again by its
 hidden marker) and one check run ``<slug> readiness`` (``neutral`` while not ready, ``success``
-when it looks ready, never ``failure``). It never merges.
+when it looks ready, never ``failure``). The check run carries every call; the comment only
+those ``readiness.comment`` lets through (``rd.speaks``). It never merges.
 
-What the bot remembers between evaluations lives in that comment's marker (the heads it saw
-and when, the checks it saw fail and when CI turned green), so the recap is built from GitHub's
-record and the bot's own markers, never from the process's memory. When time alone can change
-the answer (the quiet window, a review still in flight, GitHub still computing mergeability),
-the next look is a durable timer (``bot.timers``).
+What the bot remembers between evaluations lives in its markers (the heads it saw and when,
+the checks it saw fail and when CI turned green): in the output of each head's check run, and
+in the comment when it speaks, so the recap is built from GitHub's record and the bot's own
+markers, never from the process's memory. A head first looked at while the comment was silent
+starts from the comment's last memory (GitHub lists no earlier heads to read it from). When
+time alone can change the answer (the quiet window, a review still in flight, GitHub still
+computing mergeability), the next look is a durable timer (``bot.timers``).
 """
 
 from __future__ import annotations
