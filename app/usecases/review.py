@@ -158,15 +158,6 @@ async def _review_pull(
     block = decide.blocking_review(mine)
     if only_if_blocked and block is None:
         return
-    paused = await read_paused_by(gh, bot, repo=repo, pr_number=pr_number)
-    if paused is not None:
-        log.info("not reviewing: paused by %s", paused)
-        check.id = await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
-        await github.update_check_run(
-            gh, repo=repo, check_run_id=check.id, payload=paused_check(paused, bot.identity.slug)
-        )
-        check.completed = True
-        return
     loaded = await bot.repo_configs.load(gh, repo=repo, slug=bot.identity.slug)
     config = loaded.config
     existing = decide.review_of_head(mine, head_sha)
@@ -180,6 +171,15 @@ async def _review_pull(
         log.info("head %s already reviewed; trigger %s coalesces into it", head_sha[:12], trigger)
         if trigger == Trigger.DECOY:
             await drop_decoy(gh, bot, repo=repo, pr_number=pr_number, pull=pull)
+        return
+    paused = await read_paused_by(gh, bot, repo=repo, pr_number=pr_number)
+    if paused is not None:
+        log.info("not reviewing: paused by %s", paused)
+        check.id = await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
+        await github.update_check_run(
+            gh, repo=repo, check_run_id=check.id, payload=paused_check(paused, bot.identity.slug)
+        )
+        check.completed = True
         return
     check_run_id = check.id = (
         None
