@@ -4,7 +4,9 @@ check run's conclusion and annotations. Pure: no I/O.
 Anchoring: GitHub accepts an inline comment only on a RIGHT-side line inside a hunk of the PR's
 diff (otherwise the whole review is refused with 422), so every comment is checked against the
 commentable lines first; a finding anywhere else is listed in the review body. At most
-``max_comments`` findings are inline, the most severe first; the rest go to the body too.
+``max_comments`` findings are inline, the most severe first; the rest go to the body too. The
+repository's noise budget (``Policy.inline_min_severity``, ``Policy.max_nits``) keeps minor
+findings out of the inline comments: they are a short collapsed list in the body.
 
 Everything the PR controls (paths, messages quoting code, the model's words) passes ``inert``'s
 ``code`` or ``escape`` before it reaches Markdown, so it can neither quote a secret, break the
