@@ -60,10 +60,14 @@ class Pr:
     def readiness_comments(self) -> list[str]:
         return [b for b in self.bot_comments() if decode(b, "readiness") is not None]
 
-    def check_title(self, name: str) -> str | None:
+    def check(self, name: str) -> tuple[str | None, str | None]:
+        """The conclusion and title of the head's check run ``name``."""
         head = self.fake.world.pull(self.fake.world.repo(REPO), self.number).head_sha
         runs = [r for r in self.fake.world.check_runs.values() if r.name == name and r.head_sha == head]
-        return runs[-1].title if runs else None
+        return (runs[-1].conclusion, runs[-1].title) if runs else (None, None)
+
+    def check_title(self, name: str) -> str | None:
+        return self.check(name)[1]
 
     async def restart_on_an_empty_database(self) -> None:
         """Another bot process with nothing of the first one's: a new database, new caches."""
@@ -136,12 +140,15 @@ async def test_an_author_without_write_access_can_neither_pause_nor_resume(pr: P
     assert len(pr.reviews()) == 1  # not paused
 
     await pr.say("@revbot pause", by=MAINTAINER)
+    await pr.say("@revbot review", by=MAINTAINER)  # the blocked head again, while paused
+    assert len(pr.reviews()) == 1
+    assert pr.check("revbot review") == ("failure", "1 blocker")  # pausing never changes a verdict
     await pr.say("@revbot resume", by=AUTHOR)
     assert pr.bot_comments()[-1].startswith("@alice only people with write access")
     pr.fake.push(REPO, "feature", {"src/app.py": "def handler():\n    return undefined_other + 1\n"})
     await pr.h.drain()  # on_push would re-review the blocked PR: still paused, so it does not
     assert len(pr.reviews()) == 1
-    assert pr.check_title("revbot review") == PAUSED
+    assert pr.check("revbot review") == ("action_required", PAUSED)  # an unreviewed head holds
 
 
 async def test_a_pause_marker_forged_into_someone_elses_comment_means_nothing(pr: Pr) -> None:

@@ -96,8 +96,8 @@ def github(
         ("reviewed", True, Trigger.DECOY, [DROP_DECOY], None),  # ... and a decoy request is still dropped
         ("reviewed later", True, Trigger.MENTION, [], None),  # an approved head has nothing new to say
         ("reviewed later", True, Trigger.RERUN, [CREATE_CHECK_RUN, POST_REVIEW, FINISH_CHECK_RUN], "APPROVE"),
-        ("paused", True, Trigger.DECOY, [CREATE_CHECK_RUN, FINISH_CHECK_RUN], None),  # no review
-        ("paused", True, Trigger.RERUN, [CREATE_CHECK_RUN, FINISH_CHECK_RUN], None),
+        ("paused", True, Trigger.DECOY, [CREATE_CHECK_RUN], None),  # no review: a check run says why
+        ("paused", True, Trigger.RERUN, [CREATE_CHECK_RUN], None),
     ],
 )
 async def test_review_pull(
@@ -132,8 +132,9 @@ async def test_review_pull(
     posted = [c.data for c in gh.calls if (c.method, c.path) == POST_REVIEW]
     assert [p["event"] for p in posted] == ([event] if event else [])
     if situation == "paused":
-        [finish] = [c.data for c in gh.calls if (c.method, c.path) == FINISH_CHECK_RUN]
-        assert finish["conclusion"] == "neutral" and finish["output"]["title"].startswith("⏸ Paused by @maya")
+        [paused_run] = [c.data for c in gh.calls if (c.method, c.path) == CREATE_CHECK_RUN]
+        assert paused_run["conclusion"] == "action_required"  # holds a merge: nothing reviewed this head
+        assert paused_run["output"]["title"].startswith("⏸ Paused by @maya")
     if posted:
         assert posted[0]["commit_id"] == HEAD and ReviewMarker.read(posted[0]["body"]) is not None
         finish = [c.data for c in gh.calls if (c.method, c.path) == FINISH_CHECK_RUN][-1]

@@ -32,7 +32,7 @@ from ..review.overrule import Overrule, severity_named, withdraw
 from .bot import Bot
 from .decoy import drop_decoy
 from .overrules import recorded_overrules, take_reactions
-from .pause import paused_check, read_paused_by
+from .pause import note_paused, read_paused_by
 from .pull import analyse, build_context
 from .threads import OpenThread, finding_text, open_bot_threads, thread_replies, verify_threads
 
@@ -112,7 +112,8 @@ async def review_pull(
     re-decide: request changes again, approve, or (approval disabled) dismiss the old block.
     ``only_if_unblocks`` (after a finding was overruled): post nothing unless the block goes.
     Findings overruled on this PR, or left out by the repository's learnings, are withdrawn
-    before the verdict (and counted in the review and the check run).
+    before the verdict (and counted in the review and the check run). A paused pull request
+    (``usecases.pause``) gets no review.
 
     Whatever fails, a check run this started is completed (a retry of the job starts it again):
     it never stays ``in_progress``.
@@ -175,11 +176,16 @@ async def _review_pull(
     paused = await read_paused_by(gh, bot, repo=repo, pr_number=pr_number)
     if paused is not None:
         log.info("not reviewing: paused by %s", paused)
-        check.id = await start_check_run(gh, bot, repo=repo, pr_number=pr_number, head_sha=head_sha)
-        await github.update_check_run(
-            gh, repo=repo, check_run_id=check.id, payload=paused_check(paused, bot.identity.slug)
+        await note_paused(
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            head_sha=head_sha,
+            name=check_name(bot.identity),
+            by=paused,
+            details_url=str(pull.get("html_url") or ""),
         )
-        check.completed = True
         return
     check_run_id = check.id = (
         None
