@@ -42,7 +42,7 @@ class Outcome(enum.StrEnum):
     CAUTIOUS = "cautious"
     WAITING = "waiting"
     BLOCKED = "blocked"
-    PAUSED = "paused"  # ``@slug pause``: the bot stays quiet on this pull request (usecases.pause)
+    PAUSED = "paused"  # ``@slug pause``: never decided here; its words are usecases.pause's
 
 
 HEADLINE_PREFIX: dict[Outcome, str] = {
@@ -50,7 +50,6 @@ HEADLINE_PREFIX: dict[Outcome, str] = {
     Outcome.CAUTIOUS: "🟡 Cautiously looks ready — ",
     Outcome.WAITING: "⏳ Waiting — ",
     Outcome.BLOCKED: "⛔ Blocked — ",
-    Outcome.PAUSED: "⏸ Paused — ",
 }
 
 
