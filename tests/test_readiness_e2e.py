@@ -417,3 +417,15 @@ async def test_readiness_comment_never_keeps_the_conversation_silent(bot: Bot) -
     assert bot.headline(number).startswith("✅ Looks merge-ready")
     assert bot.check(number)[0] == "success"
     assert bot.readiness_comments(number) == []
+
+
+@pytest.mark.slow
+async def test_a_pull_request_cannot_choose_how_readiness_talks(bot: Bot) -> None:
+    """The fork's own settings file asks for every state in the conversation: the base's
+    (default) rule applies, so waiting says nothing there."""
+    number = bot.h.open_pull({**BROKEN, ".github/revbot.yml": ALWAYS}, author=AUTHOR)
+    await bot.h.start()
+    await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+    await bot.tick(SETTLED)
+    assert bot.headline(number).startswith("⛔ Blocked — changes requested by `revbot[bot]`")
+    assert bot.readiness_comments(number) == []
