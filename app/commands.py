@@ -20,6 +20,8 @@ class Command(enum.StrEnum):
     LEARNINGS = "learnings"
     FORGET = "forget"
     STATUS = "status"
+    PAUSE = "pause"  # stay quiet on this pull request (usecases.pause)
+    RESUME = "resume"
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -39,6 +41,8 @@ Commands (mention me in a pull request comment):
 | `@{slug} learnings` | The findings this repository's maintainers told me to leave out, numbered. |
 | `@{slug} forget N` | Stop leaving out learning N (write access). |
 | `@{slug} status` | Whether this pull request looks ready to merge, now (I never merge). |
+| `@{slug} pause` | No reviews, re-reviews or readiness comments here until resumed (write access). |
+| `@{slug} resume` | Undo `pause` (write access). |
 | `@{slug} help` | This list. |
 
 A plain request that mentions me works too, for example "@{slug} can you take a look?".
@@ -91,7 +95,7 @@ def parse_command(body: str | None, slug: str) -> Command | None:
         return Command.HELP
     if first == "resolve":
         return Command.RESOLVE
-    if first in (Command.DISMISS, Command.LEARNINGS, Command.FORGET):
+    if first in (Command.DISMISS, Command.LEARNINGS, Command.FORGET, Command.PAUSE, Command.RESUME):
         return Command(first)
     if first == "status":
         return Command.STATUS

@@ -7,6 +7,7 @@ that names the setting and says what is wrong (exit status 2). Secrets are held 
 
 from __future__ import annotations
 
+import enum
 import functools
 import logging
 import os
@@ -385,6 +386,23 @@ DEFAULT_ALLOWED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 MAX_INSTRUCTIONS_CHARS = 4_000
 
 
+class SeverityName(enum.StrEnum):
+    """A finding's severity as the settings name it: the labels of ``app.review.model.Severity``
+    (the settings sit below the engine in the layers, so they name it rather than import it)."""
+
+    NIT = "nit"
+    CONCERN = "concern"
+    BLOCKER = "blocker"
+
+
+class ReadinessComment(enum.StrEnum):
+    """When readiness speaks in the conversation (its check run always carries the state)."""
+
+    ACTIONABLE = "actionable"  # "looks ready", and blocks a person must clear beyond the bot's review
+    ALWAYS = "always"  # every state, edited in place
+    NEVER = "never"  # the check run only
+
+
 class LlmSkipConfig(BaseModel):
     """When the language model does not review a PR (the built-in review still runs)."""
 
@@ -418,6 +436,10 @@ class ReviewConfig(BaseModel):
     paths_ignore: tuple[str, ...] = ()
     max_files: int = Field(default=300, ge=1, le=3000)
     max_comments: int = Field(default=30, ge=1, le=100)
+    # The noise budget: findings below this severity, and nits beyond max_nits, are listed in the
+    # review body instead of being inline comments.
+    inline_min_severity: SeverityName = SeverityName.NIT
+    max_nits: int = Field(default=5, ge=0, le=100)
     allowed_associations: tuple[str, ...] = DEFAULT_ALLOWED_ASSOCIATIONS  # who may ask, besides the author
     instructions: str | None = None  # for the model; capped at MAX_INSTRUCTIONS_CHARS when used
     learn: bool = False  # remember every accepted dispute of a maintainer (as `dismiss --always`)
@@ -433,6 +455,7 @@ class ReadinessConfig(BaseModel):
     quiet_minutes: float = Field(default=10.0, ge=0, le=24 * 60)
     ignore_checks: tuple[str, ...] = ()  # check names (exact) that never hold the call
     drafts: bool = False  # also follow draft pull requests
+    comment: ReadinessComment = ReadinessComment.ACTIONABLE
 
 
 class RepoConfig(BaseModel):

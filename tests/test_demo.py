@@ -101,11 +101,14 @@ EXPECTED = {
         r"reviews posted: 1; check runs for the head: 1; reactions on the PR: 1",
     ],
     "ready": [
-        r"readiness comment \(edited in place\): ⛔ Blocked — changes requested by `revbot\[bot\]`",
-        r"readiness comment \(edited in place\): ⏳ Waiting — check\(s\) still running: `lint`, `tests`",
-        r"readiness comment \(edited in place\): ⛔ Blocked — failing check\(s\): `tests`",
-        r"readiness comment \(edited in place\): ⏳ Waiting — a quiet window of 3 s",
-        r"readiness comment \(edited in place\): ✅ Looks merge-ready — 2 check\(s\) passed, approved by "
+        # The conversation hears only what someone must act on (issue 29); the check run all of it.
+        r"readiness check run \(no comment: nobody needs to act\): ⛔ Blocked — changes requested by "
+        r"`revbot\[bot\]`",
+        r"readiness check run \(no comment: nobody needs to act\): ⏳ Waiting — check\(s\) still running: "
+        r"`lint`, `tests`",
+        r"readiness check run and comment: ⛔ Blocked — failing check\(s\): `tests`",
+        r"readiness check run \(no comment: nobody needs to act\): ⏳ Waiting — a quiet window of 3 s",
+        r"readiness check run and comment: ✅ Looks merge-ready — 2 check\(s\) passed, approved by "
         r"`revbot\[bot\]`, no unresolved threads, quiet for 3 s or more\. Your call to merge\.",
         r'check run "revbot readiness": success; nothing merged',
     ],

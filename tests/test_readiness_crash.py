@@ -21,7 +21,8 @@ from tests.conftest import until
 from tests.harness import BOT, REPO, BotHarness
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = "readiness:\n  enabled: true\n  quiet_minutes: 0.15\n"  # nine seconds
+# Nine seconds; every state in the comment, which the test watches.
+CONFIG = "readiness:\n  enabled: true\n  quiet_minutes: 0.15\n  comment: always\n"
 
 
 def readiness_bodies(bot: BotHarness, number: int) -> list[str]:

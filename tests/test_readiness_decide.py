@@ -6,9 +6,11 @@ from dataclasses import replace
 
 import pytest
 
+from app.config import ReadinessComment
 from app.review.readiness import (
     STALL_GIVE_UP,
     STALL_LOOK_AGAIN,
+    Block,
     Check,
     CheckState,
     MergeState,
@@ -21,11 +23,13 @@ from app.review.readiness import (
     Rules,
     Settings,
     Snapshot,
+    Verdict,
     check_run_state,
     decide,
     latest_reviews,
     reviews_in_flight,
     says_in_progress,
+    speaks,
     status_state,
 )
 
@@ -318,3 +322,97 @@ def test_a_later_comment_does_not_undo_an_approval_but_a_later_block_does() -> N
 )
 def test_in_progress_words(text: str, says: bool) -> None:
     assert says_in_progress(text) is says
+
+
+ME = "revbot[bot]"
+MINE = replace(READY, me=ME)
+BOT_BLOCKS = replace(
+    MINE,
+    reviews=(Review(ME, ReviewState.CHANGES_REQUESTED, HEAD, T0),),
+    threads=(OpenThread("a.py", 3, ME),),
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "snapshot", "blocks", "actionable"),
+    [
+        ("ready", MINE, frozenset(), True),
+        ("the bot's own review and threads", BOT_BLOCKS, {Block.BOT_REVIEW, Block.BOT_THREADS}, False),
+        (
+            "a person's request for changes",
+            replace(MINE, reviews=(Review("bob", ReviewState.CHANGES_REQUESTED, HEAD, T0),)),
+            {Block.CHANGES_REQUESTED},
+            True,
+        ),
+        (
+            "the bot's review and a failing check",
+            replace(BOT_BLOCKS, checks=(Check("test", CheckState.FAILED, "actions", T0),)),
+            {Block.BOT_REVIEW, Block.BOT_THREADS, Block.FAILING_CHECKS},
+            True,
+        ),
+        (
+            "the bot's review and a human thread",
+            replace(BOT_BLOCKS, threads=(OpenThread("a.py", 3, ME), OpenThread("b.py", 1, "bob"))),
+            {Block.BOT_REVIEW, Block.BOT_THREADS, Block.THREADS},
+            True,
+        ),
+        (
+            "the bot's review and a conflict",
+            replace(BOT_BLOCKS, mergeable=False, mergeable_state=MergeState.DIRTY),
+            {Block.BOT_REVIEW, Block.BOT_THREADS, Block.CONFLICT},
+            True,
+        ),
+        (
+            "behind a base the rules want current",
+            replace(MINE, mergeable_state=MergeState.BEHIND, rules=Rules(known=True, strict=True)),
+            {Block.BEHIND},
+            True,
+        ),
+        (
+            "an approval the rules require",
+            replace(MINE, reviews=(), review_decision=ReviewDecision.REVIEW_REQUIRED),
+            {Block.APPROVAL_REQUIRED},
+            True,
+        ),
+        (
+            "checks still running",
+            replace(MINE, checks=(Check("test", CheckState.PENDING, "actions", T0),)),
+            frozenset(),
+            False,
+        ),
+    ],
+)
+def test_what_holds_the_call_and_whether_a_person_must_act(
+    name: str, snapshot: Snapshot, blocks: frozenset[Block], actionable: bool
+) -> None:
+    verdict = decide(snapshot, QUIET, now=LATER)
+    assert verdict is not None
+    assert verdict.blocks == blocks
+    assert verdict.actionable is actionable
+
+
+WAITING_CALL = Verdict(Outcome.WAITING, "⏳ Waiting — x", ())
+BOT_BLOCKED = Verdict(Outcome.BLOCKED, "⛔ Blocked — x", (), blocks=frozenset({Block.BOT_REVIEW}))
+CI_BLOCKED = Verdict(Outcome.BLOCKED, "⛔ Blocked — x", (), blocks=frozenset({Block.FAILING_CHECKS}))
+READY_CALL = Verdict(Outcome.READY, "✅ Looks merge-ready — x", ())
+CAUTIOUS_CALL = Verdict(Outcome.CAUTIOUS, "🟡 Cautiously looks ready — x", ())
+PAUSED_CALL = Verdict(Outcome.PAUSED, "⏸ Paused by @maya", ())
+
+
+@pytest.mark.parametrize(
+    ("verdict", "actionable", "always", "never"),
+    [
+        (WAITING_CALL, False, True, False),
+        (BOT_BLOCKED, False, True, False),
+        (CI_BLOCKED, True, True, False),
+        (READY_CALL, True, True, False),
+        (CAUTIOUS_CALL, True, True, False),
+        (PAUSED_CALL, False, False, False),  # paused: never a word in the conversation
+    ],
+)
+def test_when_the_call_goes_into_the_comment(
+    verdict: Verdict, actionable: bool, always: bool, never: bool
+) -> None:
+    assert speaks(verdict, ReadinessComment.ACTIONABLE) is actionable
+    assert speaks(verdict, ReadinessComment.ALWAYS) is always
+    assert speaks(verdict, ReadinessComment.NEVER) is never

@@ -23,6 +23,7 @@ QUIET = 600.0
 BROKEN = {"src/app.py": "def handler():\n    return undefined_thing + 1\n"}
 FIXED = {"src/app.py": "def handler():\n    return 1\n"}
 CHECK = "revbot readiness"
+ALWAYS = "readiness:\n  comment: always\n"
 
 
 class Bot:
@@ -50,6 +51,14 @@ class Bot:
         ]
 
     def headline(self, number: int) -> str:
+        """The call at the current head: the readiness check run's title, which carries every
+        state (the sticky comment only those a person must act on: ``said``)."""
+        title = self.check(number)[1]
+        assert title is not None
+        return title
+
+    def said(self, number: int) -> str:
+        """The first line of the sticky comment."""
         [body] = self.readiness_comments(number)
         return body.split("\n", 1)[0]
 
@@ -87,6 +96,11 @@ async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
     yield Bot(harness, clock)
     await harness.stop()
     harness.assert_conforms()
+
+
+def comment_always(bot: Bot) -> None:
+    """The base's settings put every state in the sticky comment (``readiness.comment``)."""
+    bot.fake.push(REPO, "main", {"README.md": "# widgets\n", ".github/revbot.yml": ALWAYS})
 
 
 async def reviewed_and_fixed(bot: Bot) -> int:
@@ -228,6 +242,7 @@ async def test_each_hold_keeps_the_call_with_its_reason_named(bot: Bot, hold: st
 
 @pytest.mark.slow
 async def test_a_burst_of_100_check_runs_is_one_edit_per_settled_state(bot: Bot) -> None:
+    comment_always(bot)
     number = await ready_but_quiet(bot)
     edits = bot.comment_edits()
     runs = [await bot.fake.start_check_run(REPO, bot.head(number), f"shard {i:03}") for i in range(50)]
@@ -263,6 +278,7 @@ async def test_nothing_runs_for_a_closed_or_merged_pull_request(bot: Bot, how: s
 
 @pytest.mark.slow
 async def test_its_own_check_run_and_comment_echoes_wake_nothing(bot: Bot) -> None:
+    comment_always(bot)  # the comment is created and edited: both echoes
     number = await ready_but_quiet(bot)
     await bot.tick(QUIET)
     assert bot.headline(number).startswith("✅")
@@ -335,3 +351,81 @@ async def test_mergeability_github_has_not_computed_is_waited_for_then_read_agai
     assert bot.headline(number) == "⏳ Waiting — GitHub is still computing whether it merges cleanly"
     await bot.tick(SETTLED)  # looked at again a settle time later: computed by then
     assert bot.headline(number).startswith("⏳ Waiting — a quiet window")
+
+
+def comment_writes(bot: Bot, number: int) -> list[str]:
+    """The sticky comment's writes, in order: ``post`` or ``edit``."""
+    return [
+        "post" if c.method == "POST" else "edit"
+        for c in bot.fake.writes()
+        if (
+            c.method == "POST"
+            and c.path.endswith(f"/issues/{number}/comments")
+            and "readiness" in str(c.body)
+        )
+        or (c.method == "PATCH" and "/issues/comments/" in c.path and "readiness" in str(c.body))
+    ]
+
+
+@pytest.mark.slow
+async def test_the_conversation_hears_only_what_a_person_must_act_on(bot: Bot) -> None:
+    """Issue 29: the check run carries every state; the sticky comment appears for a block
+    beyond the bot's own review and for "looks ready", and goes quiet (once) in between."""
+    number = bot.h.open_pull(BROKEN, author=AUTHOR)
+    await bot.h.start()
+    await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+    await bot.tick(SETTLED)
+    assert bot.headline(number).startswith("⛔ Blocked — changes requested by `revbot[bot]`")
+    assert bot.readiness_comments(number) == []  # the review already says it
+
+    bot.fake.push(REPO, "feature", FIXED)
+    await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+    run = await bot.fake.start_check_run(REPO, bot.head(number), "test")
+    await bot.tick(SETTLED)
+    assert bot.headline(number) == "⏳ Waiting — check(s) still running: `test`"
+    assert bot.readiness_comments(number) == []  # it may clear by itself
+
+    await bot.fake.complete_check_run(REPO, run, "failure")
+    await bot.tick(SETTLED)
+    assert bot.said(number) == "⛔ Blocked — failing check(s): `test`: fix them or re-run"
+
+    bot.fake.push(REPO, "feature", {"src/app.py": "def handler():\n    return 2\n"})
+    await green(bot, number, "test")
+    await bot.tick(SETTLED)
+    assert bot.headline(number).startswith("⏳ Waiting — a quiet window")
+    assert bot.said(number) == (
+        "⏳ Not ready yet; the `revbot readiness` check run has the current state. "
+        "I say here when it looks ready, or when something besides my review needs someone."
+    )
+    await bot.fake.comment(REPO, number, "CI is green now", by=REVIEWER)
+    await bot.tick(SETTLED)  # another waiting state: the quiet comment stays as it is
+    await bot.tick(QUIET)
+    assert bot.said(number).startswith("✅ Looks merge-ready — 1 check(s) passed")
+    assert bot.check(number) == ("success", bot.said(number))
+    assert comment_writes(bot, number) == ["post", "edit", "edit"]
+    [body] = bot.readiness_comments(number)
+    assert "CI failures seen: `test` on " in body and "all green since" in body
+
+
+@pytest.mark.slow
+async def test_readiness_comment_never_keeps_the_conversation_silent(bot: Bot) -> None:
+    bot.fake.push(
+        REPO, "main", {"README.md": "# widgets\n", ".github/revbot.yml": "readiness:\n  comment: never\n"}
+    )
+    number = await ready_but_quiet(bot)
+    await bot.tick(QUIET)
+    assert bot.headline(number).startswith("✅ Looks merge-ready")
+    assert bot.check(number)[0] == "success"
+    assert bot.readiness_comments(number) == []
+
+
+@pytest.mark.slow
+async def test_a_pull_request_cannot_choose_how_readiness_talks(bot: Bot) -> None:
+    """The fork's own settings file asks for every state in the conversation: the base's
+    (default) rule applies, so waiting says nothing there."""
+    number = bot.h.open_pull({**BROKEN, ".github/revbot.yml": ALWAYS}, author=AUTHOR)
+    await bot.h.start()
+    await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+    await bot.tick(SETTLED)
+    assert bot.headline(number).startswith("⛔ Blocked — changes requested by `revbot[bot]`")
+    assert bot.readiness_comments(number) == []

@@ -10,7 +10,7 @@ import pytest
 
 from app.review import readiness as rd
 from app.review.markers import decode
-from app.usecases.readiness import Memory, _rules, evaluate, remember_ci
+from app.usecases.readiness import Memory, _rules, evaluate, quiet_text, remember_ci
 from tests.recording_github import REPO, RecordingGitHub, RecordingTimers, make_bot, repo_config
 
 NOW = 1_800_000_000.0
@@ -102,14 +102,21 @@ async def test_silent_where_it_does_not_follow(
     assert timers.asked == []
 
 
-async def test_a_followed_pull_gets_one_comment_and_one_check_and_a_look_at_the_window_end() -> None:
+@pytest.mark.parametrize(
+    ("config", "comments"),
+    [
+        (None, []),  # waiting needs nobody: the check run only (readiness.comment: actionable)
+        ("readiness:\n  comment: always\n", [("POST", f"/repos/{REPO}/issues/1/comments")]),
+        ("readiness:\n  comment: never\n", []),
+    ],
+)
+async def test_a_followed_pull_gets_one_check_and_a_look_at_the_window_end(
+    config: str | None, comments: list[tuple[str, str]]
+) -> None:
     timers = RecordingTimers(NOW)
-    gh, found = await run(answers(pull=the_pull(), reviews=[BOT_REVIEW]), timers)
+    gh, found = await run(answers(pull=the_pull(), reviews=[BOT_REVIEW], config=config), timers)
     assert found is not None and found.verdict.outcome == rd.Outcome.WAITING
-    assert gh.writes() == [
-        ("POST", f"/repos/{REPO}/issues/1/comments"),
-        ("POST", f"/repos/{REPO}/check-runs"),
-    ]
+    assert gh.writes() == [*comments, ("POST", f"/repos/{REPO}/check-runs")]
     [check] = [c for c in gh.calls if c.path.endswith("/check-runs") and c.method == "POST"]
     assert check.data["conclusion"] == "neutral" and check.data["name"] == "revbot readiness"
     [(repo, number, at)] = timers.asked
@@ -260,3 +267,46 @@ def test_the_marker_remembers_failures_and_when_ci_turned_green() -> None:
     assert memory.green_at == NOW + 5
     restored = Memory.read(decode(memory.marker(), "readiness"))
     assert (restored.heads, restored.red, restored.green_at) == (memory.heads, memory.red, memory.green_at)
+
+
+SPOKEN = f"✅ Looks merge-ready — earlier\n\n{Memory().marker()}"
+QUIET_BODY = f"{quiet_text('revbot')}\n\n{Memory(heads=[(HEAD, NOW)]).marker(quiet=True)}"
+FAILING = {
+    "total_count": 1,
+    "check_runs": [
+        {"id": 3, "name": "test", "status": "completed", "conclusion": "failure", "app": {"slug": "actions"}},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "comment", "runs", "writes"),
+    [
+        ("a stated call no longer holds: said once", SPOKEN, None, ["quiet"]),
+        ("already said: nothing more", QUIET_BODY, None, []),
+        (
+            "a failing check: the call itself",
+            QUIET_BODY,
+            FAILING,
+            ["⛔ Blocked — failing check(s): `test`: fix them or re-run"],
+        ),
+    ],
+)
+async def test_the_sticky_comment_between_calls(
+    case: str, comment: str, runs: Any, writes: list[str]
+) -> None:
+    """readiness.comment: actionable, with a comment the bot wrote earlier (its id 5)."""
+    table = answers(pull=the_pull(), reviews=[BOT_REVIEW])
+    table[("GET", f"/repos/{REPO}/issues/1/comments")] = [
+        {"id": 5, "user": {"login": "revbot[bot]"}, "body": comment, "created_at": ISO, "updated_at": ISO}
+    ]
+    table[("PATCH", f"/repos/{REPO}/issues/comments/5")] = {"id": 5}
+    if runs is not None:  # (the search for the bot's own run reads the same answer: the query is ignored)
+        table[("GET", f"/repos/{REPO}/commits/{HEAD}/check-runs")] = runs
+        table[("PATCH", f"/repos/{REPO}/check-runs/3")] = {"id": 3}
+    gh, found = await run(table, RecordingTimers(NOW))
+    assert found is not None
+    edits = [c.data["body"] for c in gh.calls if c.method == "PATCH" and "/issues/comments/" in c.path]
+    said = ["quiet" if body.startswith(quiet_text("revbot")) else body.split("\n", 1)[0] for body in edits]
+    assert said == writes
+    assert not any(c.method == "POST" and c.path.endswith("/issues/1/comments") for c in gh.calls)

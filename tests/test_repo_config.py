@@ -86,7 +86,19 @@ async def test_an_owner_defaults_repository_the_app_cannot_see_means_defaults(bo
 
 @pytest.mark.parametrize(
     ("text", "problem"),
-    [("review: [unclosed\n", "not valid YAML"), ("review:\n  max_comments: lots\n", "review.max_comments")],
+    [
+        ("review: [unclosed\n", "not valid YAML"),
+        ("review:\n  max_comments: lots\n", "review.max_comments"),
+        (
+            "review:\n  inline_min_severity: loud\n",
+            "review.inline_min_severity: Input should be 'nit', 'concern' or 'blocker'; using the defaults",
+        ),
+        ("review:\n  max_nits: -1\n", "review.max_nits: Input should be greater than or equal to 0"),
+        (
+            "readiness:\n  comment: sometimes\n",
+            "readiness.comment: Input should be 'actionable', 'always' or 'never'",
+        ),
+    ],
 )
 async def test_an_unusable_file_is_reported_in_the_check_run(
     bot: BotHarness, text: str, problem: str

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.review.markers import ReviewMarker, Trigger
+from app.usecases.pause import pause_marker
 from app.usecases.review import review_pull
 from tests.recording_github import IDENTITY, REPO, RecordingGitHub, make_bot, pull, repo_config
 
@@ -46,7 +47,10 @@ def bot_review_of_head(*, issued_at: float) -> dict[str, Any]:
 
 
 def github(
-    state: str = "open", reviews: list[Any] | None = None, requested: tuple[str, ...] = ()
+    state: str = "open",
+    reviews: list[Any] | None = None,
+    requested: tuple[str, ...] = (),
+    conversation: list[Any] | None = None,
 ) -> RecordingGitHub:
     the_pull = pull(state=state, requested_reviewers=[{"login": login} for login in requested])
     files = [
@@ -65,6 +69,7 @@ def github(
             ("GET", f"{PULL_1}/reviews"): reviews or [],
             ("GET", f"{PULL_1}/files"): files,
             ("GET", f"{PULL_1}/comments"): [],  # overrules recorded in the bot's threads: none
+            ("GET", f"/repos/{REPO}/issues/1/comments"): conversation or [],  # a pause is recorded there
             ("GET", f"/repos/{REPO}/commits/{HEAD}/check-runs"): {"total_count": 0, "check_runs": []},
             ("GET", f"/repos/{REPO}/git/trees/{HEAD}"): {
                 "tree": [{"path": "docs/notes.txt", "type": "blob", "mode": "100644"}],
@@ -91,6 +96,8 @@ def github(
         ("reviewed", True, Trigger.DECOY, [DROP_DECOY], None),  # ... and a decoy request is still dropped
         ("reviewed later", True, Trigger.MENTION, [], None),  # an approved head has nothing new to say
         ("reviewed later", True, Trigger.RERUN, [CREATE_CHECK_RUN, POST_REVIEW, FINISH_CHECK_RUN], "APPROVE"),
+        ("paused", True, Trigger.DECOY, [CREATE_CHECK_RUN], None),  # no review: a check run says why
+        ("paused", True, Trigger.RERUN, [CREATE_CHECK_RUN], None),
     ],
 )
 async def test_review_pull(
@@ -101,7 +108,17 @@ async def test_review_pull(
         "reviewed": [bot_review_of_head(issued_at=received_at + 1)],
         "reviewed later": [bot_review_of_head(issued_at=received_at - 60)],
     }.get(situation)
-    gh = github(state="closed" if situation == "closed" else "open", reviews=reviews, requested=("revbot",))
+    paused = {
+        "id": 5,
+        "user": {"login": IDENTITY.bot_login},
+        "body": f"Paused.\n\n{pause_marker(paused=True, by='maya')}",
+    }
+    gh = github(
+        state="closed" if situation == "closed" else "open",
+        reviews=reviews,
+        requested=("revbot",),
+        conversation=[paused] if situation == "paused" else [],
+    )
     await review_pull(
         gh,
         make_bot(review_approve=approve),
@@ -114,6 +131,10 @@ async def test_review_pull(
     assert gh.writes() == writes
     posted = [c.data for c in gh.calls if (c.method, c.path) == POST_REVIEW]
     assert [p["event"] for p in posted] == ([event] if event else [])
+    if situation == "paused":
+        [paused_run] = [c.data for c in gh.calls if (c.method, c.path) == CREATE_CHECK_RUN]
+        assert paused_run["conclusion"] == "action_required"  # holds a merge: nothing reviewed this head
+        assert paused_run["output"]["title"].startswith("⏸ Paused by @maya")
     if posted:
         assert posted[0]["commit_id"] == HEAD and ReviewMarker.read(posted[0]["body"]) is not None
         finish = [c.data for c in gh.calls if (c.method, c.path) == FINISH_CHECK_RUN][-1]

@@ -437,19 +437,30 @@ async def ready(show: Show) -> None:
 
 
 async def _readiness(show: Show, number: int, prefix: str, *, within: float = 15.0) -> None:
-    """Wait for the bot's readiness comment to say ``prefix`` (its looks are timers in the
-    queue, so the bot is idle in between), then show its first line."""
+    """Wait for the bot's readiness check run to say ``prefix`` (its looks are timers in the
+    queue, so the bot is idle in between), then show it, and whether the comment said it too
+    (only when someone must act: ``readiness.comment``)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     while True:
         await show.stage.drain(within)
-        headline = _readiness_headline(show, number)
+        headline = _readiness_title(show, number)
         if headline is not None and headline.startswith(prefix):
-            show.github(f"readiness comment (edited in place): {headline}")
+            if _readiness_headline(show, number) == headline:
+                show.github(f"readiness check run and comment: {headline}")
+            else:
+                show.github(f"readiness check run (no comment: nobody needs to act): {headline}")
             return
         if loop.time() > deadline:
-            raise TimeoutError(f"the readiness comment never said {prefix!r} (it says {headline!r})")
+            raise TimeoutError(f"the readiness check run never said {prefix!r} (it says {headline!r})")
         await asyncio.sleep(0.05)
+
+
+def _readiness_title(show: Show, number: int) -> str | None:
+    head = show.pull(number).head_sha
+    name = f"{SLUG} readiness"
+    runs = [r for r in show.fake.world.check_runs.values() if r.name == name and r.head_sha == head]
+    return runs[-1].title if runs else None
 
 
 def _readiness_headline(show: Show, number: int) -> str | None:

@@ -16,6 +16,9 @@ What holds the call, in order of weight:
   it holds only the "ready" call; after 15 quiet minutes it is looked at again once, and after
   30 the call is "cautiously ready" with the stalled reviewer named;
 - the quiet window: no push, comment, review or check change for ``quiet_minutes``.
+
+A blocked call names what holds it (``Block``); ``speaks`` decides from that whether the call
+goes into the conversation: not for a block the bot's own review already states.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from ..config import ReadinessComment
 from .inert import code
 
 MAX_NAME_CHARS = 200  # a check's name or a path, as shown
@@ -38,6 +42,7 @@ class Outcome(enum.StrEnum):
     CAUTIOUS = "cautious"
     WAITING = "waiting"
     BLOCKED = "blocked"
+    PAUSED = "paused"  # ``@slug pause``: never decided here; its words are usecases.pause's
 
 
 HEADLINE_PREFIX: dict[Outcome, str] = {
@@ -46,6 +51,24 @@ HEADLINE_PREFIX: dict[Outcome, str] = {
     Outcome.WAITING: "⏳ Waiting — ",
     Outcome.BLOCKED: "⛔ Blocked — ",
 }
+
+
+class Block(enum.StrEnum):
+    """What holds a blocked call; all but the bot's own review and threads need someone to act
+    that the bot has not already told (its review says what it found)."""
+
+    DRAFT = "draft"
+    CONFLICT = "conflict"
+    BEHIND = "behind"
+    FAILING_CHECKS = "failing-checks"
+    CHANGES_REQUESTED = "changes-requested"  # by someone other than the bot
+    APPROVAL_REQUIRED = "approval-required"
+    THREADS = "threads"  # unresolved threads someone other than the bot opened
+    BOT_REVIEW = "bot-review"  # the bot's own request for changes
+    BOT_THREADS = "bot-threads"  # the bot's own unresolved threads
+
+
+SAID_BY_THE_BOT = frozenset({Block.BOT_REVIEW, Block.BOT_THREADS})
 
 
 class CheckState(enum.StrEnum):
@@ -175,6 +198,7 @@ class Settings:
     quiet_seconds: float = 600.0
     ignore_checks: frozenset[str] = frozenset()
     drafts: bool = False
+    comment: ReadinessComment = ReadinessComment.ACTIONABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,10 +230,24 @@ class Verdict:
     headline: str  # the first line, one of the four fixed forms
     reasons: tuple[str, ...]
     look_again_at: float | None = None  # when time alone may change the answer
+    blocks: frozenset[Block] = frozenset()  # what holds a blocked call
 
     @property
     def looks_ready(self) -> bool:
         return self.outcome in (Outcome.READY, Outcome.CAUTIOUS)
+
+    @property
+    def actionable(self) -> bool:
+        """Whether a person must act on it: it looks ready (someone may merge), or it is blocked
+        by more than what the bot's own review already says."""
+        return self.looks_ready or (self.outcome is Outcome.BLOCKED and bool(self.blocks - SAID_BY_THE_BOT))
+
+
+def speaks(verdict: Verdict, policy: ReadinessComment) -> bool:
+    """Whether the call goes into the sticky comment (the check run carries every call)."""
+    if policy is ReadinessComment.ALWAYS:
+        return verdict.outcome is not Outcome.PAUSED
+    return policy is ReadinessComment.ACTIONABLE and verdict.actionable
 
 
 _IN_PROGRESS = re.compile(
@@ -302,21 +340,28 @@ def _clock(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%H:%M:%S UTC")
 
 
+def _is_me(login: str, snapshot: Snapshot) -> bool:
+    return bool(snapshot.me) and login.casefold() == snapshot.me.casefold()
+
+
 def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | None:
     """The call for an open pull request (None: a draft the repository did not ask about)."""
     if snapshot.draft and not settings.drafts:
         return None
     blocked: list[str] = []
+    blocks: set[Block] = set()
     waiting: list[str] = []
     for missing in snapshot.missing_permissions:
         waiting.append(f"I cannot read {missing}: grant the App that permission so I can judge it")
 
     if snapshot.draft:
         blocked.append("it is a draft: mark it ready for review")
+        blocks.add(Block.DRAFT)
     if snapshot.mergeable is False or snapshot.mergeable_state == MergeState.DIRTY:
         blocked.append(
             f"it conflicts with {_code(snapshot.base_ref)}: merge or rebase to resolve the conflict"
         )
+        blocks.add(Block.CONFLICT)
     elif snapshot.mergeable is None:
         waiting.append("GitHub is still computing whether it merges cleanly")
     behind = snapshot.mergeable_state == MergeState.BEHIND
@@ -325,6 +370,7 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
             f"it is behind {_code(snapshot.base_ref)} and the branch rules require it up to date:"
             " update the branch"
         )
+        blocks.add(Block.BEHIND)
 
     # CI: every check on the head but ours, the ignored ones and reviewer bots' own.
     ci = [
@@ -343,6 +389,7 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
     passing = [c.name for c in ci if c.state == CheckState.PASSED]
     if failing:
         blocked.append(f"failing check(s): {_names(failing)}: fix them or re-run")
+        blocks.add(Block.FAILING_CHECKS)
     if running:
         waiting.append(f"check(s) still running: {_names(running)}")
 
@@ -351,17 +398,29 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
     approvals = [r.login for r in opinions.values() if r.state == ReviewState.APPROVED]
     if changes:
         blocked.append(f"changes requested by {_names(changes)}: they need to re-review, or dismiss it")
+        blocks |= {
+            Block.BOT_REVIEW if _is_me(login, snapshot) else Block.CHANGES_REQUESTED for login in changes
+        }
     elif snapshot.review_decision == ReviewDecision.REVIEW_REQUIRED:
         blocked.append("the branch rules require an approving review")
+        blocks.add(Block.APPROVAL_REQUIRED)
     if snapshot.requested:
         waiting.append(f"review requested from {_names(snapshot.requested)}, not given yet")
     if snapshot.threads:
         shown = "; ".join(f"{_code(t.where())} ({t.author})" for t in snapshot.threads[:5])
         more = f" and {len(snapshot.threads) - 5} more" if len(snapshot.threads) > 5 else ""
         blocked.append(f"{len(snapshot.threads)} unresolved thread(s): {shown}{more}: resolve or answer them")
+        blocks |= {
+            Block.BOT_THREADS if _is_me(t.author, snapshot) else Block.THREADS for t in snapshot.threads
+        }
 
     if blocked:
-        return Verdict(Outcome.BLOCKED, HEADLINE_PREFIX[Outcome.BLOCKED] + "; ".join(blocked), tuple(waiting))
+        return Verdict(
+            Outcome.BLOCKED,
+            HEADLINE_PREFIX[Outcome.BLOCKED] + "; ".join(blocked),
+            tuple(waiting),
+            blocks=frozenset(blocks),
+        )
     if waiting:
         return Verdict(Outcome.WAITING, HEADLINE_PREFIX[Outcome.WAITING] + "; ".join(waiting), ())
 

@@ -4,7 +4,9 @@ check run's conclusion and annotations. Pure: no I/O.
 Anchoring: GitHub accepts an inline comment only on a RIGHT-side line inside a hunk of the PR's
 diff (otherwise the whole review is refused with 422), so every comment is checked against the
 commentable lines first; a finding anywhere else is listed in the review body. At most
-``max_comments`` findings are inline, the most severe first; the rest go to the body too.
+``max_comments`` findings are inline, the most severe first; the rest go to the body too. The
+repository's noise budget (``Policy.inline_min_severity``, ``Policy.max_nits``) keeps minor
+findings out of the inline comments: they are a short collapsed list in the body.
 
 Everything the PR controls (paths, messages quoting code, the model's words) passes ``inert``'s
 ``code`` or ``escape`` before it reaches Markdown, so it can neither quote a secret, break the
@@ -44,6 +46,10 @@ class Policy:
     approve: bool  # REVIEW_APPROVE / repo ``review.approve``
     pr_by_bot: bool  # never approve or block a PR the bot itself opened
     max_comments: int = 30
+    # The noise budget (``review.inline_min_severity``, ``review.max_nits``): findings below the
+    # severity, and nits beyond the number, are listed in the body, not commented inline.
+    inline_min_severity: Severity = Severity.NIT
+    max_nits: int = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,7 @@ class ReviewPlan:
     in_body: tuple[Finding, ...]
     in_threads: tuple[Finding, ...] = ()  # already carried by an open thread of the bot
     unchanged: tuple[Finding, ...] = ()  # on lines not changed since the last reviewed head
+    quieted: tuple[Finding, ...] = ()  # of ``in_body``: commentable, but over the noise budget
 
     def payload(self, head_sha: str) -> dict[str, Any]:
         """The JSON body of ``POST /repos/{o}/{r}/pulls/{n}/reviews``."""
@@ -197,6 +204,7 @@ def plan_review(
     in_body: list[Finding] = []
     in_threads: list[Finding] = []
     unchanged: list[Finding] = []
+    quieted: list[Finding] = []
     ordered = _ordered(result.findings)
     commentable_kind = [f for f in ordered if f.inline]
     holds = held(commentable_kind, threads, renames or {})
@@ -211,6 +219,9 @@ def plan_review(
         anchor = _anchor(finding, lines)
         if anchor is not None and delta is not None and not in_delta(finding, delta):
             unchanged.append(finding)
+        elif anchor is not None and over_budget(finding, inline, policy):
+            quieted.append(finding)
+            in_body.append(finding)
         elif anchor is not None and len(inline) < policy.max_comments:
             anchor["body"] = comment_body(finding, head_sha)
             comments.append(anchor)
@@ -231,6 +242,7 @@ def plan_review(
         issued_at=issued_at,
         unchanged=unchanged,
         scope_note=delta.note if delta is not None else None,
+        quieted=quieted,
     )
     return ReviewPlan(
         event=event,
@@ -240,7 +252,18 @@ def plan_review(
         in_body=tuple(in_body),
         in_threads=tuple(in_threads),
         unchanged=tuple(unchanged),
+        quieted=tuple(quieted),
     )
+
+
+def over_budget(finding: Finding, inline: Sequence[Finding], policy: Policy) -> bool:
+    """Whether a commentable finding stays out of the inline comments: it is below the
+    repository's ``inline_min_severity``, or a nit after ``max_nits`` nits are inline already
+    (findings come most severe first, so the budget never pushes out a concern)."""
+    if finding.severity < policy.inline_min_severity:
+        return True
+    nits = sum(1 for f in inline if f.severity is Severity.NIT)
+    return finding.severity is Severity.NIT and nits >= policy.max_nits
 
 
 def severity_table(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
@@ -267,6 +290,7 @@ def render_body(
     issued_at: float = 0.0,
     unchanged: Sequence[Finding] = (),
     scope_note: str | None = None,
+    quieted: list[Finding] | None = None,
 ) -> str:
     lines = [f"### {escape(bot_name)}: {HEADLINE[event]}", "", escape(result.summary)]
     if scope_note is not None:
@@ -308,8 +332,11 @@ def render_body(
         lines += [
             f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in unchanged
         ]
-    listed = [f for f in in_body if f.inline]
+    budget = set(quieted or ())
+    listed = [f for f in in_body if f.inline and f not in budget]
     summarised = [f for f in in_body if not f.inline]
+    if quieted:
+        lines += _quieted_lines(quieted, policy)
     if listed:
         why = "outside the diff or over the limit of inline comments" if inline else "outside the diff"
         lines += ["", f"**Findings not commented inline** ({why}):"]
@@ -333,6 +360,23 @@ def render_body(
     # Every finding this review lists carries its marker (a later re-review reads them back).
     lines += [_marker(f, head_sha) for f in (*in_body, *unchanged, *(in_threads or ()))]
     return "\n".join(lines)
+
+
+def _quieted_lines(quieted: list[Finding], policy: Policy) -> list[str]:
+    """The findings the noise budget kept out of the inline comments: one short line each,
+    collapsed (they are minor by the repository's own settings)."""
+    reasons = []
+    if any(f.severity < policy.inline_min_severity for f in quieted):
+        reasons.append(f"below {policy.inline_min_severity.label}")
+    if any(f.severity >= policy.inline_min_severity for f in quieted):
+        reasons.append(
+            f"over the budget of {policy.max_nits} inline nit{'s' if policy.max_nits != 1 else ''}"
+        )
+    why = "; ".join(reasons)
+    count = len(quieted)
+    lines = ["", f"<details><summary>{count} minor finding{'s' if count != 1 else ''} ({why})</summary>", ""]
+    lines += [f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in quieted]
+    return [*lines, "", "</details>"]
 
 
 def _model_lines(result: ReviewResult) -> list[str]:

@@ -19,6 +19,7 @@ from ..guards import is_bot_login, may_ask
 from ..review.markers import Trigger, carries, encode
 from .bot import Bot
 from .disputes import forget_text, learnings_text, take_thumbs_down
+from .pause import pause_text
 from .readiness import evaluate
 from .review import review_pull
 from .threads import verify_threads
@@ -97,6 +98,26 @@ async def answer_command(
                 text=text,
                 thread_root=thread_root,
             )
+        case Command.PAUSE | Command.RESUME:
+            text, record = await pause_text(
+                gh,
+                bot,
+                repo=repo,
+                pr_number=pr_number,
+                login=comment.commenter_login or "",
+                pause=command is Command.PAUSE,
+            )
+            # In the conversation, even when asked in a thread: the state is read from there.
+            await say_once(
+                gh,
+                bot,
+                repo=repo,
+                pr_number=pr_number,
+                key=f"{command.value}:{comment.comment_id}",
+                text=text,
+                thread_root=None,
+                markers=(record,) if record else (),
+            )
         case Command.STATUS:
             await answer_status(gh, bot, comment, repo=repo, pr_number=pr_number, thread_root=thread_root)
         case Command.HELP:
@@ -165,16 +186,25 @@ async def refuse_once(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, 
 
 
 async def say_once(
-    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, key: str, text: str, thread_root: int | None
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pr_number: int,
+    key: str,
+    text: str,
+    thread_root: int | None,
+    markers: tuple[str, ...] = (),
 ) -> None:
-    """Post ``text`` unless the bot already posted it for ``key`` (a retried job must not repeat it)."""
+    """Post ``text`` unless the bot already posted it for ``key`` (a retried job must not repeat it).
+    ``markers``: more of the bot's hidden markers for the body's trailer (a pause record)."""
     marker = encode("note", key=key)
     for comment in await github.list_issue_comments(gh, repo=repo, number=pr_number):
         if is_bot_login((comment.get("user") or {}).get("login"), bot.identity) and carries(
             comment.get("body"), marker
         ):
             return
-    body = f"{text}\n\n{marker}"
+    body = f"{text}\n\n" + "\n".join([*markers, marker])
     if thread_root is not None:
         await github.reply_to_review_comment(
             gh, repo=repo, pr_number=pr_number, comment_id=thread_root, body=body

@@ -4,13 +4,16 @@ Every evaluation re-reads GitHub (the pull request, every App's check runs and t
 statuses at its head, the branch rules, reviews, threads, comments and reactions), decides
 (``review.readiness.decide``), and updates in place one sticky comment (found again by its
 hidden marker) and one check run ``<slug> readiness`` (``neutral`` while not ready, ``success``
-when it looks ready, never ``failure``). It never merges.
+when it looks ready, never ``failure``). The check run carries every call; the comment only
+those ``readiness.comment`` lets through (``rd.speaks``). It never merges.
 
-What the bot remembers between evaluations lives in that comment's marker (the heads it saw
-and when, the checks it saw fail and when CI turned green), so the recap is built from GitHub's
-record and the bot's own markers, never from the process's memory. When time alone can change
-the answer (the quiet window, a review still in flight, GitHub still computing mergeability),
-the next look is a durable timer (``bot.timers``).
+What the bot remembers between evaluations lives in its markers (the heads it saw and when,
+the checks it saw fail and when CI turned green): in the output of each head's check run, and
+in the comment when it speaks, so the recap is built from GitHub's record and the bot's own
+markers, never from the process's memory. A head first looked at while the comment was silent
+starts from the comment's last memory (GitHub lists no earlier heads to read it from). When
+time alone can change the answer (the quiet window, a review still in flight, GitHub still
+computing mergeability), the next look is a durable timer (``bot.timers``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from ..review import readiness as rd
 from ..review.inert import code
 from ..review.markers import decode, encode
 from .bot import Bot
+from .pause import paused_by, paused_headline
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -99,12 +103,15 @@ class Memory:
         memory.green_at = float(green) if isinstance(green, int | float) else None
         return memory
 
-    def marker(self) -> str:
+    def marker(self, *, quiet: bool = False) -> str:
+        """``quiet``: the comment no longer states a call (the check run carries it)."""
+        extra = {"quiet": True} if quiet else {}
         return encode(
             MARKER,
             heads=[list(h) for h in self.heads[-HISTORY:]],
             red=[list(r) for r in self.red[-HISTORY:]],
             green_at=self.green_at,
+            **extra,
         )
 
     def seen_at(self, sha: str) -> float | None:
@@ -121,6 +128,12 @@ class Reading:
     memory: Memory
     my_reviews: tuple[Mapping[str, Any], ...]
     my_threads: tuple[github.ReviewThread, ...]
+    paused_by: str | None = None  # ``@slug pause``, read from the bot's own comments
+
+    @property
+    def comment_is_quiet(self) -> bool:
+        data = decode(self.comment.get("body"), MARKER) if self.comment else None
+        return bool(data and data.get("quiet"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,6 +144,7 @@ def _settings(config: ReadinessConfig) -> rd.Settings:
         quiet_seconds=config.quiet_minutes * 60.0,
         ignore_checks=frozenset(config.ignore_checks),
         drafts=config.drafts,
+        comment=config.comment,
     )
 
 
@@ -230,7 +244,20 @@ async def read_state(
 
     mine = [c for c in comments if is_bot_login((c.get("user") or {}).get("login"), identity)]
     comment = next((c for c in mine if decode(c.get("body"), MARKER) is not None), None)
-    memory = Memory.read(decode(comment.get("body"), MARKER) if comment else None)
+    # The memory is in this head's check run (written at every look) or, for a head not looked
+    # at yet, in the sticky comment (written when it speaks); another App's runs never count.
+    own = [
+        r
+        for r in runs
+        if (r.get("app") or {}).get("slug") == identity.slug and r.get("name") == check_name(identity.slug)
+    ]
+    remembered = next(
+        (data for r in own if (data := decode((r.get("output") or {}).get("text"), MARKER)) is not None),
+        None,
+    )
+    if remembered is None and comment is not None:
+        remembered = decode(comment.get("body"), MARKER)
+    memory = Memory.read(remembered)
     head_seen = memory.seen_at(head)
     if head_seen is None:
         head_seen = since
@@ -321,7 +348,15 @@ async def read_state(
     my_threads = tuple(
         t for t in state.threads if t.root_author_type == "Bot" and t.root_author_login == identity.slug
     )
-    return Reading(snapshot, epoch(pull.get("created_at")), comment, memory, my_reviews, my_threads)
+    return Reading(
+        snapshot,
+        epoch(pull.get("created_at")),
+        comment,
+        memory,
+        my_reviews,
+        my_threads,
+        paused_by(comments, identity),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,19 +424,47 @@ def render(verdict: rd.Verdict, reading: Reading, slug: str, now: float) -> str:
     return "\n".join(parts)
 
 
+def quiet_text(slug: str) -> str:
+    """The sticky comment once its call no longer holds and the new one needs nobody: it says
+    so once, instead of following every state (the check run does)."""
+    return (
+        f"⏳ Not ready yet; the `{check_name(slug)}` check run has the current state. "
+        "I say here when it looks ready, or when something besides my review needs someone."
+    )
+
+
 async def publish(
-    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, verdict: rd.Verdict, reading: Reading, text: str
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pr_number: int,
+    verdict: rd.Verdict,
+    reading: Reading,
+    text: str,
+    speak: bool = True,
 ) -> None:
-    """Edit the sticky comment and the check run in place, only where they changed."""
-    body = f"{text}\n\n{reading.memory.marker()}"
-    if reading.comment is None:
+    """Edit the sticky comment and the check run in place, only where they changed. ``speak``
+    (``rd.speaks``): the call goes into the comment; otherwise a comment that stated an earlier
+    call is edited once to say the check run has the current one, and none is created."""
+    if speak:
+        body = f"{text}\n\n{reading.memory.marker()}"
+    else:
+        body = f"{quiet_text(bot.identity.slug)}\n\n{reading.memory.marker(quiet=True)}"
+    if verdict.outcome is rd.Outcome.PAUSED:
+        pass  # paused: not a word in the conversation, not even an edit
+    elif speak and reading.comment is None:
         await github.create_issue_comment(gh, repo=repo, number=pr_number, body=body)
-    elif reading.comment.get("body") != body:
+    elif (
+        reading.comment is not None
+        and (speak or not reading.comment_is_quiet)
+        and reading.comment.get("body") != body
+    ):
         await github.update_issue_comment(gh, repo=repo, comment_id=int(reading.comment["id"]), body=body)
     head = reading.snapshot.head_sha
     name = check_name(bot.identity.slug)
     conclusion = "success" if verdict.looks_ready else "neutral"
-    output = {"title": verdict.headline[:250], "summary": text[:60000]}
+    output = {"title": verdict.headline[:250], "summary": text[:60000], "text": reading.memory.marker()}
     existing = await github.find_check_run(
         gh, repo=repo, head_sha=head, name=name, app_id=bot.settings.app_id
     )
@@ -416,10 +479,11 @@ async def publish(
         await github.create_check_run(gh, repo=repo, payload=payload)
         return
     shown = existing.get("output") or {}
-    if (existing.get("conclusion"), shown.get("title"), shown.get("summary")) != (
+    if (existing.get("conclusion"), shown.get("title"), shown.get("summary"), shown.get("text")) != (
         conclusion,
         output["title"],
         output["summary"],
+        output["text"],
     ):
         await github.update_check_run(
             gh,
@@ -480,7 +544,12 @@ async def evaluate(
         return None
     settings = _settings(config)
     reading = await read_state(gh, bot, repo=repo, pull=pull, reviews=reviews, since=since)
-    verdict = rd.decide(reading.snapshot, settings, now=now)
+    if reading.paused_by is not None:
+        verdict: rd.Verdict | None = rd.Verdict(
+            rd.Outcome.PAUSED, paused_headline(reading.paused_by, bot.identity.slug), ()
+        )
+    else:
+        verdict = rd.decide(reading.snapshot, settings, now=now)
     if verdict is None and reading.comment is not None:
         verdict = DRAFT_AGAIN  # a call said before must not stand while it is a draft
     if verdict is None:
@@ -488,7 +557,13 @@ async def evaluate(
     remember_ci(reading.memory, reading.snapshot, settings, now)
     text = render(verdict, reading, bot.identity.slug, now)
     if followed:
-        await publish(gh, bot, repo=repo, pr_number=pr_number, verdict=verdict, reading=reading, text=text)
+        speak = rd.speaks(verdict, settings.comment)
+        await publish(
+            gh, bot, repo=repo, pr_number=pr_number, verdict=verdict, reading=reading, text=text, speak=speak
+        )
+        if verdict.outcome is rd.Outcome.PAUSED:
+            log.info("readiness paused by %s", reading.paused_by)
+            return Evaluation(verdict, text)  # resuming asks for the next look
         again = verdict.look_again_at
         if again is None and reading.snapshot.mergeable is None:
             again = now + bot.settings.readiness_settle_seconds  # GitHub computes it after a read

@@ -29,10 +29,11 @@ from ..review.identity import Delta, Scope, delta_of
 from ..review.learnings import Learning, prompt_context
 from ..review.markers import FindingMarker, ReviewMarker, Trigger
 from ..review.model import ModelInputs, ModelOptions, PriorFinding, PullContext, ReviewResult, Verdict
-from ..review.overrule import Overrule, withdraw
+from ..review.overrule import Overrule, severity_named, withdraw
 from .bot import Bot
 from .decoy import drop_decoy
 from .overrules import recorded_overrules, reported_at, take_reactions
+from .pause import note_paused, read_paused_by
 from .pull import analyse, build_context
 from .threads import (
     OpenThread,
@@ -61,6 +62,8 @@ def policy_for(
         approve=approve if config.review.approve is None else config.review.approve,
         pr_by_bot=is_bot_login(pull_context.author_login, identity),
         max_comments=config.review.max_comments,
+        inline_min_severity=severity_named(config.review.inline_min_severity.value),
+        max_nits=config.review.max_nits,
     )
 
 
@@ -132,7 +135,8 @@ async def review_pull(
     re-decide: request changes again, approve, or (approval disabled) dismiss the old block.
     ``only_if_unblocks`` (after a finding was overruled): post nothing unless the block goes.
     Findings overruled on this PR, or left out by the repository's learnings, are withdrawn
-    before the verdict (and counted in the review and the check run).
+    before the verdict (and counted in the review and the check run). A paused pull request
+    (``usecases.pause``) gets no review.
 
     Whatever fails, a check run this started is completed (a retry of the job starts it again):
     it never stays ``in_progress``.
@@ -191,6 +195,20 @@ async def _review_pull(
         log.info("head %s already reviewed; trigger %s coalesces into it", head_sha[:12], trigger)
         if trigger == Trigger.DECOY:
             await drop_decoy(gh, bot, repo=repo, pr_number=pr_number, pull=pull)
+        return
+    paused = await read_paused_by(gh, bot, repo=repo, pr_number=pr_number)
+    if paused is not None:
+        log.info("not reviewing: paused by %s", paused)
+        await note_paused(
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            head_sha=head_sha,
+            name=check_name(bot.identity),
+            by=paused,
+            details_url=str(pull.get("html_url") or ""),
+        )
         return
     check_run_id = check.id = (
         None
