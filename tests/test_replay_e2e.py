@@ -43,6 +43,7 @@ EXPECTED = [
         # Both calls are "blocked by the bot's own review", which that review already says: the
         # check run carries them, the conversation hears nothing (readiness.comment: actionable).
         "readiness_comments": 0,
+        "readiness_posts": 0,
     },
     {
         # Blocked, fixed by the next commit: the thread is resolved, the bot approves, and an
@@ -63,6 +64,7 @@ EXPECTED = [
         "readiness_updates": 3,
         "ready_calls": 1,
         "readiness_comments": 1,  # blocked by the bot, waiting for the quiet window: only "looks ready"
+        "readiness_posts": 1,
     },
     {
         # The base branch merged in (the fake sees the branch rewritten on a newer base): the
@@ -83,6 +85,7 @@ EXPECTED = [
         "readiness_updates": 4,
         "ready_calls": 1,
         "readiness_comments": 1,  # two blocks by the bot and a wait say nothing; "looks ready" does
+        "readiness_posts": 1,
     },
 ]
 EXPECTED_TOTALS = {
@@ -101,6 +104,7 @@ EXPECTED_TOTALS = {
     "readiness_updates": 9,
     "ready_calls": 2,
     "readiness_comments": 2,  # 9 before issue 29's noise budget: one per check-run update
+    "readiness_posts": 2,
     "crashes": 0,
     "resolution_rate": 0.75,
     "comments_per_pr": 1.33,

@@ -93,7 +93,8 @@ def summary(total: Mapping[str, object]) -> str:
         ("readiness check updates", f"{total['readiness_updates']} ({total['ready_calls']} 'looks ready')"),
         (
             "readiness comments",
-            f"{total['readiness_comments']} ({total['readiness_comments_per_pr']} per PR)",
+            f"{total['readiness_comments']} ({total['readiness_comments_per_pr']} per PR; "
+            f"{total['readiness_posts']} posted, the rest edits)",
         ),
         ("crashes", total["crashes"]),
         ("time", f"{total['seconds']}s"),

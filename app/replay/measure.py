@@ -17,7 +17,8 @@ threads, comments, check runs). From them, per pull request:
 - **blockers_at_merge**: when the bot's standing review is a request for changes at the merge,
   the blocker findings it posted that are still there;
 - readiness: **readiness_updates** (writes of the readiness check run), **ready_calls** (of them,
-  "looks merge-ready"), **readiness_comments** (writes of the sticky comment: posted or edited);
+  "looks merge-ready"), **readiness_comments** (writes of the sticky comment: posted or edited),
+  **readiness_posts** (of them, posts: an edit notifies nobody);
 - **crashes**: errors the bot logged (a job that failed, a handler that raised).
 """
 
@@ -74,6 +75,7 @@ class PullReport:
     readiness_updates: int
     ready_calls: int
     readiness_comments: int
+    readiness_posts: int
     crashes: int
     seconds: float
     findings: list[str] = field(default_factory=list)  # each flagged finding, and whether it stood at merge
@@ -101,6 +103,7 @@ TOTAL_KEYS = (
     "readiness_updates",
     "ready_calls",
     "readiness_comments",
+    "readiness_posts",
     "crashes",
 )
 
@@ -213,9 +216,10 @@ def in_diff(diff: Sequence[FileDiff], comment: ReviewComment) -> bool:
 
 def _readiness_writes(
     fake: FakeGitHub, calls: Sequence[Call], repo: str, number: int
-) -> tuple[int, int, int]:
-    """(check run writes, of them "looks ready", sticky comment writes) for the PR."""
-    updates = ready = comments = 0
+) -> tuple[int, int, int, int]:
+    """(check run writes, of them "looks ready", sticky comment writes, of them posts) for the PR.
+    A post notifies the people on the pull request; an edit of the sticky comment does not."""
+    updates = ready = comments = posts = 0
     runs_path = f"/repos/{repo}/check-runs"
     for call in calls:
         if not _ok(call) or not isinstance(call.body, dict):
@@ -233,7 +237,8 @@ def _readiness_writes(
         edited_here = comment_id is not None and fake.world.issue_comments[comment_id].number == number
         if (posted_here or edited_here) and decode(str(call.body.get("body")), READINESS_MARKER) is not None:
             comments += 1
-    return updates, ready, comments
+            posts += posted_here
+    return updates, ready, comments, posts
 
 
 def _verdict(review: Review) -> str | None:
@@ -293,7 +298,7 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
     ]
     pull = world.pull(world.repo(repo), played.number)
     threads = [t for t in world.threads_of(pull) if world.review_comments[t.comment_ids[0]].user == BOT]
-    updates, ready, sticky = _readiness_writes(fake, calls, repo, played.number)
+    updates, ready, sticky, posts = _readiness_writes(fake, calls, repo, played.number)
     crashes = played.errors or [f"{played.failed_jobs} job(s) failed"] * bool(played.failed_jobs)
     return PullReport(
         merge=played.pull.merge_sha,
@@ -314,6 +319,7 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
         readiness_updates=updates,
         ready_calls=ready,
         readiness_comments=sticky,
+        readiness_posts=posts,
         crashes=max(len(played.errors), played.failed_jobs),
         seconds=played.seconds,
         findings=[f"{m.rule} at {m.path}:{m.line}: {status[fp]} at merge" for fp, m in flagged.items()],
