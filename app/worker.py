@@ -78,6 +78,12 @@ class WorkerOptions:
     # While webhook requests are being received, a job waits up to this long before it starts:
     # acknowledging deliveries within GitHub's 10 s is the deadline; the queue is durable.
     ack_first_wait: float = 0.01
+    # Slots one installation's jobs may hold at once (None: all but one): a flood from one
+    # installation, its jobs waiting on GitHub's limits, always leaves a slot for the others.
+    installation_share: int | None = None
+
+    def share(self) -> int:
+        return self.installation_share or max(1, self.concurrency - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +198,10 @@ class Worker:
                 if free > 0:  # with every slot busy there is nothing to ask the database
                     try:
                         claimed = await self.store.claim(
-                            worker_id=self.worker_id, limit=free, lease_seconds=self.options.lease_seconds
+                            worker_id=self.worker_id,
+                            limit=free,
+                            lease_seconds=self.options.lease_seconds,
+                            share=self.options.share(),
                         )
                     except Exception as exc:  # noqa: BLE001 - a failed claim is retried, never fatal
                         self._database.failed(exc, during="claiming jobs")
