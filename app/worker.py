@@ -33,6 +33,7 @@ from typing import TypeVar
 
 import orjson
 
+from . import tenancy
 from .events import AnyEvent, FlattenError, PullRequestScoped, flatten
 from .github import NoAccess, transient_delay
 from .guards import BotIdentity, sent_by_bot_or_decoy
@@ -488,6 +489,7 @@ class Worker:
             event.pr_number if isinstance(event, PullRequestScoped) else getattr(event, "pr_number", None)
         )
         report.repo, report.pr_number = event.repo, pr_number
+        tenancy.installation.set(event.installation_id)  # this slot's task: whose turn it uses
         with log_context(repo=event.repo, pr_number=pr_number):
             handlers = select_handlers(self.router, event, payload, identity)
             report.handlers = [handler_name(h) for h in handlers]
