@@ -117,13 +117,17 @@ def mark_handler_done(conn: Connection, job_id: int, done_handlers: list[str], n
     )
 
 
-def retry_later(conn: Connection, job: Job, worker_id: str, run_after: float, error: str, now: float) -> bool:
+def retry_later(
+    conn: Connection, job: Job, worker_id: str, run_after: float, error: str, now: float, counted: bool = True
+) -> bool:
     """The job goes back to the queue as its subject's head, due at ``run_after``; the rest of
-    its run goes back to ``waiting`` behind it, as if never claimed."""
+    its run goes back to ``waiting`` behind it, as if never claimed. ``counted`` False: the
+    attempt is given back, as ``release`` does."""
     result = conn.execute(
         update(deliveries)
         .where(_running([job.id], worker_id))
         .values(
+            attempts=deliveries.c.attempts - (0 if counted else 1),
             status=JobStatus.QUEUED,
             error=error,
             run_after=run_after,

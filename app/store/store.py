@@ -222,9 +222,12 @@ class Store:
             run_continues=run_continues,
         )
 
-    async def retry_later(self, job: Job, *, worker_id: str, delay: float, error: str) -> bool:
+    async def retry_later(
+        self, job: Job, *, worker_id: str, delay: float, error: str, counted: bool = True
+    ) -> bool:
         """Put a job back in the queue to run after ``delay`` seconds; later jobs of its subject
-        (the rest of its run too) wait behind it."""
+        (the rest of its run too) wait behind it. ``counted`` False: the attempt is given back
+        (waiting out a rate limit is no failure)."""
         now = self._clock()
         return await self._write(
             partial(
@@ -234,6 +237,7 @@ class Store:
                 run_after=now + delay,
                 error=error,
                 now=now,
+                counted=counted,
             )
         )
 
