@@ -26,6 +26,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import orjson
+
 # A job whose installation may create content within this many seconds starts now (its
 # requests wait the rest in place).
 ADMISSION_SLACK = 1.0
@@ -67,10 +69,13 @@ def cost_of(method: str, url: str, *, graphql: bool, mutation: bool) -> Cost:
 
 
 def is_mutation(body: bytes) -> bool:
-    """A GraphQL request body (``{"query": ...}``) whose document is a mutation. The bot's own
-    documents start with their operation keyword."""
-    head = body[:200].lstrip()
-    return head.startswith(b'{"query": "mutation') or head.startswith(b'{"query":"mutation')
+    """A GraphQL request body (``{"query": ...}``) whose document is a mutation (the bot's own
+    documents start with their operation keyword)."""
+    try:
+        document = orjson.loads(body).get("query")
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+    return isinstance(document, str) and document.lstrip().startswith("mutation")
 
 
 @dataclass(slots=True)

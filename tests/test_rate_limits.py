@@ -14,6 +14,7 @@ from pathlib import Path
 from sqlalchemy import and_, func, or_, select
 
 from app.events import TIMER_EVENT
+from app.github import RESOLVE_THREAD
 from app.ratelimit import Cost, PaceLimits, Pacer, Resource, Window, cost_of, is_mutation
 from app.sandbox.ratelimits import RateLimits
 from app.sandbox.ratelimits import Resource as FakeResource
@@ -103,8 +104,11 @@ def test_costs_as_github_counts_them() -> None:
         "POST", "http://h/app/installations/7/access_tokens", graphql=False, mutation=False
     ) == Cost(Resource.REST, 5, False)
     assert cost_of("POST", "http://h/graphql", graphql=True, mutation=True) == Cost(Resource.GRAPHQL, 5, True)
-    assert is_mutation(b'{"query": "mutation ResolveThread($threadId: ID!) {}"}')
+    assert is_mutation(json.dumps({"query": RESOLVE_THREAD, "variables": {"threadId": "x"}}).encode())
     assert not is_mutation(b'{"query": "query Blobs { mutation }"}')
+    # A pull request's text travels in variables: it never makes a query count as a write.
+    hostile = {"query": "query Blobs($e0: String!) { x }", "variables": {"e0": "mutation { x }"}}
+    assert not is_mutation(json.dumps(hostile).encode())
 
 
 def test_a_sliding_window_says_when_the_next_request_fits() -> None:

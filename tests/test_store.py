@@ -712,3 +712,15 @@ async def test_one_installation_never_takes_a_workers_last_slot_from_the_others(
     await store.record_deliveries([tenant_delivery(2, "quiet/repo#1")])
     (quiet,) = await store.claim(worker_id="w", limit=1, lease_seconds=60, share=7)
     assert quiet.subject == "quiet/repo#1"
+
+
+async def test_waiting_for_a_rate_limit_gives_the_attempt_back(store: Store, clock: FakeClock) -> None:
+    await store.record_deliveries([delivery()])
+    (job,) = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    assert await store.retry_later(job, worker_id="w", delay=30, error="RetryLater: pacing", counted=False)
+    clock.advance(31)
+    (again,) = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    assert (again.id, again.attempts) == (job.id, 1)  # the wait was no failed attempt
+    assert await store.retry_later(again, worker_id="w", delay=0, error="GitHubBroken: 502")
+    (third,) = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    assert third.attempts == 2
