@@ -31,6 +31,7 @@ import orjson
 # A job whose installation may create content within this many seconds starts now (its
 # requests wait the rest in place).
 ADMISSION_SLACK = 1.0
+MAX_TURNS = 10_000  # deferred jobs remembered per installation before stale turns are dropped
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # POSTs that create nothing (an installation token, a manifest's conversion).
 NOT_CONTENT = re.compile(r".*/app/installations/\d+/access_tokens|.*/app-manifests/[^/]+/conversions")
@@ -199,6 +200,9 @@ class Pacer:
         else:
             turn = max(turn, now + wait)
         state.turns[job] = turn
+        if len(state.turns) > MAX_TURNS:  # turns of jobs that never came back (ended elsewhere)
+            for stale in [key for key, at in state.turns.items() if at < now - 3600.0]:
+                del state.turns[stale]
         return turn - now
 
     def hold(self, installation: int, seconds: float) -> None:
