@@ -8,7 +8,9 @@ Two clients over gidgethub's aiohttp flavour:
 
 Secondary rate limits (403/429 with ``Retry-After``) are handled in gidgethub 6's
 ``handle_rate_limit_error`` hook: a short wait is slept in place, a long one becomes
-``RetryLater`` so the job goes back to the queue instead of holding a worker slot.
+``RetryLater`` so the job goes back to the queue instead of holding a worker slot. An
+installation's requests are paced below those limits to begin with (``ratelimit.Pacer``, shared
+by every client of the process), and a refusal holds back the installation's other requests too.
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ import orjson
 # A job whose installation may create content within this many seconds starts now (its
 # requests wait the rest in place).
 ADMISSION_SLACK = 1.0
+# A refusal's Retry-After longer than this means a window is full, not a blip: learn from it.
+LEARN_AFTER_SECONDS = 10.0
 MAX_TURNS = 10_000  # deferred jobs remembered per installation before stale turns are dropped
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # POSTs that create nothing (an installation token, a manifest's conversion).
@@ -104,6 +106,14 @@ class Window:
     def add(self, now: float, amount: int) -> None:
         self.spent.append((now, amount))
         self.total += amount
+
+    def give_back(self, amount: int) -> None:
+        """Uncount the latest request of ``amount`` (one that was refused)."""
+        for index in range(len(self.spent) - 1, -1, -1):
+            if self.spent[index][1] == amount:
+                del self.spent[index]
+                self.total -= amount
+                return
 
 
 @dataclass(slots=True)
@@ -211,19 +221,25 @@ class Pacer:
         state.held_until = max(state.held_until, self.clock() + seconds)
 
     def refused(self, installation: int, cost: Cost, seconds: float) -> None:
-        """GitHub refused a request (``Retry-After``: ``seconds``): the installation waits, and a
-        refused content-creating request lowers its budget to what got through in the last minute
-        (GitHub's "about 80" is not exact, and some endpoints allow less), for an hour. Otherwise
-        every retry would spend the minute again on the writes a job repeats before the refused
-        one, and no job would get further."""
+        """GitHub refused a request (``Retry-After``: ``seconds``): the installation waits, and
+        the refused request is not counted (GitHub did not count it). A content-creating request
+        refused for longer than a blip (``LEARN_AFTER_SECONDS``: a window is full) lowers the
+        installation's budget to what got through in the last minute, for an hour: GitHub's
+        "about 80" is not exact and some endpoints allow less, and otherwise every retry would
+        spend the minute again on the writes a job repeats before the refused one."""
         self.hold(installation, seconds)
+        state = self._of(installation)
+        state.points[cost.resource].give_back(cost.points)
         if not cost.creates_content:
             return
-        state = self._of(installation)
+        for window in state.content:
+            window.give_back(1)
+        if seconds <= LEARN_AFTER_SECONDS:
+            return
         minute = state.content[0]
         now = self.clock()
         minute.wait(now, 0)  # forget what left the window
-        minute.limit = max(1, min(minute.limit, minute.total - 1))  # the refused one was counted
+        minute.limit = max(1, min(minute.limit, minute.total))
         state.restore_at = now + 3600.0
 
     def answered(self, installation: int, headers: Mapping[str, str]) -> None:

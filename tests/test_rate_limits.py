@@ -225,3 +225,20 @@ async def test_metrics_show_each_installations_remaining_budget(tmp_path: Path) 
         )
         assert shown == int(fake_says["X-RateLimit-Remaining"]), installation
         assert 0 < shown < 5000
+
+
+async def test_a_refusal_is_uncounted_and_only_a_full_window_lowers_the_budget() -> None:
+    clock = FakeClock(0.0)
+    pacer = Pacer(PaceLimits(content_per_minute=10), clock=clock)
+    write = Cost(Resource.REST, 5, True)
+    for _ in range(4):
+        async with pacer.request(1, write):
+            pass
+    pacer.refused(1, write, 1.0)  # a blip: the refused write is uncounted, the budget stays
+    assert pacer._of(1).content[0].total == 3 and pacer._of(1).content[0].limit == 10
+    assert pacer.wait_before(1, write) == 1.0  # Retry-After holds the installation
+    pacer.refused(1, write, 40.0)  # a full window: at most what got through, for an hour
+    assert pacer._of(1).content[0].limit == 2
+    clock.advance(3600)
+    assert pacer.wait_before(1, write) == 0.0
+    assert pacer._of(1).content[0].limit == 10
