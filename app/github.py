@@ -8,7 +8,9 @@ Two clients over gidgethub's aiohttp flavour:
 
 Secondary rate limits (403/429 with ``Retry-After``) are handled in gidgethub 6's
 ``handle_rate_limit_error`` hook: a short wait is slept in place, a long one becomes
-``RetryLater`` so the job goes back to the queue instead of holding a worker slot.
+``RetryLater`` so the job goes back to the queue instead of holding a worker slot. An
+installation's requests are paced below those limits to begin with (``ratelimit.Pacer``, shared
+by every client of the process), and a refusal holds back the installation's other requests too.
 """
 
 from __future__ import annotations
@@ -27,9 +29,14 @@ import gidgethub.aiohttp
 
 from . import __version__, metrics
 from .auth import AppJWT, InstallationToken, InstallationTokens
+from .ratelimit import Pacer, cost_of, is_mutation
 
 MAX_INLINE_WAIT_SECONDS = 10.0
 _SHA = re.compile(r"[0-9a-f]{40}")
+# The bot's own pacing (``ratelimit``) waits in place up to a window's length: a retry would repeat
+# the job's earlier writes, spending the very budget it waits for. Longer (the hour's budget, the
+# primary limit's reset): the job goes back to the queue.
+MAX_PACED_WAIT_SECONDS = 60.0
 MAX_INLINE_RETRIES = 2
 DEFAULT_RATE_LIMIT_WAIT = 60.0
 
@@ -124,12 +131,17 @@ class _RetryingAPI(gidgethub.aiohttp.GitHubAPI):
         metrics.github_answer(response[0], response[1], self.metrics_installation)
         return response
 
+    def rate_limited(self, method: str, url: str, delay: float) -> None:
+        """GitHub refused a request for ``delay`` seconds (an installation's client holds its
+        other requests back too)."""
+
     async def handle_rate_limit_error(
         self, *, method: str, url: str, exception: gidgethub.HTTPException, attempt: int
     ) -> bool:
         delay = rate_limit_delay(int(exception.status_code), exception.headers, str(exception))
         if delay is None:
             return False
+        self.rate_limited(method, url, delay)
         if delay <= MAX_INLINE_WAIT_SECONDS and attempt <= MAX_INLINE_RETRIES:
             await self.sleep(delay)
             return True
@@ -244,22 +256,55 @@ class InstallationClient(GitHubClient):
         api_url: str,
         graphql_url: str,
         slug: str | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
+        """``pacer``: the process's, shared by every client of the installation (``ratelimit``);
+        None: requests go out unpaced (a one-off client, the tests' recorded answers)."""
         super().__init__(session, api_url=api_url, graphql_url=graphql_url, slug=slug)
         self.installation_id = installation_id
         self.metrics_installation = installation_id
         self._tokens = tokens
+        self._pacer = pacer
+
+    async def sleep(self, seconds: float) -> None:
+        """gidgethub's wait before it retries a refused request: the pacer's clock when paced."""
+        await (self._pacer.sleep(seconds) if self._pacer is not None else super().sleep(seconds))
+
+    def rate_limited(self, method: str, url: str, delay: float) -> None:
+        if self._pacer is not None:
+            graphql = url == self.graphql_url  # a mutation's body is not at hand: not counted as one
+            self._pacer.refused(
+                self.installation_id, cost_of(method, url, graphql=graphql, mutation=False), delay
+            )
 
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
     ) -> tuple[int, Mapping[str, str], bytes]:
         token = await self._tokens.get(self.installation_id)
-        response = await super()._request(method, url, {**headers, "authorization": f"token {token}"}, body)
+        response = await self._paced(method, url, {**headers, "authorization": f"token {token}"}, body)
         if response[0] != 401:
             return response
         self._tokens.invalidate(self.installation_id, token)
         token = await self._tokens.get(self.installation_id)
-        return await super()._request(method, url, {**headers, "authorization": f"token {token}"}, body)
+        return await self._paced(method, url, {**headers, "authorization": f"token {token}"}, body)
+
+    async def _paced(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """One request within the installation's pace (``ratelimit.Pacer``). A wait longer
+        than ``MAX_PACED_WAIT_SECONDS`` sends the job back to the queue instead of holding a
+        worker (before this request: what it would have done is done by the retry)."""
+        if self._pacer is None:
+            return await super()._request(method, url, headers, body)
+        graphql = url == self.graphql_url
+        cost = cost_of(method, url, graphql=graphql, mutation=graphql and is_mutation(body))
+        wait = self._pacer.wait_before(self.installation_id, cost)
+        if wait > MAX_PACED_WAIT_SECONDS:
+            raise RetryLater(wait, f"pacing {method} {url} under GitHub's rate limits")
+        async with self._pacer.request(self.installation_id, cost):
+            response = await super()._request(method, url, headers, body)
+        self._pacer.answered(self.installation_id, response[1])
+        return response
 
 
 # ---------------------------------------------------------------------------------------------

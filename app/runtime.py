@@ -27,7 +27,7 @@ from aiohttp import web
 from .auth import AppJWT, InstallationTokens
 from .config import Settings, shutdown_budget
 from .events import AnyEvent
-from .github import AppClient, InstallationClient, transient_delay
+from .github import AppClient, InstallationClient, RetryLater, transient_delay
 from .guards import BotIdentity
 from .handlers.concern import OrderedRouter
 from .handlers.context import Context
@@ -37,6 +37,7 @@ from .logs import Outage, mask_configured, redact
 from .metrics import metrics_view
 from .pacing import AckFirst, backoff_delay
 from .proxy import WebhookProxy, start_proxy
+from .ratelimit import Pacer
 from .recovery import DeliveryRecovery
 from .review.engine import BuiltinReviewer
 from .review.learnings import DatabaseLearnings
@@ -129,7 +130,10 @@ class Runtime:
         reviewer: Reviewer | None = None,
         housekeeping_interval: float = INTERVAL_SECONDS,
         clock: Callable[[], float] = time.time,
+        pacer: Pacer | None = None,
     ) -> None:
+        """``pacer``: how GitHub requests keep under its rate limits (``ratelimit.Pacer``; tests
+        pass one on a fake clock)."""
         if router is None:
             from .handlers import router as default_router
 
@@ -166,6 +170,7 @@ class Runtime:
         self.worker: Worker | None = None
         # Shared by the webhook endpoint and the worker of this process: requests go first.
         self.ack_first = AckFirst()
+        self.pacer = pacer or Pacer()  # per installation, shared by all its clients
         self._identity_task: asyncio.Task[BotIdentity] | None = None
         self._housekeeping_interval = housekeeping_interval
         self.housekeeping: Housekeeping | None = None
@@ -252,6 +257,9 @@ class Runtime:
 
     async def context_for(self, event: AnyEvent, identity: BotIdentity, received_at: float) -> Context:
         assert self.session is not None and self.tokens is not None and event.installation_id is not None
+        delay = self.pacer.admission(event.installation_id, event.delivery_id)
+        if delay > 0:  # the installation's writes are spent for now: no worker waits for them
+            raise RetryLater(delay, f"installation {event.installation_id} at its pace of writes")
         gh = InstallationClient(
             self.session,
             installation_id=event.installation_id,
@@ -259,6 +267,7 @@ class Runtime:
             api_url=self.settings.github_api_url,
             graphql_url=self.settings.graphql_url,
             slug=identity.slug,
+            pacer=self.pacer,
         )
         bot = Bot(
             identity=identity,

@@ -33,8 +33,9 @@ from typing import TypeVar
 
 import orjson
 
+from . import tenancy
 from .events import AnyEvent, FlattenError, PullRequestScoped, flatten
-from .github import NoAccess, transient_delay
+from .github import NoAccess, RetryLater, transient_delay
 from .guards import BotIdentity, sent_by_bot_or_decoy
 from .handlers.concern import OrderedRouter
 from .handlers.context import Context
@@ -78,6 +79,12 @@ class WorkerOptions:
     # While webhook requests are being received, a job waits up to this long before it starts:
     # acknowledging deliveries within GitHub's 10 s is the deadline; the queue is durable.
     ack_first_wait: float = 0.01
+    # Slots one installation's jobs may hold at once (None: all but one): a flood from one
+    # installation, its jobs waiting on GitHub's limits, always leaves a slot for the others.
+    installation_share: int | None = None
+
+    def share(self) -> int:
+        return self.installation_share or max(1, self.concurrency - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +100,14 @@ class WorkerStatus:
     identity_known: bool
     since_claim_loop: float | None
     database_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A job going back to the queue: after ``delay`` seconds; ``counted``: as a failed attempt."""
+
+    delay: float
+    counted: bool = True
 
 
 @dataclass(slots=True)
@@ -192,7 +207,10 @@ class Worker:
                 if free > 0:  # with every slot busy there is nothing to ask the database
                     try:
                         claimed = await self.store.claim(
-                            worker_id=self.worker_id, limit=free, lease_seconds=self.options.lease_seconds
+                            worker_id=self.worker_id,
+                            limit=free,
+                            lease_seconds=self.options.lease_seconds,
+                            share=self.options.share(),
                         )
                     except Exception as exc:  # noqa: BLE001 - a failed claim is retried, never fatal
                         self._database.failed(exc, during="claiming jobs")
@@ -370,7 +388,12 @@ class Worker:
             if retry_in is not None:
                 await self._write_ends(ends, last=False)
                 retry = partial(
-                    self.store.retry_later, job, worker_id=self.worker_id, delay=retry_in, error=str(error)
+                    self.store.retry_later,
+                    job,
+                    worker_id=self.worker_id,
+                    delay=retry_in.delay,
+                    error=str(error),
+                    counted=retry_in.counted,
                 )
                 await self._persist("the job's retry", retry)
                 self._running.pop(job.id, None)
@@ -437,12 +460,12 @@ class Worker:
                 "could not hand %d job(s) back (%s); they run after their leases", len(ids), _error_text(exc)
             )
 
-    async def _run_job(self, job: Job, identity: BotIdentity) -> tuple[JobStatus, str | None, float | None]:
+    async def _run_job(self, job: Job, identity: BotIdentity) -> tuple[JobStatus, str | None, Retry | None]:
         """Run one job; returns its status and error and, when it is to be retried (status
         ``queued`` again), after how long (the caller writes the outcome)."""
         started = time.monotonic()
         report = JobReport()
-        retry_in: float | None = None
+        retry_in: Retry | None = None
         with log_context(job_id=job.id, delivery_id=job.delivery_id, event=job.event):
             try:
                 status, error = await self._process(job, identity, report)
@@ -479,6 +502,7 @@ class Worker:
             event.pr_number if isinstance(event, PullRequestScoped) else getattr(event, "pr_number", None)
         )
         report.repo, report.pr_number = event.repo, pr_number
+        tenancy.installation.set(event.installation_id)  # this slot's task: whose turn it uses
         with log_context(repo=event.repo, pr_number=pr_number):
             handlers = select_handlers(self.router, event, payload, identity)
             report.handlers = [handler_name(h) for h in handlers]
@@ -513,11 +537,15 @@ class Worker:
             return
         await self._persist(f"handler {name} as done", lambda: self.store.mark_handler_done(job, name))
 
-    def _after_failure(self, job: Job, exc: Exception) -> tuple[float | None, str]:
+    def _after_failure(self, job: Job, exc: Exception) -> tuple[Retry | None, str]:
         """Whether a failed job is retried: after how long (None: it fails for good), and the
-        error kept on it."""
+        error kept on it. GitHub's rate limits (``RetryLater``: a refusal's wait, or the bot's
+        own pacing) always end, so waiting for them is no failed attempt."""
         hint = transient_delay(exc)
         error = _error_text(exc)
+        if isinstance(exc, RetryLater):
+            log.info("waiting %.1fs for GitHub's rate limits (%s)", exc.delay, error)
+            return Retry(exc.delay, counted=False), error
         if hint is None or job.attempts >= self.options.max_attempts:
             log.error("job failed after %d attempt(s): %s", job.attempts, error, exc_info=hint is None)
             return None, error
@@ -525,4 +553,4 @@ class Worker:
             hint, backoff_delay(job.attempts, base=self.options.backoff_base, cap=self.options.backoff_cap)
         )
         log.warning("attempt %d failed (%s); retrying in %.2fs", job.attempts, error, delay)
-        return delay, error
+        return Retry(delay), error

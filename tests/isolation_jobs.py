@@ -199,3 +199,21 @@ class Stall:
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         await asyncio.Event().wait()
         return AnalyzerOutput()
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A job that holds its child until the test lets it go (``Gate``'s fifos, as a job)."""
+
+    entered: str
+    release: str
+
+    def result_type(self) -> type[bool]:
+        return bool
+
+    async def run(self) -> bool:
+        with open(self.entered, "w") as held:  # noqa: ASYNC230 - blocking on purpose: the child is held
+            held.write("held")
+        with open(self.release) as release:  # noqa: ASYNC230
+            release.read()
+        return True

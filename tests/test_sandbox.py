@@ -36,6 +36,7 @@ from app.events import (
 )
 from app.guards import BotIdentity, sent_by_bot_or_decoy
 from app.sandbox import Call, FakeGitHub
+from app.sandbox.ratelimits import Cost, Limiter, RateLimits, Resource, cost_of
 from tests.conformance import (
     GitHubConformance,
     validate_graphql,
@@ -1100,3 +1101,131 @@ async def test_git_tree_lists_a_commit_recursively_in_one_answer(
     for call in fake.calls:
         if "/git/trees/" in call.path and call.status == 200:
             assert validate_response(call.method, call.path, call.status, call.response) == []
+
+
+# ----------------------------------------------------------------------------------- rate limits
+@pytest.mark.parametrize(
+    ("method", "path", "mutation", "expected"),
+    [
+        ("GET", "/repos/o/r/pulls/1", False, Cost(Resource.CORE, 1, False)),
+        ("HEAD", "/repos/o/r", False, Cost(Resource.CORE, 1, False)),
+        ("POST", "/repos/o/r/issues/1/comments", False, Cost(Resource.CORE, 5, True)),
+        ("PATCH", "/repos/o/r/check-runs/5", False, Cost(Resource.CORE, 5, False)),
+        ("DELETE", "/repos/o/r/pulls/1/requested_reviewers", False, Cost(Resource.CORE, 5, False)),
+        ("POST", "/app/installations/7/access_tokens", False, Cost(Resource.CORE, 5, False)),
+        ("POST", "/graphql", False, Cost(Resource.GRAPHQL, 1, False)),
+        ("POST", "/graphql", True, Cost(Resource.GRAPHQL, 5, True)),
+    ],
+)
+def test_what_a_request_costs_against_githubs_secondary_limits(
+    method: str, path: str, mutation: bool, expected: Cost
+) -> None:
+    assert cost_of(method, path, mutation=mutation) == expected
+
+
+def test_the_fakes_limits_are_githubs_documented_ones_by_default() -> None:
+    assert RateLimits() == RateLimits(
+        concurrent=100,
+        rest_points_per_minute=900,
+        graphql_points_per_minute=2000,
+        content_per_minute=80,
+        content_per_hour=500,
+        primary_per_hour=5000,
+    )
+
+
+class RateClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _comment(fake: FakeGitHub, token: str, n: int) -> tuple[int, dict[str, str], dict[str, Any]]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{fake.api_url}/repos/{REPO}/issues/1/comments",
+            json={"body": f"comment {n}"},
+            headers={"Authorization": f"token {token}", "Accept": "application/vnd.github+json"},
+        ) as response,
+    ):
+        return response.status, dict(response.headers), await response.json()
+
+
+async def test_content_creation_over_the_limit_is_refused_with_retry_after(fake: FakeGitHub) -> None:
+    clock = RateClock()
+    fake.limiter.clock = clock
+    fake.limiter.limits = RateLimits(content_per_minute=2, content_per_hour=3)
+    token = fake.tokens.issue(7).token.token
+    assert (await _comment(fake, token, 1))[0] == 201
+    clock.now += 20
+    assert (await _comment(fake, token, 2))[0] == 201
+    status, headers, body = await _comment(fake, token, 3)
+    assert (status, headers["Retry-After"]) == (403, "40")  # the first leaves the minute at 60 s
+    assert body["message"].startswith("You have exceeded a secondary rate limit")
+    assert body["documentation_url"].endswith("#about-secondary-rate-limits")
+    clock.now += 40
+    assert (await _comment(fake, token, 3))[0] == 201  # the refused one was not counted
+    clock.now += 60
+    status, headers, _ = await _comment(fake, token, 4)  # the hour's three are spent
+    assert (status, headers["Retry-After"]) == (403, str(3600 - 60 - 60))
+    assert [c.status for c in fake.calls if c.path.endswith("/issues/1/comments")] == [
+        201,
+        201,
+        403,
+        201,
+        403,
+    ]
+    assert [path for _, _, path in fake.limiter.refused] == [f"/repos/{REPO}/issues/1/comments"] * 2
+    # Another installation has limits of its own.
+    assert fake.limiter.headers("installation ID 8", Resource.CORE)["X-RateLimit-Used"] == "0"
+
+
+def test_at_most_the_concurrent_limit_of_requests_are_in_flight() -> None:
+    limiter = Limiter(RateLimits(concurrent=2), clock=lambda: 0.0, wall=lambda: 0.0)
+    assert limiter.begin("a", "GET", "/x", mutation=False) is None
+    assert limiter.begin("a", "GET", "/x", mutation=False) is None
+    refusal = limiter.begin("a", "GET", "/x", mutation=False)
+    assert refusal is not None and refusal.status == 403 and "Retry-After" in refusal.headers
+    assert limiter.begin("b", "GET", "/x", mutation=False) is None  # per identity
+    limiter.end("a")
+    assert limiter.begin("a", "GET", "/x", mutation=False) is None
+
+
+async def test_points_and_the_primary_limit_are_counted_and_reported(fake: FakeGitHub) -> None:
+    clock = RateClock()
+    fake.limiter.clock = clock
+    fake.limiter.limits = RateLimits(rest_points_per_minute=7, primary_per_hour=4, refusal_status=429)
+    token = fake.tokens.issue(7).token.token
+    headers = {"Authorization": f"token {token}"}
+    async with aiohttp.ClientSession() as session:
+
+        async def get() -> aiohttp.ClientResponse:
+            async with session.get(f"{fake.api_url}/repos/{REPO}/pulls/1", headers=headers) as response:
+                await response.read()
+                return response
+
+        first = await get()
+        assert first.status == 200
+        assert {
+            k: first.headers[k] for k in ("X-RateLimit-Limit", "X-RateLimit-Used", "X-RateLimit-Remaining")
+        } == {
+            "X-RateLimit-Limit": "4",
+            "X-RateLimit-Used": "1",
+            "X-RateLimit-Remaining": "3",
+        }
+        assert first.headers["X-RateLimit-Resource"] == "core"
+        reset = int(first.headers["X-RateLimit-Reset"])
+        assert abs(reset - (time.time() + 3600)) < 5
+        assert (await _comment(fake, token, 1))[0] == 201  # 1 + 5 points
+        assert (await get()).status == 200  # 7 points: fits the minute; a comment more would not
+        status, answer_headers, _ = await _comment(fake, token, 2)
+        assert (status, answer_headers["Retry-After"]) == (429, "60")
+        clock.now += 61
+        assert (await get()).status == 200  # the fourth request of the hour
+        over = await get()
+        assert over.status == 429
+        assert over.headers["X-RateLimit-Remaining"] == "0"
+        assert int(over.headers["X-RateLimit-Reset"]) >= reset - 61

@@ -665,3 +665,71 @@ async def test_the_sqlite_wal_is_checkpointed_beside_the_writer(tmp_path: Path) 
 
     await until(copied, "the checkpointer copied the WAL into the database file")
     await store.close()
+
+
+def tenant_delivery(installation_id: int, subject: str) -> IncomingDelivery:
+    return IncomingDelivery(
+        delivery_id=f"delivery-{next(_ids)}",
+        event="pull_request",
+        action="opened",
+        installation_id=installation_id,
+        repo=subject.partition("#")[0],
+        subject=subject,
+        payload=b"{}",
+    )
+
+
+async def test_a_quiet_installation_is_claimed_second_behind_a_flood_of_300(store: Store) -> None:
+    flood = [tenant_delivery(1, f"flood/repo#{n}") for n in range(1, 301)]
+    await store.record_deliveries(flood)
+    await store.record_deliveries([tenant_delivery(2, "quiet/repo#1")])
+    claimed: list[Job] = []
+    for _ in range(3):  # one at a time, as a worker with one free slot claims
+        claimed += await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    assert [job.subject for job in claimed] == ["flood/repo#1", "quiet/repo#1", "flood/repo#2"]
+    # In one claim of eight too: the quiet one's turn (1) ties the flood's first and beats the rest.
+    await store.release([job.id for job in claimed], worker_id="w")
+    batch = await store.claim(worker_id="w2", limit=8, lease_seconds=60)
+    assert {job.subject for job in batch} == {"quiet/repo#1"} | {f"flood/repo#{n}" for n in range(1, 8)}
+
+
+async def test_fair_turns_keep_each_pull_requests_order(store: Store) -> None:
+    # Installation 1 floods three deliveries on each of 20 pull requests; 2 sends two on one.
+    await store.record_deliveries([tenant_delivery(1, f"flood/repo#{n % 20}") for n in range(60)])
+    await store.record_deliveries([tenant_delivery(2, "quiet/repo#1") for _ in range(2)])
+    order: list[Job] = []
+    while len(order) < 62:
+        batch = await store.claim(worker_id="w", limit=4, lease_seconds=60)
+        assert len({job.subject for job in batch}) == len(batch)  # never two of one subject at once
+        assert batch, "a subject stalled"
+        order += batch
+        for job in batch:
+            await store.finish(job, worker_id="w", status=JobStatus.DONE)
+    for subject in {job.subject for job in order}:
+        ids = [job.id for job in order if job.subject == subject]
+        assert ids == sorted(ids)
+    assert [job.subject for job in order[:4]].count("quiet/repo#1") == 1
+
+
+async def test_one_installation_never_takes_a_workers_last_slot_from_the_others(store: Store) -> None:
+    await store.record_deliveries([tenant_delivery(1, f"flood/repo#{n}") for n in range(1, 11)])
+    held = await store.claim(worker_id="w", limit=8, lease_seconds=60, share=7)
+    assert len(held) == 7
+    assert await store.claim(worker_id="w", limit=1, lease_seconds=60, share=7) == []
+    # Another worker has its own slots; and the last slot here goes to the quiet installation.
+    assert len(await store.claim(worker_id="w2", limit=1, lease_seconds=60, share=7)) == 1
+    await store.record_deliveries([tenant_delivery(2, "quiet/repo#1")])
+    (quiet,) = await store.claim(worker_id="w", limit=1, lease_seconds=60, share=7)
+    assert quiet.subject == "quiet/repo#1"
+
+
+async def test_waiting_for_a_rate_limit_gives_the_attempt_back(store: Store, clock: FakeClock) -> None:
+    await store.record_deliveries([delivery()])
+    (job,) = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    assert await store.retry_later(job, worker_id="w", delay=30, error="RetryLater: pacing", counted=False)
+    clock.advance(31)
+    (again,) = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    assert (again.id, again.attempts) == (job.id, 1)  # the wait was no failed attempt
+    assert await store.retry_later(again, worker_id="w", delay=0, error="GitHubBroken: 502")
+    (third,) = await store.claim(worker_id="w", limit=1, lease_seconds=60)
+    assert third.attempts == 2

@@ -668,7 +668,9 @@ class FrozenClaims(Store):
         self.claim_cancelled = asyncio.Event()
         self.thaw = asyncio.Event()
 
-    async def claim(self, *, worker_id: str, limit: int, lease_seconds: float) -> list[Any]:
+    async def claim(
+        self, *, worker_id: str, limit: int, lease_seconds: float, share: int | None = None
+    ) -> list[Any]:
         self.claiming.set()
         while not self.thaw.is_set():
             try:

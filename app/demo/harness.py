@@ -23,6 +23,7 @@ from sqlalchemy import and_, func, or_, select
 from ..config import Settings, load_settings
 from ..events import TIMER_EVENT
 from ..handlers.concern import OrderedRouter
+from ..ratelimit import Pacer
 from ..runtime import Runtime, listen
 from ..sandbox import FakeGitHub
 from ..sandbox.server import ENTERPRISE_REST
@@ -78,6 +79,7 @@ class BotAndFake:
         self.database_path = workdir / database_name
         self.clock = clock  # the bot's queue and the fake's timestamps (tests pass a fake one)
         fake.world.clock = clock
+        self.pacer: Pacer | None = None  # the bot's pacing under GitHub's limits (None: its own)
         self.runtime: Runtime | None = None
         self._runner: web.AppRunner | None = None
 
@@ -113,6 +115,7 @@ class BotAndFake:
             run_worker=self.run_worker,
             identity_backoff=(0.05, 0.2),
             clock=self.clock,
+            pacer=self.pacer,
         )
         await self.runtime.start()
         self._runner = web.AppRunner(self.runtime.web_app(), access_log=None)

@@ -26,6 +26,7 @@ from .ci import CiActions
 from .errors import ApiError
 from .hooklog import HookLog
 from .payloads import AppInfo, Shapes
+from .ratelimits import Limiter, RateLimits
 from .recording import Call, Validator
 from .server import ENTERPRISE_GRAPHQL, ENTERPRISE_REST, WRITE_METHODS, Delay, Fault, Server
 from .state import Installation, NotFound, Pull, Repo, World, node_id
@@ -64,7 +65,11 @@ class FakeGitHub:
         token_lifetime: float = 3600.0,
         enterprise: bool = False,
         clock: Callable[[], float] = time.time,
+        rate_limits: RateLimits | None = None,
+        rate_clock: Callable[[], float] | None = None,
     ) -> None:
+        """``rate_limits``: GitHub's unless lowered; ``rate_clock``: their windows' clock
+        (monotonic seconds; real time unless a test injects one, see ``ratelimits.py``)."""
         self.app_id = app_id
         self.app_slug = app_slug
         self.private_key_pem: str = private_key_pem or generate_private_key_pem()
@@ -101,7 +106,17 @@ class FakeGitHub:
         )
         self.world.user(self.bot_login, type="Bot")
         self._server = Server(self)
+        if rate_limits is not None:
+            self.limiter.limits = rate_limits
+        if rate_clock is not None:
+            self.limiter.clock = rate_clock
         self._runner: web.AppRunner | None = None
+
+    @property
+    def limiter(self) -> Limiter:
+        """GitHub's rate limits as the fake enforces them: ``limits`` and ``clock`` may be
+        replaced; ``refused`` lists every refusal."""
+        return self._server.limiter
 
     # ---------------------------------------------------------------- identity and urls
     @property

@@ -25,6 +25,7 @@ from .auth import AuthError, looks_like_jwt, split_authorization, verify_app_jwt
 from .context import Ctx, Reply
 from .errors import ApiError, not_found
 from .gql import Executor
+from .ratelimits import Limiter, RateLimits, Resource
 from .recording import Call
 from .rest import match
 from .webhooks import Outgoing
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from .fake import FakeGitHub
 
 JSON_TYPE = "application/json; charset=utf-8"
-RATE_LIMIT = 5000
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # The web page (not the API) a manifest form posts to, for a user or an organization.
 NEW_APP_FORM = re.compile(r"(/organizations/[^/]+)?/settings/apps/new")
@@ -85,8 +85,7 @@ class Server:
         self.fake = fake
         self.faults: list[Fault] = []
         self.delays: list[Delay] = []
-        self.rate_reset = int(time.time()) + 3600
-        self.remaining: dict[str, int] = {}
+        self.limiter = Limiter(RateLimits(), clock=time.monotonic, wall=time.time)
 
     def application(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -142,14 +141,22 @@ class Server:
         )
         fake.calls.append(call)
         emitted: list[Outgoing] = []
-        try:
-            call.delayed = await self._delay(method, path)
-            reply = self._answer(request, call, emitted, bad_json=bad_json)
-        except ApiError as exc:
-            reply = Reply(exc.status, exc.body(), dict(exc.headers))
-        except Exception as exc:  # noqa: BLE001 - a bug in the fake must fail the test, not hang it
-            fake.problems.append(f"{method} {request.raw_path}: the fake crashed: {exc!r}")
-            reply = Reply(500, {"message": f"fake GitHub crashed: {exc!r}"})
+        who = _identity(call)
+        refusal = self.limiter.begin(who, method, path, mutation=call.is_graphql_mutation)
+        if refusal is not None:
+            body = {"message": refusal.message, "documentation_url": refusal.documentation_url}
+            reply = Reply(refusal.status, body, dict(refusal.headers))
+        else:
+            try:
+                call.delayed = await self._delay(method, path)
+                reply = self._answer(request, call, emitted, bad_json=bad_json)
+            except ApiError as exc:
+                reply = Reply(exc.status, exc.body(), dict(exc.headers))
+            except Exception as exc:  # noqa: BLE001 - a bug in the fake must fail the test, not hang it
+                fake.problems.append(f"{method} {request.raw_path}: the fake crashed: {exc!r}")
+                reply = Reply(500, {"message": f"fake GitHub crashed: {exc!r}"})
+            finally:
+                self.limiter.end(who)
         if reply.status >= 400 and emitted:
             fake.dispatcher.release(len(emitted))
             emitted.clear()
@@ -304,21 +311,10 @@ class Server:
         return Reply(200, outcome.body)
 
     # ---------------------------------------------------------------- answer
-    def _rate_key(self, call: Call) -> str:
-        resource = "graphql" if call.path == "/graphql" else "core"
-        who = f"installation:{call.installation_id}" if call.installation_id is not None else str(call.auth)
-        return f"{resource}:{who}"
-
     def _response(self, reply: Reply, call: Call) -> web.Response:
-        key = self._rate_key(call)
-        remaining = max(0, self.remaining.get(key, RATE_LIMIT) - 1)
-        self.remaining[key] = remaining
+        resource = Resource.GRAPHQL if call.path == "/graphql" else Resource.CORE
         headers = {
-            "X-RateLimit-Limit": str(RATE_LIMIT),
-            "X-RateLimit-Remaining": str(remaining),
-            "X-RateLimit-Reset": str(self.rate_reset),
-            "X-RateLimit-Used": str(RATE_LIMIT - remaining),
-            "X-RateLimit-Resource": key.split(":", 1)[0],
+            **self.limiter.headers(_identity(call), resource),
             "X-GitHub-Media-Type": "github.v3; format=json",
             "X-GitHub-Api-Version-Selected": "2022-11-28",
             "X-GitHub-Request-Id": uuid.uuid4().hex[:20].upper(),
@@ -334,6 +330,13 @@ class Server:
             return web.Response(status=reply.status, headers=headers)
         data = json.dumps(reply.body).encode()
         return web.Response(status=reply.status, body=data, headers={**headers, "Content-Type": JSON_TYPE})
+
+
+def _identity(call: Call) -> str:
+    """Whose limits a request counts against (the words of GitHub's primary-limit message)."""
+    if call.installation_id is not None:
+        return f"installation ID {call.installation_id}"
+    return "the App" if call.auth == "jwt" else "anonymous"
 
 
 def _reason(status: int) -> str:

@@ -43,8 +43,12 @@ class Backend(Protocol):
         or the error that kept that row alone out."""
         ...
 
-    async def claim(self, *, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
-        """Up to ``limit`` due subject heads (or expired leases), oldest first, leased."""
+    async def claim(
+        self, *, worker_id: str, limit: int, lease_seconds: float, now: float, share: int
+    ) -> list[Job]:
+        """Up to ``limit`` due subject heads (or expired leases), leased, in fair turns between
+        installations (``ops.FAIR_TURNS``), with at most ``share`` of one installation's jobs
+        running under ``worker_id``."""
         ...
 
     async def finish(

@@ -32,6 +32,30 @@ from sqlalchemy import Connection, and_, func, select, text, update
 from .model import IncomingDelivery, Job, JobEnd, QueueStats, decompress_payload, ledger_rows
 from .schema import PENDING, JobStatus, deliveries
 
+# The claim's fair turns between installations: each runnable row's turn is its rank among its
+# installation's runnable rows (oldest first) plus that installation's jobs running now (live
+# leases, every worker), and the claim takes the lowest turns first, the oldest row between
+# equals. So it is round robin weighted by current use: an installation with nothing running
+# goes before one that holds workers, whatever the flood behind that one, and a flood's jobs
+# still start oldest first. Chosen over a stored per-installation tally ("recent use") because
+# the table itself is the state: every process on the database sees the same turns, nothing
+# decays or needs writing, and a restart forgets nothing. Per-PR order is untouched: only a
+# subject's head is runnable. ``share`` bounds one installation's jobs running under this worker
+# (its own slots), so a slot stays free for the others while one installation's jobs wait on
+# GitHub's limits. Columns: (id, turn).
+FAIR_TURNS = """
+SELECT r.id, r.place + coalesce(b.running, 0) AS turn FROM (
+    SELECT id, tenant, row_number() OVER (PARTITION BY tenant ORDER BY id) AS place
+    FROM ({runnable}) AS runnable
+) AS r LEFT JOIN (
+    SELECT coalesce(installation_id, 0) AS tenant, count(*) AS running,
+           sum(CASE WHEN worker_id = {worker} THEN 1 ELSE 0 END) AS here
+    FROM deliveries WHERE status = 'running' AND lease_until >= {now}
+    GROUP BY coalesce(installation_id, 0)
+) AS b ON b.tenant = r.tenant
+WHERE r.place + coalesce(b.here, 0) <= {share}
+"""
+
 
 def claimed_jobs(rows: Sequence[Sequence[Any]]) -> list[Job]:
     """Jobs from claimed rows (id, delivery_id, subject, event, payload, attempts, received_at,
@@ -93,14 +117,17 @@ def mark_handler_done(conn: Connection, job_id: int, done_handlers: list[str], n
     )
 
 
-def retry_later(conn: Connection, job: Job, worker_id: str, run_after: float, error: str, now: float) -> bool:
+def retry_later(
+    conn: Connection, job: Job, worker_id: str, run_after: float, error: str, now: float, counted: bool = True
+) -> bool:
     """The job goes back to the queue as its subject's head, due at ``run_after``, with the
     handlers it has done; the rest of its run goes back to ``waiting`` behind it, as if never
-    claimed."""
+    claimed. ``counted`` False: the attempt is given back, as ``release`` does."""
     result = conn.execute(
         update(deliveries)
         .where(_running([job.id], worker_id))
         .values(
+            attempts=deliveries.c.attempts - (0 if counted else 1),
             status=JobStatus.QUEUED,
             error=error,
             done_handlers=json.dumps(job.done_handlers),

@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from ..dburl import postgres_engine_options as engine_options
 from .backend import Outcome, root_cause
 from .model import IncomingDelivery, Job, JobEnd, compress_payload, run_of
-from .ops import claimed_jobs, finish_params
+from .ops import FAIR_TURNS, claimed_jobs, finish_params
 from .schema import PENDING
 
 T = TypeVar("T")
@@ -106,15 +106,29 @@ _RUNNABLE = """
     AND NOT EXISTS (SELECT 1 FROM deliveries k
                     WHERE k.subject = j.subject AND k.id < j.id AND k.status IN ('queued', 'running'))
 """
+# Fair turns (``ops.FAIR_TURNS``) are ranked first: PostgreSQL allows no window function beside
+# FOR UPDATE, so the rows are locked (and re-checked) in that order by the next step.
 _CLAIM = """
-WITH candidates AS ({candidates} FOR UPDATE OF j SKIP LOCKED)
+WITH turns AS ({turns}),
+candidates AS (
+    SELECT j.id FROM deliveries j JOIN turns t ON t.id = j.id
+    WHERE (j.status = 'queued' AND j.run_after <= $1 OR j.status = 'running' AND j.lease_until < $1)
+    ORDER BY t.turn, j.id LIMIT $4 FOR UPDATE OF j SKIP LOCKED
+)
 UPDATE deliveries d SET status = 'running', attempts = d.attempts + 1, lease_until = $2,
                         worker_id = $3, updated_at = $1
 FROM candidates WHERE d.id = candidates.id
 RETURNING d.id, d.delivery_id, d.subject, d.event, d.payload, d.attempts, d.received_at, d.done_handlers
 """
-# $1 now, $2 lease_until, $3 worker_id, $4 limit
-CLAIM = _CLAIM.format(candidates=f"SELECT j.id FROM deliveries j WHERE {_RUNNABLE} ORDER BY j.id LIMIT $4")
+# $1 now, $2 lease_until, $3 worker_id, $4 limit, $5 share
+CLAIM = _CLAIM.format(
+    turns=FAIR_TURNS.format(
+        runnable=f"SELECT j.id, coalesce(j.installation_id, 0) AS tenant FROM deliveries j WHERE {_RUNNABLE}",
+        now="$1",
+        worker="$3",
+        share="$5",
+    )
+)
 
 
 # $1 subject, $2 limit: the subject's oldest unfinished rows, locked.
@@ -255,11 +269,13 @@ class PostgresBackend:
                     await conn.execute(REPAIR_HEAD, subject, now)
         return {d.delivery_id: d.delivery_id in inserted for d in items}
 
-    async def claim(self, *, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
+    async def claim(
+        self, *, worker_id: str, limit: int, lease_seconds: float, now: float, share: int
+    ) -> list[Job]:
         """``sqlite.claim_heads``: one statement, its own transaction."""
         pool = await self._connections()
         async with pool.acquire() as conn, conn.transaction():
-            rows = await conn.fetch(CLAIM, now, now + lease_seconds, worker_id, limit)
+            rows = await conn.fetch(CLAIM, now, now + lease_seconds, worker_id, limit, share)
         return claimed_jobs(rows)
 
     async def finish(

@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from .backend import Outcome, root_cause
 from .files import prepare_private_database
 from .model import IncomingDelivery, Job, JobEnd, ledger_rows, run_of
-from .ops import claimed_jobs, finish_params
+from .ops import FAIR_TURNS, claimed_jobs, finish_params
 from .schema import PENDING
 from .sqlite_writer import SqliteWriter, configure_connection
 
@@ -54,9 +54,18 @@ class SqliteBackend:
         # The writer retries a refused batch row by row inside its transaction (savepoints).
         return await self.writer.submit(partial(record_rows, items=items, now=now), durable=True)
 
-    async def claim(self, *, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
+    async def claim(
+        self, *, worker_id: str, limit: int, lease_seconds: float, now: float, share: int
+    ) -> list[Job]:
         return await self.writer.submit(
-            partial(claim_heads, worker_id=worker_id, limit=limit, lease_seconds=lease_seconds, now=now)
+            partial(
+                claim_heads,
+                worker_id=worker_id,
+                limit=limit,
+                lease_seconds=lease_seconds,
+                now=now,
+                share=share,
+            )
         )
 
     async def finish(
@@ -233,7 +242,17 @@ _SQLITE_RUNNABLE = (
     " AND NOT EXISTS (SELECT 1 FROM deliveries k"
     "  WHERE k.subject = j.subject AND k.id < j.id AND k.status IN ('queued', 'running'))"
 )
-_SQLITE_CANDIDATES = f"SELECT j.id FROM deliveries j WHERE {_SQLITE_RUNNABLE} ORDER BY j.id LIMIT :limit"
+# Fair between installations (``ops.FAIR_TURNS`` says how and why).
+_SQLITE_CANDIDATES = (
+    FAIR_TURNS.format(
+        runnable="SELECT j.id, coalesce(j.installation_id, 0) AS tenant FROM deliveries j"
+        f" WHERE {_SQLITE_RUNNABLE}",
+        now=":now",
+        worker=":worker_id",
+        share=":share",
+    )
+    + " ORDER BY turn, id LIMIT :limit"
+)
 _SQLITE_CLAIM = (
     "UPDATE deliveries SET status = 'running', attempts = attempts + 1, lease_until = :lease_until,"
     " worker_id = :worker_id, updated_at = :now WHERE id IN ({ids})"
@@ -280,10 +299,14 @@ def _claim_ids(
     return claimed_jobs(rows)
 
 
-def claim_heads(conn: Connection, worker_id: str, limit: int, lease_seconds: float, now: float) -> list[Job]:
-    """Up to ``limit`` subject heads that are due (or whose lease expired), oldest first."""
+def claim_heads(
+    conn: Connection, worker_id: str, limit: int, lease_seconds: float, now: float, share: int
+) -> list[Job]:
+    """Up to ``limit`` subject heads that are due (or whose lease expired), in fair turns between
+    installations (``ops.FAIR_TURNS``), at most ``share`` running here per installation."""
     raw = _raw(conn)
-    ids = [r[0] for r in raw.execute(_SQLITE_CANDIDATES, {"now": now, "limit": limit})]
+    params = {"now": now, "limit": limit, "worker_id": worker_id, "share": share}
+    ids = [r[0] for r in raw.execute(_SQLITE_CANDIDATES, params)]
     return _claim_ids(raw, ids, worker_id, lease_seconds, now)
 
 

@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+NO_SHARE_BOUND = 2**31 - 1  # ``claim`` without a per-installation bound
+
 
 class Store:
     """Ledger and queue. ``clock`` (epoch seconds) decides leases and due times; tests pass a fake."""
@@ -141,12 +143,20 @@ class Store:
         return dict(row._mapping) if row else None
 
     # ------------------------------------------------------------------ queue
-    async def claim(self, *, worker_id: str, limit: int, lease_seconds: float) -> list[Job]:
-        """Claim up to ``limit`` runnable jobs, at most one per subject, oldest first."""
+    async def claim(
+        self, *, worker_id: str, limit: int, lease_seconds: float, share: int | None = None
+    ) -> list[Job]:
+        """Claim up to ``limit`` runnable jobs, at most one per subject, in fair turns between
+        installations (``ops.FAIR_TURNS``); ``share``: at most this many of one installation's
+        jobs running under ``worker_id`` (None: no bound)."""
         if limit <= 0:
             return []
         return await self.backend.claim(
-            worker_id=worker_id, limit=limit, lease_seconds=lease_seconds, now=self._clock()
+            worker_id=worker_id,
+            limit=limit,
+            lease_seconds=lease_seconds,
+            now=self._clock(),
+            share=NO_SHARE_BOUND if share is None else share,
         )
 
     async def extend_leases(self, job_ids: Sequence[int], *, worker_id: str, lease_seconds: float) -> None:
@@ -212,9 +222,12 @@ class Store:
             run_continues=run_continues,
         )
 
-    async def retry_later(self, job: Job, *, worker_id: str, delay: float, error: str) -> bool:
+    async def retry_later(
+        self, job: Job, *, worker_id: str, delay: float, error: str, counted: bool = True
+    ) -> bool:
         """Put a job back in the queue to run after ``delay`` seconds; later jobs of its subject
-        (the rest of its run too) wait behind it."""
+        (the rest of its run too) wait behind it. ``counted`` False: the attempt is given back
+        (waiting out a rate limit is no failure)."""
         now = self._clock()
         return await self._write(
             partial(
@@ -224,6 +237,7 @@ class Store:
                 run_after=now + delay,
                 error=error,
                 now=now,
+                counted=counted,
             )
         )
 

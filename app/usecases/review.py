@@ -139,9 +139,12 @@ async def review_pull(
     (``usecases.pause``) gets no review.
 
     Whatever fails, a check run this started is completed (a retry of the job starts it again):
-    it never stays ``in_progress``.
+    it never stays ``in_progress``; except while the job waits for GitHub's rate limits
+    (``RetryLater``, which is never a failed attempt): its retry finishes it, and completing it
+    would be one more write against the limit it waits for.
     """
     check = CheckRun()
+    waiting = False
     try:
         await _review_pull(
             gh,
@@ -155,8 +158,11 @@ async def review_pull(
             only_if_blocked=only_if_blocked,
             only_if_unblocks=only_if_unblocks,
         )
+    except github.RetryLater:
+        waiting = True
+        raise
     finally:
-        if check.id is not None and not check.completed:
+        if check.id is not None and not check.completed and not waiting:
             await abandon_check_run(gh, repo=repo, check_run_id=check.id)
 
 

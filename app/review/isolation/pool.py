@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -36,11 +35,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
+from ... import tenancy
 from ...config import AnalysisSettings, load_analysis_settings
+from ...tenancy import Turns
 from .child import HEADER, Setup
 from .confine import readable_paths
 from .limits import Budget, Confinement, Job, Limit, Limits, Stage, Tripped
@@ -304,6 +305,17 @@ class _Running:
     cancelled: bool = False
 
 
+@dataclass(slots=True)
+class _Waiting:
+    """A job waiting for its turn at a child, and where its answer goes."""
+
+    job: Job[Any]
+    budget: Budget | None
+    running: _Running
+    loop: asyncio.AbstractEventLoop
+    answer: asyncio.Future[Any]
+
+
 class ProcessPool:
     """``Boundary`` on ``limits.workers`` child processes, started when first needed and replaced
     when a limit ends one."""
@@ -325,6 +337,11 @@ class ProcessPool:
         for _ in range(self._limits.workers):
             self._idle.put(None)
         self._executor = ThreadPoolExecutor(self._limits.workers, thread_name_prefix="analysis")
+        # Jobs wait for a child in fair turns between installations (``tenancy.Turns``), not in
+        # arrival order: a flood's reviews would otherwise hold every child while another
+        # installation's one review waits behind all of them.
+        self._turns: Turns[_Waiting] = Turns()
+        self._turns_lock = threading.Lock()  # not ``_lock``: a child's start holds that one
         self._children: set[_Child] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -342,15 +359,42 @@ class ProcessPool:
         return self._isolation
 
     async def run(self, job: Job[R], budget: Budget | None = None) -> R | Tripped:
-        running = _Running()
-        call = functools.partial(self._call, job, budget, running)
+        loop = asyncio.get_running_loop()
+        waiting = _Waiting(job, budget, _Running(), loop, loop.create_future())
+        if self._closed:
+            raise AnalysisError("the analysis pool is closed")
+        with self._turns_lock:
+            self._turns.put(tenancy.installation.get(), waiting)
+        # One thread's turn per job: whichever job's turn it is when a thread is free runs then.
+        self._executor.submit(self._next)
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+            answer: R | Tripped = await waiting.answer
         except asyncio.CancelledError:
-            running.cancelled = True  # the review was cancelled: its child goes, and is replaced
-            if running.child is not None:
-                running.child.kill()
+            waiting.running.cancelled = True  # the review was cancelled: its child goes, is replaced
+            if waiting.running.child is not None:
+                waiting.running.child.kill()
             raise
+        return answer
+
+    def _next(self) -> None:
+        """In a pool thread: run the job whose turn it is, and hand its answer to its loop."""
+        with self._turns_lock:
+            turn = self._turns.take()
+        if turn is None:
+            return
+        key, waiting = turn
+        try:
+            if waiting.answer.cancelled():
+                return
+            try:
+                result: Any = self._call(waiting.job, waiting.budget, waiting.running)
+            except BaseException as exc:  # noqa: BLE001 - the caller gets the failure as its answer
+                waiting.loop.call_soon_threadsafe(_settle, waiting.answer, None, exc)
+            else:
+                waiting.loop.call_soon_threadsafe(_settle, waiting.answer, result, None)
+        finally:
+            with self._turns_lock:
+                self._turns.done(key)
 
     def _call(self, job: Job[R], budget: Budget | None, running: _Running) -> R | Tripped:
         child = self._idle.get()
@@ -405,9 +449,26 @@ class ProcessPool:
             self._closed = True
             children = list(self._children)
             self._children.clear()
+        with self._turns_lock:
+            unserved = self._turns.drain()
+        for waiting in unserved:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits any more
+                waiting.loop.call_soon_threadsafe(
+                    _settle, waiting.answer, None, AnalysisError("the analysis pool is closed")
+                )
         for child in children:
             child.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _settle(answer: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    """On the waiting job's loop: its answer, unless it was cancelled meanwhile."""
+    if answer.done():
+        return
+    if error is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(result)
 
 
 def limits_of(settings: AnalysisSettings) -> Limits:
