@@ -455,7 +455,10 @@ class Shapes:
         }
 
     def diff_entry(self, pull: Pull, entry: FileDiff) -> JSON:
-        repo = self.world.repo(pull.repo)
+        return self.file_entry(self.world.repo(pull.repo), pull.head_sha, entry)
+
+    def file_entry(self, repo: Repo, head_sha: str, entry: FileDiff) -> JSON:
+        """One changed file, as a pull request's files and a comparison list it."""
         web, api = self.repo_web(repo), self.repo_api(repo)
         data: JSON = {
             "sha": entry.sha,
@@ -464,9 +467,9 @@ class Shapes:
             "additions": entry.additions,
             "deletions": entry.deletions,
             "changes": entry.changes,
-            "blob_url": f"{web}/blob/{pull.head_sha}/{entry.filename}",
-            "raw_url": f"{web}/raw/{pull.head_sha}/{entry.filename}",
-            "contents_url": f"{api}/contents/{entry.filename}?ref={pull.head_sha}",
+            "blob_url": f"{web}/blob/{head_sha}/{entry.filename}",
+            "raw_url": f"{web}/raw/{head_sha}/{entry.filename}",
+            "contents_url": f"{api}/contents/{entry.filename}?ref={head_sha}",
         }
         if entry.patch is not None:
             data["patch"] = entry.patch
@@ -529,26 +532,8 @@ class Shapes:
             else "diverged"
         )
         api, web = self.repo_api(repo), self.repo_web(repo)
-        files = []
-        for entry in diff_trees(
-            self.world.commit(repo, merge_base).files, self.world.commit(repo, head_sha).files
-        ):
-            data: JSON = {
-                "sha": entry.sha,
-                "filename": entry.filename,
-                "status": entry.status,
-                "additions": entry.additions,
-                "deletions": entry.deletions,
-                "changes": entry.changes,
-                "blob_url": f"{web}/blob/{head_sha}/{entry.filename}",
-                "raw_url": f"{web}/raw/{head_sha}/{entry.filename}",
-                "contents_url": f"{api}/contents/{entry.filename}?ref={head_sha}",
-            }
-            if entry.patch is not None:
-                data["patch"] = entry.patch
-            if entry.previous_filename is not None:
-                data["previous_filename"] = entry.previous_filename
-            files.append(data)
+        old, new = self.world.commit(repo, merge_base).files, self.world.commit(repo, head_sha).files
+        files = [self.file_entry(repo, head_sha, entry) for entry in diff_trees(old, new)]
         basehead = f"{base_sha}...{head_sha}"
         return {
             "url": f"{api}/compare/{basehead}",

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import gidgethub
@@ -285,16 +286,16 @@ async def _review_pull(
             renames=renames,
             overruled=overruled,
         )
-    earlier = Earlier(threads, renames, delta)
-    plan = plan_for(
+    plan_with = partial(
+        plan_for,
         result,
         pull_context,
         policy=policy,
         trigger=trigger,
         identity=bot.identity,
-        rereview=rereview,
-        earlier=earlier,
+        earlier=Earlier(threads, renames, delta),
     )
+    plan = plan_with(rereview=rereview)
     if rereview is not None and plan.event == "COMMENT" and not result.holds_block:
         # No blockers remain but approval is disabled or withheld: only dismissing clears the
         # sticky block. (An approval withheld for the model's silence or steering keeps it: a
@@ -308,31 +309,14 @@ async def _review_pull(
             overruled=bool(rereview.overruled),
         )
         rereview = replace(rereview, dismissal=outcome)
-        plan = plan_for(
-            result,
-            pull_context,
-            policy=policy,
-            trigger=trigger,
-            identity=bot.identity,
-            rereview=rereview,
-            earlier=earlier,
-        )
+        plan = plan_with(rereview=rereview)
     posted = await post_review(
         gh,
         repo=repo,
         pr_number=pr_number,
         head_sha=head_sha,
         plan=plan,
-        fallback=plan_for(
-            result,
-            pull_context,
-            policy=policy,
-            trigger=trigger,
-            identity=bot.identity,
-            rereview=rereview,
-            inline=False,
-            earlier=earlier,
-        ),
+        fallback=plan_with(rereview=rereview, inline=False),
     )
     metrics.REVIEWS.labels(verdict=plan.event.lower()).inc()
     log.info(
