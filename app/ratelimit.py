@@ -125,7 +125,6 @@ class _Installation:
     next_turn: float = 0.0  # monotonic: when the next job deferred for content may start
     restore_at: float = 0.0  # monotonic: when a content budget lowered by a refusal is restored
     turns: dict[str, float] = field(default_factory=dict)  # deferred jobs' turns (``admission``)
-    remaining: dict[str, int] = field(default_factory=dict)  # x-ratelimit-remaining by resource
 
 
 class Pacer:
@@ -243,17 +242,9 @@ class Pacer:
         state.restore_at = now + 3600.0
 
     def answered(self, installation: int, headers: Mapping[str, str]) -> None:
-        """Remember the primary limit GitHub reported; when it is spent, hold until its reset."""
+        """When the primary limit GitHub reported is spent, hold until its reset (its remaining
+        budget is a metric: ``metrics.github_answer``)."""
         lowered = {k.lower(): v for k, v in headers.items()}
-        remaining = lowered.get("x-ratelimit-remaining")
-        if remaining is None or not remaining.isdigit():
-            return
-        state = self._of(installation)
-        state.remaining[lowered.get("x-ratelimit-resource", "core")] = int(remaining)
         reset = lowered.get("x-ratelimit-reset", "")
-        if int(remaining) == 0 and reset.isdigit():
+        if lowered.get("x-ratelimit-remaining") == "0" and reset.isdigit():
             self.hold(installation, max(1.0, float(reset) - self.wall()))
-
-    def remaining(self, installation: int) -> dict[str, int]:
-        """The primary limit's remaining budget GitHub last reported, by resource."""
-        return dict(self._of(installation).remaining)

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from sqlalchemy import and_, func, or_, select
 
 from app.events import TIMER_EVENT
@@ -137,6 +138,26 @@ def test_a_spent_installation_gives_each_deferred_job_its_own_turn() -> None:
     assert pacer.admission(1, "d") == 60.0  # a newcomer goes behind c's turn
     pacer.hold(2, 5.0)  # GitHub's Retry-After holds every request of that installation
     assert pacer.wait_before(2, Cost(Resource.REST, 1, False)) == 5.0
+
+
+@pytest.mark.parametrize(
+    ("headers", "held"),
+    [
+        ({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1030"}, 30.0),  # spent: until its reset
+        ({"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1000"}, 1.0),  # reset now: a second
+        ({"X-RateLimit-Remaining": "1", "X-RateLimit-Reset": "1030"}, 0.0),  # one left: no hold
+        ({"X-RateLimit-Remaining": "0"}, 0.0),  # no reset to wait for
+        ({}, 0.0),
+    ],
+)
+def test_a_spent_primary_limit_holds_the_installation_until_its_reset(
+    headers: dict[str, str], held: float
+) -> None:
+    clock = FakeClock(0.0)
+    pacer = Pacer(clock=clock, wall=lambda: 1000.0)
+    pacer.answered(1, headers)
+    assert pacer.wait_before(1, Cost(Resource.REST, 1, False)) == held
+    assert pacer.wait_before(2, Cost(Resource.REST, 1, False)) == 0.0  # another installation: free
 
 
 async def test_a_lowered_limit_refuses_writes_and_each_is_retried_once_after_retry_after(

@@ -9,7 +9,8 @@ check of the bot's open threads, or the help text.
 from __future__ import annotations
 
 import logging
-from typing import assert_never
+from collections.abc import Mapping, Sequence
+from typing import Any, assert_never
 
 from .. import github
 from ..commands import HELP_TEXT, Command, parse_command, parse_forget
@@ -99,11 +100,13 @@ async def answer_command(
                 thread_root=thread_root,
             )
         case Command.PAUSE | Command.RESUME:
+            # The conversation holds the state and the answers said before: read once for both.
+            conversation = await github.list_issue_comments(gh, repo=repo, number=pr_number)
             text, record = await pause_text(
                 gh,
                 bot,
                 repo=repo,
-                pr_number=pr_number,
+                conversation=conversation,
                 login=comment.commenter_login or "",
                 pause=command is Command.PAUSE,
             )
@@ -117,6 +120,7 @@ async def answer_command(
                 text=text,
                 thread_root=None,
                 markers=(record,) if record else (),
+                conversation=conversation,
             )
         case Command.STATUS:
             await answer_status(gh, bot, comment, repo=repo, pr_number=pr_number, thread_root=thread_root)
@@ -195,11 +199,15 @@ async def say_once(
     text: str,
     thread_root: int | None,
     markers: tuple[str, ...] = (),
+    conversation: Sequence[Mapping[str, Any]] | None = None,
 ) -> None:
     """Post ``text`` unless the bot already posted it for ``key`` (a retried job must not repeat it).
-    ``markers``: more of the bot's hidden markers for the body's trailer (a pause record)."""
+    ``markers``: more of the bot's hidden markers for the body's trailer (a pause record).
+    ``conversation``: the PR's comments, when the caller has just read them."""
     marker = encode("note", key=key)
-    for comment in await github.list_issue_comments(gh, repo=repo, number=pr_number):
+    if conversation is None:
+        conversation = await github.list_issue_comments(gh, repo=repo, number=pr_number)
+    for comment in conversation:
         if is_bot_login((comment.get("user") or {}).get("login"), bot.identity) and carries(
             comment.get("body"), marker
         ):

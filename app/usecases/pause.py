@@ -100,22 +100,28 @@ async def note_paused(
 
 
 async def pause_text(
-    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, login: str, pause: bool
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    conversation: Iterable[Mapping[str, Any]],
+    login: str,
+    pause: bool,
 ) -> tuple[str, str | None]:
     """What ``pause``/``resume`` answers, and the marker that records the new state (None:
     nothing changes). Only someone with write access may change it: the PR's author too, but
-    as a writer, never as the author."""
+    as a writer, never as the author. ``conversation``: the PR's comments, as listed."""
     slug = bot.identity.slug
     verb = "pause" if pause else "resume"
     role = await role_on(gh, repo=repo, login=login, pr_author=None)
     if role is not Role.WRITER:
         return f"@{login} only people with write access to this repository can {verb} me here.", None
-    current = await read_paused_by(gh, bot, repo=repo, pr_number=pr_number)
+    current = paused_by(conversation, bot.identity)
     if pause and current is not None:
         return f"Already paused by @{current}. `@{slug} resume` to resume.", None
     if not pause and current is None:
         return "I am not paused on this pull request.", None
-    log.info("%s#%d %sd by %s", repo, pr_number, verb, login)
+    log.info("%sd by %s", verb, login)  # the log context names the pull request
     if pause:
         text = (
             f"Paused by @{login}: no reviews, re-reviews or readiness comments on this pull request "
