@@ -33,8 +33,10 @@ from .config import ConfigError, Settings, ephemeral_sqlite_problem, load_env_fi
 from .logs import setup_logging
 
 if TYPE_CHECKING:
+    from .config import ReviewerSettings
     from .review.evaluate import Case
     from .review.model import Reviewer
+    from .usecases.review.publish import RecordingPublisher
 
 EXIT_CONFIG = 2
 EXIT_RUNTIME = 1
@@ -98,16 +100,48 @@ def _doctor(args: argparse.Namespace) -> int:
     return status
 
 
+def _reviewer_settings() -> ReviewerSettings | None:
+    """The settings the review is made with, as ``serve`` reads them; None after a problem (said)."""
+    from .config import load_reviewer_settings
+
+    try:
+        return load_reviewer_settings()
+    except ConfigError as exc:
+        print(f"revbot: configuration error: {exc}", file=sys.stderr)
+        return None
+
+
+def _print_review(published: RecordingPublisher, *, label: str, output: str) -> int:
+    """What the bot would post (``--format json``: the event, body and comments it posts)."""
+    from .review.report import as_json, as_text
+
+    plan, review = published.plan, published.review
+    if output == "json":
+        print(
+            as_json(
+                plan.result if plan else None,
+                head_sha=plan.state.context.head_sha if plan else None,
+                review=review,
+                said=published.said,
+            )
+        )
+    elif plan is None:
+        print("\n".join(published.said))
+    else:
+        print(as_text(plan.result, label=label, head_sha=plan.state.context.head_sha))
+        if review is None:
+            print("\n" + "\n".join(published.said))
+        else:
+            print(f"\nWould post a {review.event} review with {len(review.comments)} inline comment(s):\n")
+            print(review.body)
+    return 0
+
+
 async def _review_remote(target: str, output: str) -> int:
     """Print the review the bot would post on a real PR, without posting anything."""
-    from .config import RepoConfig, default_graphql_url
-    from .github import GitHubClient, get_pull
-    from .guards import BotIdentity
-    from .review.engine import BuiltinReviewer
-    from .review.markers import Trigger
-    from .review.report import as_json, as_text
-    from .usecases.pull import build_context
-    from .usecases.review import plan_for, policy_for
+    from .config import default_graphql_url
+    from .github import GitHubClient
+    from .offline import offline
 
     match = re.fullmatch(r"([\w.-]+/[\w.-]+)#(\d+)", target)
     if match is None:
@@ -117,48 +151,43 @@ async def _review_remote(target: str, output: str) -> int:
     if not token:
         print("revbot: GITHUB_TOKEN: is required to read the pull request", file=sys.stderr)
         return EXIT_CONFIG
+    settings = _reviewer_settings()
+    if settings is None:
+        return EXIT_CONFIG
     api_url = os.environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
     graphql_url = os.environ.get("GITHUB_GRAPHQL_URL") or default_graphql_url(api_url)
     repo, number = match.group(1), int(match.group(2))
-    identity = BotIdentity.from_slug(os.environ.get("APP_SLUG") or "revbot")
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+    async with (
+        offline(settings) as bot,
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session,
+    ):
         gh = GitHubClient(session, api_url=api_url, graphql_url=graphql_url, oauth_token=token)
-        pull = await get_pull(gh, repo=repo, pr_number=number)
-        config = RepoConfig()
-        pull_context = await build_context(gh, repo=repo, pull=pull, config=config, slug=identity.slug)
-        result = await BuiltinReviewer().review(pull_context)
-    policy = policy_for(pull_context, config=config, approve=True, identity=identity)
-    plan = plan_for(result, pull_context, policy=policy, trigger=Trigger.CLI, identity=identity)
-    if output == "json":
-        print(as_json(result, head_sha=pull_context.head_sha, event=plan.event))
-    else:
-        print(as_text(result, label=target, head_sha=pull_context.head_sha))
-        print(f"\nWould post a {plan.event} review with {len(plan.comments)} inline comment(s):\n")
-        print(plan.body)
-    return 0
+        published = await bot.pull_request(gh, repo=repo, pr_number=number)
+    return _print_review(published, label=target, output=output)
 
 
 async def _review_local(revisions: str, repo_path: str, output: str) -> int:
-    from .review.engine import BuiltinReviewer
-    from .review.local import GitError, context_from_git
-    from .review.report import as_json, as_text
+    from .offline import offline
+    from .review.local import GitError
+    from .review.model import Verdict
 
     base, dots, head = revisions.partition("..")
     if not dots or not base or not head.lstrip("."):
         print(f"revbot: --git expects BASE..HEAD, got {revisions!r}", file=sys.stderr)
         return EXIT_CONFIG
+    settings = _reviewer_settings()
+    if settings is None:
+        return EXIT_CONFIG
     try:
-        context = await context_from_git(Path(repo_path), base, head.lstrip("."))
+        async with offline(settings) as bot:
+            published = await bot.git_range(Path(repo_path), base=base, tip=head.lstrip("."))
     except GitError as exc:
         print(f"revbot: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    result = await BuiltinReviewer().review(context)
-    if output == "json":
-        print(as_json(result, head_sha=context.head_sha))
-    else:
-        print(as_text(result, label=revisions, head_sha=context.head_sha))
+    _print_review(published, label=revisions, output=output)
     # Usable as a pre-commit hook or CI step: blockers fail it.
-    return 1 if result.verdict.value == "REQUEST_CHANGES" else 0
+    plan = published.plan
+    return 1 if plan is not None and plan.result.verdict is Verdict.REQUEST_CHANGES else 0
 
 
 async def _review_history(tip: str, count: int, repo_path: str, output: str) -> int:
@@ -264,16 +293,16 @@ def _eval_reviewer(reviewer_name: str) -> tuple[Reviewer, str] | None:
 
 
 async def _eval_run(reviewer_name: str, cases: Sequence[Case], output: str) -> int:
+    from .offline import offline
     from .review.evaluate import evaluate
 
+    settings = _reviewer_settings()
     chosen = _eval_reviewer(reviewer_name)
-    if chosen is None:
+    if settings is None or chosen is None:
         return EXIT_CONFIG
     reviewer, label = chosen
-    try:
-        report = await evaluate(cases, reviewer, label=label)
-    finally:
-        await reviewer.aclose()
+    async with offline(settings, reviewer=reviewer) as bot:
+        report = await evaluate(cases, reviewer, label=label, review=bot.review_case)
     print(report.as_json() if output == "json" else report.as_text())
     return 0
 

@@ -168,7 +168,25 @@ class AnalysisSettings(BaseSettings):
         return None if isinstance(value, str) and not value.strip() else value
 
 
-class Settings(LlmSettings, AnalysisSettings):
+class ReviewerSettings(LlmSettings, AnalysisSettings):
+    """What decides the review a pull request gets, without the GitHub App's credentials: the
+    engine, the approval policy, whose reviews are the bot's, where learnings are kept. The
+    command line's ``review`` and ``eval`` review with exactly these (``load_reviewer_settings``)."""
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    database_url: str | None = None
+    app_slug: str | None = None
+    review_approve: bool = True
+    reviewer: Literal["builtin", "llm"] = "builtin"
+
+    @field_validator("database_url", "app_slug", mode="before")
+    @classmethod
+    def _blank_reviewer_setting_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+
+class Settings(ReviewerSettings):
     """Every setting of a deployment, from the environment (the README's "Settings" section lists
     them); ``load_settings`` checks them all and names the first that is wrong."""
 
@@ -180,11 +198,7 @@ class Settings(LlmSettings, AnalysisSettings):
     webhook_secret: SecretStr
     github_api_url: str = DEFAULT_API_URL
     github_graphql_url: str | None = None
-    database_url: str | None = None
-    app_slug: str | None = None
     decoy_login: str | None = None
-    review_approve: bool = True
-    reviewer: Literal["builtin", "llm"] = "builtin"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=1, le=65535)
@@ -218,8 +232,6 @@ class Settings(LlmSettings, AnalysisSettings):
         "private_key",
         "private_key_path",
         "github_graphql_url",
-        "database_url",
-        "app_slug",
         "decoy_login",
         "metrics_token",
         "webhook_proxy_url",
@@ -298,6 +310,20 @@ def load_llm_settings(env: Mapping[str, str] | None = None) -> LlmSettings:
     except ValidationError as exc:
         raise _first_problem(exc) from None
     check_llm_settings(settings)
+    return settings
+
+
+def load_reviewer_settings(env: Mapping[str, str] | None = None) -> ReviewerSettings:
+    """The settings a review is made with (``review``, ``eval``), checked as ``serve`` checks them."""
+    try:
+        if env is None:
+            settings = ReviewerSettings()
+        else:
+            settings = ReviewerSettings.model_validate({k.lower(): v for k, v in env.items()})
+    except ValidationError as exc:
+        raise _first_problem(exc) from None
+    if settings.reviewer == "llm":
+        check_llm_settings(settings)
     return settings
 
 

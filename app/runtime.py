@@ -39,7 +39,6 @@ from .pacing import AckFirst, backoff_delay
 from .proxy import WebhookProxy, start_proxy
 from .ratelimit import Pacer
 from .recovery import DeliveryRecovery
-from .review.engine import BuiltinReviewer
 from .review.learnings import DatabaseLearnings
 from .review.model import Reviewer
 from .store import Ledger, Store, describe_database
@@ -176,11 +175,9 @@ class Runtime:
         self.housekeeping: Housekeeping | None = None
 
     def _default_reviewer(self) -> Reviewer:
-        if self.settings.reviewer == "llm":
-            from .review.llm import build_reviewer
+        from .review.llm import configured_reviewer
 
-            return build_reviewer(self.settings, store=self.store)  # its tables join the schema
-        return BuiltinReviewer()
+        return configured_reviewer(self.settings, store=self.store)  # a model's tables join the schema
 
     async def open_database(self) -> None:
         """Create or check the schema; retry a database that is not reachable yet for up to

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from app.config import load_llm_settings
+from app.config import load_llm_settings, load_reviewer_settings
+from app.offline import offline
 from app.review.diff import parse_patch
 from app.review.evaluate import DEFAULT_CASES, evaluate, load_cases
 from app.review.llm import build_reviewer
@@ -166,10 +167,8 @@ async def test_the_harness_counts_recall_false_blockers_and_tokens(
         {"LLM_BASE_URL": model.openai_url, "LLM_MODEL": "scripted", "LLM_API_KEY": "k"}
     )
     reviewer = build_reviewer(settings)
-    try:
-        report = await evaluate(load_cases(cases), reviewer, label="llm")
-    finally:
-        await reviewer.aclose()
+    async with offline(load_reviewer_settings({}), reviewer=reviewer) as bot:  # closes the reviewer
+        report = await evaluate(load_cases(cases), reviewer, label="llm", review=bot.review_case)
     by_name = {c.name: c for c in report.cases}
     assert (by_name["found"].found, by_name["missed"].found) == (1, 0)
     assert (report.found, report.expected, report.false_blockers, report.clean_cases) == (1, 2, 1, 1)

@@ -157,7 +157,7 @@ MARKER_TRIGGERS: list[tuple[str, Trigger | None]] = [
     ('"auto"', Trigger.AUTO),
     ('"push"', Trigger.PUSH),
     ('"overrule"', Trigger.OVERRULE),
-    ('"cli"', Trigger.CLI),
+    ('"cli"', None),  # the command line prints what `@slug review` would post: no trigger of its own
     ('"schedule"', None),
     ('"DECOY"', None),
     ('""', None),

@@ -126,7 +126,6 @@ async def test_review_pull(
         pr_number=1,
         trigger=trigger,
         received_at=received_at,
-        force=trigger == Trigger.RERUN,
     )
     assert gh.writes() == writes
     posted = [c.data for c in gh.calls if (c.method, c.path) == POST_REVIEW]

@@ -11,7 +11,8 @@ from __future__ import annotations
 from .. import github
 from ..events import CheckRunEvent, PullRequestEvent
 from ..review.markers import Trigger
-from ..usecases.review import check_name, review_pull
+from ..usecases.review import review_pull
+from ..usecases.review.checkrun import check_name
 from .concern import OrderedRouter
 from .context import Context
 
@@ -78,7 +79,6 @@ async def on_push(event: PullRequestEvent, ctx: Context) -> None:
             pr_number=event.pr_number,
             trigger=Trigger.PUSH,
             received_at=ctx.received_at,
-            only_if_blocked=True,
         )
 
 
@@ -99,5 +99,4 @@ async def on_rerun(event: CheckRunEvent, ctx: Context) -> None:
             pr_number=pr_number,
             trigger=Trigger.RERUN,
             received_at=ctx.received_at,
-            force=True,
         )

@@ -11,8 +11,9 @@ with ``git apply``) and ``case.yaml``::
 
 A defect counts as found when some finding on its file touches its line range (findings of any
 severity: the point is whether the reviewer noticed). A blocker on a clean case is a false
-blocker. Each case is reviewed like a local ``review --git`` (a throwaway git repository), so
-the engine, the selection and the model's prompt are exactly the bot's.
+blocker. Each case is reviewed like a local ``review --git`` (a throwaway git repository),
+through the bot's own pipeline (``CaseReview``), so the settings, the engine, the selection, the
+model's prompt and the withdrawals are exactly the bot's.
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .local import GitError, context_from_git, git
-from .model import Finding, Reviewer, Severity
+from .local import GitError, git
+from .model import Finding, Reviewer, ReviewResult, Severity
 
 DEFAULT_CASES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "review_cases"
 
@@ -176,15 +177,19 @@ async def _materialise(case: Case, repo: Path) -> None:
     await git(repo, "commit", "-q", "-m", "change")
 
 
-async def run_case(case: Case, reviewer: Reviewer) -> CaseResult:
+CaseReview = Callable[[Path, str], Awaitable[ReviewResult]]
+"""Review the clone at a path as a pull request with that title (the bot's pipeline, composed
+above the engine: ``app.offline``)."""
+
+
+async def run_case(case: Case, reviewer: Reviewer, review: CaseReview) -> CaseResult:
     before = reviewer.tokens_used()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="revbot-eval-") as tmp:
         repo = Path(tmp)
         try:
             await _materialise(case, repo)
-            context = replace(await context_from_git(repo, "HEAD~1", "HEAD"), title=case.description)
-            result = await reviewer.review(context)
+            result = await review(repo, case.description)
         except GitError as exc:
             return CaseResult(case.name, case.kind, len(case.defects), 0, 0, 0, 0, 0.0, error=str(exc))
     seconds = time.perf_counter() - started
@@ -200,8 +205,9 @@ async def run_case(case: Case, reviewer: Reviewer) -> CaseResult:
     )
 
 
-async def evaluate(cases: Sequence[Case], reviewer: Reviewer, *, label: str) -> Report:
+async def evaluate(cases: Sequence[Case], reviewer: Reviewer, *, label: str, review: CaseReview) -> Report:
+    """``reviewer``: the engine ``review`` runs (its tokens are counted per case)."""
     report = Report(reviewer=label)
     for case in cases:
-        report.cases.append(await run_case(case, reviewer))
+        report.cases.append(await run_case(case, reviewer, review))
     return report

@@ -36,7 +36,6 @@ class Trigger(enum.StrEnum):
     AUTO = "auto"  # opened / ready for review, with automatic review on
     PUSH = "push"  # new commits on a PR the bot blocks
     OVERRULE = "overrule"  # a finding was overruled (usecases.disputes)
-    CLI = "cli"  # ``python -m app review`` (printed, never posted)
 
     @classmethod
     def parse(cls, value: object) -> Trigger | None:

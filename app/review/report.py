@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from .model import ReviewResult
+from .render import ReviewPlan
 
 
-def as_json(result: ReviewResult, *, head_sha: str, event: str | None = None) -> str:
+def as_json(
+    result: ReviewResult | None, *, head_sha: str | None, review: ReviewPlan | None, said: Sequence[str] = ()
+) -> str:
+    """The analysis and the review the bot would post: ``event``, ``body`` and ``comments`` are
+    exactly its ``POST /pulls/{n}/reviews`` (null when it would post none; ``said`` says why)."""
     data: dict[str, Any] = {
+        "event": review.event if review else None,
+        "body": review.body if review else None,
+        "comments": list(review.comments) if review else [],
+        "said": list(said),
+    }
+    if result is None:
+        return json.dumps(data, indent=2)
+    data |= {
         "verdict": result.verdict.value,
         "head_sha": head_sha,
         "summary": result.summary,
@@ -27,8 +41,6 @@ def as_json(result: ReviewResult, *, head_sha: str, event: str | None = None) ->
         "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
         "notes": list(result.notes),  # what limited the review (also in the summary)
     }
-    if event is not None:
-        data["event"] = event
     return json.dumps(data, indent=2)
 
 

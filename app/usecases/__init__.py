@@ -1,7 +1,8 @@
 """Use cases: what the bot does, as plain async functions of a GitHub client, the bot and typed inputs.
 
 - ``review.review_pull``: review a pull request (a new review or a re-review of a sticky block),
-  with its check run; ``review.policy_for`` / ``review.plan_for`` (also used by the CLI).
+  with its check run: the pipeline ``review.run`` (read, decide, analyse, plan, publish), which
+  the command line's ``review`` and ``eval`` run too (``app/offline.py``).
 - ``threads.verify_threads``: verify the bot's open threads at the PR's head and resolve the
   fixed ones.
 - ``decoy.drop_decoy``: take the decoy off the requested reviewers.

@@ -23,7 +23,7 @@ from ..review.markers import Trigger
 from ..review.model import Severity
 from ..review.overrule import Role, may_overrule, severity_named
 from .bot import Bot
-from .overrules import remember, role_on, take_reactions, withdraw_thread
+from .overrules import PendingOverrule, patch_of, record_overrule, role_on, take_reactions
 from .review import review_pull
 from .threads import open_bot_threads, say_in_thread
 
@@ -52,7 +52,9 @@ async def dispute_finding(
     received_at: float,
 ) -> None:
     """Withdraw the finding of the bot's thread ``root_comment_id`` if ``login`` may overrule it."""
-    found = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number, root_comment_id=root_comment_id)
+    found = await open_bot_threads(
+        gh, bot.identity, repo=repo, pr_number=pr_number, root_comment_id=root_comment_id
+    )
     if not found:
         return  # not the bot's thread, or already resolved
     item = found[0]
@@ -76,25 +78,21 @@ async def dispute_finding(
         )
         return
     config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
-    learned, problem = None, None
-    if dispute.always or config.review.learn:
-        if role is Role.WRITER:
-            learned, problem = await remember(
-                gh, bot, repo=repo, pr_number=pr_number, item=item, by=login, reason=dispute.reason
-            )
-        elif dispute.always:
-            problem = "only someone with write access (not the author) can teach the repository"
-    await withdraw_thread(
-        gh,
-        bot,
-        repo=repo,
-        pr_number=pr_number,
-        item=item,
+    asked = dispute.always or config.review.learn
+    pending = PendingOverrule(
+        item,
         by=login,
         reason=dispute.reason,
-        comments=comments,
-        learned=learned,
-        learn_problem=problem,
+        learn=asked and role is Role.WRITER,
+        learn_problem="only someone with write access (not the author) can teach the repository"
+        if dispute.always and role is not Role.WRITER
+        else None,
+    )
+    patch = (
+        await patch_of(gh, repo=repo, pr_number=pr_number, path=item.finding.path) if pending.learn else None
+    )
+    await record_overrule(
+        gh, bot, repo=repo, pr_number=pr_number, pending=pending, comments=comments, patch=patch
     )
     await redecide(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
 
@@ -109,8 +107,6 @@ async def redecide(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, rec
         pr_number=pr_number,
         trigger=Trigger.OVERRULE,
         received_at=received_at,
-        force=True,
-        only_if_unblocks=True,
     )
 
 
@@ -119,8 +115,7 @@ async def take_thumbs_down(
 ) -> None:
     """Read the 👎s on the bot's open findings (GitHub sends no webhook for reactions), overrule
     those given by someone who may, and re-decide the verdict if a blocker went."""
-    comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
-    taken = await take_reactions(gh, bot, repo=repo, pr_number=pr_number, comments=comments)
+    taken = await take_reactions(gh, bot, repo=repo, pr_number=pr_number)
     if taken:
         await redecide(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
 

@@ -4,7 +4,9 @@ An overrule lives in the thread it concerns: the bot's one-line reply (who overr
 with an ``overruled`` marker) and the thread resolved. Every later review of the PR reads those
 replies back (``recorded_overrules``) and leaves the findings out. A 👎 on the bot's comment
 counts as a dispute without a reason; GitHub sends no webhook for reactions, so they are read
-here, when the bot next reviews the PR or is asked to ``resolve`` (``take_reactions``).
+when the bot next reviews the PR (``read_reactions``; the review records them as it publishes)
+or is asked to ``resolve`` (``take_reactions``). A dispute and a 👎 go the same way: a
+``PendingOverrule``, then ``record_overrule``.
 
 Who may overrule is re-read from GitHub (the collaborator permission API), never from a comment.
 """
@@ -13,11 +15,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import github, metrics
 from ..github import GitHubClient
-from ..guards import is_bot_login
+from ..guards import BotIdentity, is_bot_login
 from ..review.diff import parse_patch
 from ..review.inert import code, escape
 from ..review.learnings import Learning
@@ -37,10 +40,10 @@ log = logging.getLogger(__name__)
 
 
 def reported_at(
-    comments: Sequence[Mapping[str, Any]], bot: Bot, overruled: Sequence[Overrule]
+    comments: Sequence[Mapping[str, Any]], identity: BotIdentity, overruled: Sequence[Overrule]
 ) -> list[tuple[str, str]]:
     """(path, head) where each overruled finding was reported: its thread's root comment marker."""
-    roots = {int(c["id"]): c for c in bot_comments(comments, bot) if c.get("in_reply_to_id") is None}
+    roots = {int(c["id"]): c for c in bot_comments(comments, identity) if c.get("in_reply_to_id") is None}
     found = []
     for item in overruled:
         marker = FindingMarker.read((roots.get(item.thread) or {}).get("body"))
@@ -56,13 +59,13 @@ async def role_on(gh: GitHubClient, *, repo: str, login: str, pr_author: str | N
     return role_of(login=login, pr_author=pr_author, permission=permission)
 
 
-def bot_comments(comments: Sequence[Mapping[str, Any]], bot: Bot) -> list[Mapping[str, Any]]:
-    return [c for c in comments if is_bot_login((c.get("user") or {}).get("login"), bot.identity)]
+def bot_comments(comments: Sequence[Mapping[str, Any]], identity: BotIdentity) -> list[Mapping[str, Any]]:
+    return [c for c in comments if is_bot_login((c.get("user") or {}).get("login"), identity)]
 
 
-def recorded_overrules(comments: Sequence[Mapping[str, Any]], bot: Bot) -> list[Overrule]:
+def recorded_overrules(comments: Sequence[Mapping[str, Any]], identity: BotIdentity) -> list[Overrule]:
     """The overrules the bot recorded on this PR (markers are read from its own replies only)."""
-    return overruled_by_marker(c.get("body") for c in bot_comments(comments, bot))
+    return overruled_by_marker(c.get("body") for c in bot_comments(comments, identity))
 
 
 def overrule_text(item: Overrule, *, learned: int | None = None, learn_problem: str | None = None) -> str:
@@ -76,16 +79,50 @@ def overrule_text(item: Overrule, *, learned: int | None = None, learn_problem: 
     return line
 
 
+@dataclass(frozen=True, slots=True)
+class PendingOverrule:
+    """A finding someone who may has overruled (a dispute in its thread, a 👎 on it), not yet
+    recorded: ``learn``, remember it for the repository; ``learn_problem``, why it was asked to be
+    remembered and is not."""
+
+    item: OpenThread
+    by: str
+    reason: str = ""
+    learn: bool = False
+    learn_problem: str | None = None
+
+    @property
+    def overrule(self) -> Overrule:
+        return Overrule(
+            fingerprint=self.item.finding.fingerprint,
+            key=self.item.finding.key,
+            rule=self.item.finding.rule,
+            path=self.item.finding.path,
+            line=self.item.thread.line or self.item.finding.line,
+            severity=self.item.finding.severity,
+            by=self.by,
+            reason=self.reason,
+            thread=self.item.thread.root_comment_id,
+            content=self.item.finding.content,
+        )
+
+
+async def patch_of(gh: GitHubClient, *, repo: str, pr_number: int, path: str) -> str | None:
+    """The PR's patch of ``path``, from GitHub's file list (where a learning's line is read)."""
+    files = await github.list_pull_files(gh, repo=repo, pr_number=pr_number)
+    return next((f.get("patch") for f in files if f.get("filename") == path), None)
+
+
 async def remember(
-    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, item: OpenThread, by: str, reason: str
+    bot: Bot, *, repo: str, pr_number: int, pending: PendingOverrule, patch: str | None
 ) -> tuple[int | None, str | None]:
     """Store the dispute as a learning of the repository: (its number, None), or (None, why not).
-    The code line is read from the PR's diff at the thread's current line, never from a comment."""
+    The code line is read from the PR's diff (``patch``, the thread's file) at the thread's
+    current line, never from a comment."""
+    item = pending.item
     line = item.thread.line
     if line is None:
         return None, "my comment is outdated, so its line is not known at this head"
-    files = await github.list_pull_files(gh, repo=repo, pr_number=pr_number)
-    patch = next((f.get("patch") for f in files if f.get("filename") == item.finding.path), None)
     text = parse_patch(patch).added_text.get(line)
     if text is None:
         return None, "its line is no longer one this pull request adds"
@@ -95,119 +132,121 @@ async def remember(
             rule=item.finding.rule,
             path=item.finding.path,
             line_text=text,
-            reason=reason,
-            created_by=by,
+            reason=pending.reason,
+            created_by=pending.by,
             source=f"{repo}#{pr_number}",
         ),
     )
     return learning.number, None
 
 
-async def withdraw_thread(
+async def record_overrule(
     gh: GitHubClient,
     bot: Bot,
     *,
     repo: str,
     pr_number: int,
-    item: OpenThread,
-    by: str,
-    reason: str,
+    pending: PendingOverrule,
     comments: Sequence[Mapping[str, Any]],
-    learned: int | None = None,
-    learn_problem: str | None = None,
+    patch: str | None,
 ) -> Overrule:
-    """Record the overrule in the thread (once: a retried job finds its reply) and resolve it."""
-    overrule = Overrule(
-        fingerprint=item.finding.fingerprint,
-        key=item.finding.key,
-        rule=item.finding.rule,
-        path=item.finding.path,
-        line=item.thread.line or item.finding.line,
-        severity=item.finding.severity,
-        by=by,
-        reason=reason,
-        thread=item.thread.root_comment_id,
-        content=item.finding.content,
-    )
-    if not any(o.thread == overrule.thread for o in recorded_overrules(comments, bot)):
-        text = overrule_text(overrule, learned=learned, learn_problem=learn_problem)
+    """Remember it if asked, record the overrule in the thread (once: a retried job finds its
+    reply) and resolve the thread. ``comments``: the PR's review comments, read before."""
+    learned, problem = None, pending.learn_problem
+    if pending.learn:
+        learned, problem = await remember(bot, repo=repo, pr_number=pr_number, pending=pending, patch=patch)
+    overrule = pending.overrule
+    if not any(o.thread == overrule.thread for o in recorded_overrules(comments, bot.identity)):
+        text = overrule_text(overrule, learned=learned, learn_problem=problem)
         await github.reply_to_review_comment(
             gh,
             repo=repo,
             pr_number=pr_number,
-            comment_id=item.thread.root_comment_id,
+            comment_id=overrule.thread,
             body=f"{text}\n\n{overrule.encode()}",
         )
-    if await github.resolve_review_thread(gh, thread_node_id=item.thread.node_id):
+    if await github.resolve_review_thread(gh, thread_node_id=pending.item.thread.node_id):
         metrics.THREADS_RESOLVED.inc()
-    log.info("finding %s in %s overruled by %s", overrule.rule, overrule.path, by)
+    log.info("finding %s in %s overruled by %s", overrule.rule, overrule.path, pending.by)
     return overrule
 
 
-async def take_reactions(
-    gh: GitHubClient,
-    bot: Bot,
-    *,
-    repo: str,
-    pr_number: int,
-    comments: Sequence[Mapping[str, Any]],
-    pull: Mapping[str, Any] | None = None,
-    threads: Sequence[OpenThread] | None = None,
-) -> list[Overrule]:
-    """Overrule each open finding of the bot that someone who may has given a 👎; the new ones.
-
-    Only the bot's root comments whose reaction counts show a 👎 cost requests (who reacted; the
-    pull request and the threads when the caller has not read them)."""
-    done = {o.thread for o in recorded_overrules(comments, bot)}
-    disliked = {
+def disliked(comments: Sequence[Mapping[str, Any]], identity: BotIdentity) -> set[int]:
+    """The bot's root comments whose reaction counts show a 👎 and whose overrule is not recorded."""
+    done = {o.thread for o in recorded_overrules(comments, identity)}
+    return {
         int(c["id"])
-        for c in bot_comments(comments, bot)
+        for c in bot_comments(comments, identity)
         if c.get("in_reply_to_id") is None
         and int((c.get("reactions") or {}).get("-1") or 0) > 0
         and int(c["id"]) not in done
     }
-    if not disliked:
-        return []
-    if pull is None:
-        pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
-        if pull.get("state") != "open":
-            return []
-    if threads is None:
-        threads = await open_bot_threads(gh, bot, repo=repo, pr_number=pr_number)
-    author = (pull.get("user") or {}).get("login")
-    config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
-    taken: list[Overrule] = []
+
+
+async def read_reactions(
+    gh: GitHubClient,
+    identity: BotIdentity,
+    *,
+    repo: str,
+    pr_author: str | None,
+    comments: Sequence[Mapping[str, Any]],
+    threads: Sequence[OpenThread],
+    learn: bool,
+) -> list[PendingOverrule]:
+    """The open findings of the bot that someone who may has given a 👎 (GitHub sends no webhook
+    for reactions), not yet recorded. Only the bot's root comments whose reaction counts show a
+    👎 (``disliked``) cost requests: who reacted, and their permission. ``learn``: the repository's
+    ``review.learn`` (a 👎 from someone with write access is remembered)."""
+    roots = disliked(comments, identity)
+    pending: list[PendingOverrule] = []
     for item in threads:
-        if item.thread.root_comment_id not in disliked:
+        if item.thread.root_comment_id not in roots:
             continue
         reactions = await github.list_review_comment_reactions(
             gh, repo=repo, comment_id=item.thread.root_comment_id, content="-1"
         )
         for reaction in reactions:
             login = (reaction.get("user") or {}).get("login")
-            if not login or is_bot_login(login, bot.identity):
+            if not login or is_bot_login(login, identity):
                 continue
-            role = await role_on(gh, repo=repo, login=login, pr_author=author)
-            if not may_overrule(severity_named(item.finding.severity), role):
-                continue
-            learned, problem = None, None
-            if config.review.learn and role is Role.WRITER:
-                learned, problem = await remember(
-                    gh, bot, repo=repo, pr_number=pr_number, item=item, by=login, reason=""
-                )
-            taken.append(
-                await withdraw_thread(
-                    gh,
-                    bot,
-                    repo=repo,
-                    pr_number=pr_number,
-                    item=item,
-                    by=login,
-                    reason="",
-                    comments=comments,
-                    learned=learned,
-                    learn_problem=problem,
-                )
-            )
-            break
-    return taken
+            role = await role_on(gh, repo=repo, login=login, pr_author=pr_author)
+            if may_overrule(severity_named(item.finding.severity), role):
+                pending.append(PendingOverrule(item, by=login, learn=learn and role is Role.WRITER))
+                break
+    return pending
+
+
+async def take_reactions(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int) -> list[Overrule]:
+    """Overrule each open finding of the bot that someone who may has given a 👎; the new ones
+    (``@slug resolve``; a review reads them itself)."""
+    comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
+    if not disliked(comments, bot.identity):
+        return []
+    pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
+    if pull.get("state") != "open":
+        return []
+    threads = await open_bot_threads(gh, bot.identity, repo=repo, pr_number=pr_number)
+    config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
+    pending = await read_reactions(
+        gh,
+        bot.identity,
+        repo=repo,
+        pr_author=(pull.get("user") or {}).get("login"),
+        comments=comments,
+        threads=threads,
+        learn=config.review.learn,
+    )
+    return [
+        await record_overrule(
+            gh,
+            bot,
+            repo=repo,
+            pr_number=pr_number,
+            pending=p,
+            comments=comments,
+            patch=await patch_of(gh, repo=repo, pr_number=pr_number, path=p.item.finding.path)
+            if p.learn
+            else None,
+        )
+        for p in pending
+    ]

@@ -40,7 +40,7 @@ class OpenThread:
 
 
 async def open_bot_threads(
-    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, root_comment_id: int | None = None
+    gh: GitHubClient, identity: BotIdentity, *, repo: str, pr_number: int, root_comment_id: int | None = None
 ) -> list[OpenThread]:
     """The bot's unresolved threads that carry a finding; with ``root_comment_id``, just that one
     (pages are read only until it is found)."""
@@ -49,7 +49,7 @@ async def open_bot_threads(
         if root_comment_id is not None and thread.root_comment_id != root_comment_id:
             continue
         if not thread.is_resolved and is_bot_author(
-            thread.root_author_type, thread.root_author_login, bot.identity
+            thread.root_author_type, thread.root_author_login, identity
         ):
             marker = FindingMarker.read(thread.root_body)
             if marker is not None:
@@ -119,7 +119,7 @@ async def verify_threads(
     """
     if threads is None:
         threads = await open_bot_threads(
-            gh, bot, repo=repo, pr_number=pr_number, root_comment_id=root_comment_id
+            gh, bot.identity, repo=repo, pr_number=pr_number, root_comment_id=root_comment_id
         )
     judge = bot.reviewer
     model_threads = [t for t in threads if not decide.verifiable(t.finding)] if judge.judges_threads() else []

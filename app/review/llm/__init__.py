@@ -9,11 +9,12 @@ from .packing import Limits
 from .reviewer import LlmReviewer
 
 if TYPE_CHECKING:
-    from ...config import LlmSettings
+    from ...config import LlmSettings, ReviewerSettings
     from ...store import Store
+    from ..model import Reviewer
     from .providers import Sleep
 
-__all__ = ["Limits", "LlmReviewer", "build_reviewer", "limits_from"]
+__all__ = ["Limits", "LlmReviewer", "build_reviewer", "configured_reviewer", "limits_from"]
 
 
 def limits_from(settings: LlmSettings) -> Limits:
@@ -40,3 +41,12 @@ def build_reviewer(
 
     memory = DatabaseMemory(store.engine, upsert=store.backend.upsert) if store is not None else InMemory()
     return LlmReviewer(make_provider(settings, sleep=sleep), limits=limits_from(settings), memory=memory)
+
+
+def configured_reviewer(settings: ReviewerSettings, *, store: Store | None = None) -> Reviewer:
+    """The engine ``REVIEWER`` names, chosen the same way for the bot and the command line."""
+    if settings.reviewer == "llm":
+        return build_reviewer(settings, store=store)
+    from ..engine import BuiltinReviewer
+
+    return BuiltinReviewer()

@@ -1,0 +1,87 @@
+"""The review pipeline without the GitHub App, for ``python -m app review`` and ``eval``.
+
+The same ``usecases.review.run`` the bot runs, composed from the same settings (the configured
+``REVIEWER``, ``REVIEW_APPROVE``, ``APP_SLUG``, learnings when ``DATABASE_URL`` is set), with a
+reader of the API (a token) or of a local clone, and a publisher that keeps what the bot would
+post instead of posting it. What it prints for a pull request is what ``@slug review`` would
+post now: a head the bot already answered is not reviewed again, as the bot would not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import ReviewerSettings
+from .github import GitHubClient
+from .guards import BotIdentity
+from .review.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
+from .review.llm import configured_reviewer
+from .review.markers import Trigger
+from .review.model import Reviewer, ReviewResult
+from .usecases.pull import AnalysisCache, RepoConfigs
+from .usecases.review import Reviewing, run
+from .usecases.review.publish import RecordingPublisher
+from .usecases.review.read import GitHubReader, LocalReader, Request
+
+LOCAL_PR_NUMBER = 0  # a local range is no pull request of GitHub's
+
+
+@dataclass(frozen=True, slots=True)
+class Offline:
+    """A ``Reviewing`` and the repository learnings it reads, as the deployment would have them."""
+
+    reviewing: Reviewing
+    learnings: Learnings
+
+    async def pull_request(self, gh: GitHubClient, *, repo: str, pr_number: int) -> RecordingPublisher:
+        """What the bot would post on ``repo#pr_number`` (read through ``gh``; nothing written)."""
+        reader = GitHubReader(gh, self.reviewing.identity, RepoConfigs(), self.learnings)
+        return await self._run(reader, Request(repo, pr_number, Trigger.MENTION, time.time()))
+
+    async def git_range(
+        self, path: Path, *, base: str, tip: str, title: str | None = None, repo: str | None = None
+    ) -> RecordingPublisher:
+        """What the bot would post on a pull request of ``base..tip`` in the clone at ``path``
+        (its settings from ``base``). ``repo``: whose learnings apply."""
+        reader = LocalReader(path, base, tip, self.reviewing.identity, self.learnings, title=title, repo=repo)
+        return await self._run(
+            reader, Request(repo or str(path), LOCAL_PR_NUMBER, Trigger.MENTION, time.time())
+        )
+
+    async def review_case(self, path: Path, title: str) -> ReviewResult:
+        """``eval``'s review of one case: the clone's last commit as the pull request."""
+        published = await self.git_range(path, base="HEAD~1", tip="HEAD", title=title)
+        if published.plan is None:
+            raise RuntimeError("; ".join(published.said))
+        return published.plan.result
+
+    async def _run(self, reader: GitHubReader | LocalReader, request: Request) -> RecordingPublisher:
+        publisher = RecordingPublisher()
+        await run(self.reviewing, reader, publisher, request)
+        return publisher
+
+
+@asynccontextmanager
+async def offline(settings: ReviewerSettings, *, reviewer: Reviewer | None = None) -> AsyncIterator[Offline]:
+    """``reviewer``: another engine than the configured one (``eval --reviewer``)."""
+    engine = reviewer or configured_reviewer(settings)
+    identity = BotIdentity.from_slug(settings.app_slug or "revbot")
+    store = None
+    learnings: Learnings = InMemoryLearnings()
+    if settings.database_url:
+        from .dburl import sqlalchemy_url
+        from .store import Store
+
+        store = Store(sqlalchemy_url(settings.database_url))
+        await store.create_schema()
+        learnings = DatabaseLearnings(store.engine, upsert=store.backend.upsert)
+    try:
+        yield Offline(Reviewing(identity, engine, AnalysisCache(), settings.review_approve), learnings)
+    finally:
+        await engine.aclose()
+        if store is not None:
+            await store.close()

@@ -1,0 +1,91 @@
+"""Review a pull request: one formal review with inline findings, and a check run beside it.
+
+Whatever asked for it (a decoy or team review request, ``@slug review``, the check run's
+"Re-run", an automatic trigger, an overrule), the work is one pipeline, its files in the order
+it runs: ``read`` (the pull request and the bot's earlier reviews, re-read from GitHub),
+``decide`` (what the trigger asks, and whether this job reviews at all), ``analyse``, ``plan``
+(the review to post, a pure function of what was read and found) and ``publish`` (the only
+writer). ``python -m app review`` and ``eval`` run the same pipeline with a reader of a clone or
+of the API and a publisher that keeps what it would post.
+
+Jobs of one PR run one at a time, so triggers that arrive while a review of the same head is
+queued or running find it done and coalesce into it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ...github import GitHubClient
+from ...guards import BotIdentity
+from ...review.markers import Trigger
+from ...review.model import Reviewer
+from ..bot import Bot
+from ..pull import AnalysisCache
+from . import decide
+from .analyse import analyse
+from .plan import Plan, plan_review
+from .publish import GitHubPublisher, Publisher
+from .read import GitHubReader, Reader, Request
+
+
+@dataclass(frozen=True, slots=True)
+class Reviewing:
+    """What the pipeline needs of the bot, the same for ``serve`` and the command line: who it
+    is, its engine and analysis cache, the deployment's ``REVIEW_APPROVE``, the clock its
+    reviews are stamped with."""
+
+    identity: BotIdentity
+    reviewer: Reviewer
+    analyses: AnalysisCache
+    approve: bool
+    clock: Callable[[], float] = time.time
+
+    @classmethod
+    def of(cls, bot: Bot) -> Reviewing:
+        return cls(bot.identity, bot.reviewer, bot.analyses, bot.settings.review_approve)
+
+
+async def review_pull(
+    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, trigger: Trigger, received_at: float
+) -> None:
+    """Review the PR's current head, re-reading everything from GitHub first. ``received_at``
+    (epoch seconds) is when the delivery that asked for it reached the webhook endpoint."""
+    reader = GitHubReader(gh, bot.identity, bot.repo_configs, bot.learnings)
+    request = Request(repo, pr_number, trigger, received_at)
+    await run(Reviewing.of(bot), reader, GitHubPublisher(gh, bot), request)
+
+
+async def run(reviewing: Reviewing, reader: Reader, publisher: Publisher, request: Request) -> Plan | None:
+    """The pipeline: read, decide, analyse, plan, publish; the plan published, if any."""
+    mode = decide.ReviewMode.of(request.trigger)
+    head = await reader.head(request)
+    step = decide.step(head, mode, received_at=request.received_at)
+    if step is decide.Step.REVIEW and (by := await reader.paused_by(head)) is not None:
+        await publisher.paused(head, by)
+        return None
+    if step is not decide.Step.REVIEW:
+        await publisher.skip(head, step, request.trigger)
+        return None
+    async with publisher.check_run(head, mode) as check:
+        state = await reader.state(head)
+        result = await analyse(
+            state,
+            reader=reader,
+            reviewer=reviewing.reviewer,
+            analyses=reviewing.analyses,
+            identity=reviewing.identity,
+        )
+        plan = plan_review(
+            state,
+            result,
+            mode=mode,
+            trigger=request.trigger,
+            identity=reviewing.identity,
+            approve=reviewing.approve,
+            issued_at=reviewing.clock(),
+        )
+        await publisher.publish(plan, check)
+    return plan

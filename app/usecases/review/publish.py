@@ -1,0 +1,266 @@
+"""The only writer of the review: what the plan says, done on GitHub (``GitHubPublisher``) or
+kept for the command line and ``eval`` (``RecordingPublisher``), in this order: the overrules
+the review found in reactions, the dismissal of a block no blocker holds, the review (once; the
+body-only fallback if GitHub refuses an inline comment), the check run, and the threads that
+follow their findings (resolved once verified gone at this head).
+
+The check run is the review's from the moment it starts: whatever fails, a check run this job
+started is completed (a retry of the job starts it again), except while the job waits for
+GitHub's rate limits (``RetryLater``, never a failed attempt): its retry finishes it, and
+completing it would be one more write against the limit it waits for.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import gidgethub
+
+from ... import github, metrics
+from ...github import GitHubClient
+from ...review import decide, render
+from ...review.markers import Trigger
+from ..bot import Bot
+from ..decoy import drop_decoy
+from ..overrules import record_overrule
+from ..pause import note_paused
+from ..threads import verify_threads
+from .checkrun import abandon_check_run, check_name, finish_check_run, recount_check_run, start_check_run
+from .decide import ReviewMode, Step
+from .plan import Plan
+from .read import Head
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class CheckRun:
+    """The review's check run: its id once started, and whether the review completed it."""
+
+    head: Head
+    id: int | None = None
+    completed: bool = False
+
+
+class Publisher(Protocol):
+    async def skip(self, head: Head, step: Step, trigger: Trigger) -> None:
+        """No review: ``step`` says why."""
+        ...
+
+    async def paused(self, head: Head, by: str) -> None: ...
+
+    def check_run(self, head: Head, mode: ReviewMode) -> AbstractAsyncContextManager[CheckRun]:
+        """Around the review: its ``CheckRun``, completed whatever happens."""
+        ...
+
+    async def publish(self, plan: Plan, check: CheckRun) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GitHubPublisher:
+    gh: GitHubClient
+    bot: Bot
+
+    async def skip(self, head: Head, step: Step, trigger: Trigger) -> None:
+        if step is Step.CLOSED:
+            log.info("not reviewing: the pull request is %s", head.pull.get("state"))
+        elif step is Step.COALESCED:
+            log.info("head %s already reviewed; trigger %s coalesces into it", head.head_sha[:12], trigger)
+            if trigger == Trigger.DECOY:
+                await drop_decoy(self.gh, self.bot, repo=head.repo, pr_number=head.pr_number, pull=head.pull)
+
+    async def paused(self, head: Head, by: str) -> None:
+        log.info("not reviewing: paused by %s", by)
+        await note_paused(
+            self.gh,
+            self.bot,
+            repo=head.repo,
+            pr_number=head.pr_number,
+            head_sha=head.head_sha,
+            name=check_name(self.bot.identity),
+            by=by,
+            details_url=str(head.pull.get("html_url") or ""),
+        )
+
+    @asynccontextmanager
+    async def check_run(self, head: Head, mode: ReviewMode) -> AsyncIterator[CheckRun]:
+        """Started now, unless the review may post nothing (an overrule): then when it posts."""
+        check = CheckRun(head)
+        waiting = False
+        try:
+            if not mode.only_to_unblock:
+                await self.start(check)
+            yield check
+        except github.RetryLater:
+            waiting = True
+            raise
+        finally:
+            if check.id is not None and not check.completed and not waiting:
+                await abandon_check_run(self.gh, repo=head.repo, check_run_id=check.id)
+
+    async def start(self, check: CheckRun) -> int:
+        if check.id is None:
+            head = check.head
+            check.id = await start_check_run(
+                self.gh, self.bot, repo=head.repo, pr_number=head.pr_number, head_sha=head.head_sha
+            )
+        return check.id
+
+    async def publish(self, plan: Plan, check: CheckRun) -> None:
+        gh, state = self.gh, plan.state
+        repo, pr_number, head_sha = state.head.repo, state.head.pr_number, state.context.head_sha
+        for pending in state.pending:
+            await record_overrule(
+                gh,
+                self.bot,
+                repo=repo,
+                pr_number=pr_number,
+                pending=pending,
+                comments=state.comments,
+                patch=next(
+                    (f.patch for f in state.context.files if f.path == pending.item.finding.path), None
+                ),
+            )
+        if not plan.post:
+            log.info("an overrule leaves the verdict as it was at %s; nothing to post", head_sha[:12])
+            await recount_check_run(
+                gh, self.bot, repo=repo, head_sha=head_sha, result=plan.result, overruled=state.overruled
+            )
+            return
+        check_run_id = await self.start(check)
+        dismissal = None
+        if plan.dismiss:
+            overruled = plan.rereview is not None and bool(plan.rereview.overruled)
+            dismissal = await dismiss_blocks(
+                gh,
+                repo=repo,
+                pr_number=pr_number,
+                mine=state.head.mine,
+                head_sha=head_sha,
+                overruled=overruled,
+            )
+        review = plan.review(dismissal)
+        posted = await post_review(
+            gh,
+            repo=repo,
+            pr_number=pr_number,
+            head_sha=head_sha,
+            plan=review,
+            fallback=plan.review(dismissal, inline=False),
+        )
+        metrics.REVIEWS.labels(verdict=review.event.lower()).inc()
+        log.info(
+            "posted review %s (%s, %d inline) at %s",
+            posted.get("id"),
+            posted.get("state"),
+            len(review.comments),
+            head_sha[:12],
+        )
+        await finish_check_run(
+            gh,
+            repo=repo,
+            check_run_id=check_run_id,
+            result=plan.result,
+            plan=review,
+            note=state.head.loaded.problem_note(),
+        )
+        check.completed = True
+        if state.threads:
+            # The threads read before posting (those this review opened hold current findings):
+            # each follows its finding, resolved once it is verified gone at this head.
+            await verify_threads(
+                gh,
+                self.bot,
+                repo=repo,
+                pr_number=pr_number,
+                pull=state.head.pull,
+                result=plan.result,
+                threads=state.threads,
+                renames=state.renames,
+            )
+
+
+@dataclass(slots=True)
+class RecordingPublisher:
+    """Posts nothing: keeps what would be posted (``review python -m app review``, ``eval``)."""
+
+    plan: Plan | None = None
+    review: render.ReviewPlan | None = None
+    said: list[str] = field(default_factory=list)
+
+    async def skip(self, head: Head, step: Step, trigger: Trigger) -> None:
+        self.said.append(f"not reviewing: {step.value}")
+
+    async def paused(self, head: Head, by: str) -> None:
+        self.said.append(f"not reviewing: paused by @{by}")
+
+    @asynccontextmanager
+    async def check_run(self, head: Head, mode: ReviewMode) -> AsyncIterator[CheckRun]:
+        yield CheckRun(head)
+
+    async def publish(self, plan: Plan, check: CheckRun) -> None:
+        self.plan = plan
+        if not plan.post:
+            self.said.append("an overrule leaves the verdict as it was; nothing to post")
+            return
+        # What the bot posts once GitHub has dismissed the block (as it does, unless forbidden).
+        self.review = plan.review("dismissed" if plan.dismiss else None)
+
+
+async def dismiss_blocks(
+    gh: GitHubClient,
+    *,
+    repo: str,
+    pr_number: int,
+    mine: Sequence[Mapping[str, Any]],
+    head_sha: str,
+    overruled: bool = False,
+) -> str:
+    """Dismiss every active request for changes of the bot: "dismissed", or "forbidden" when
+    GitHub refuses (the installation may not dismiss reviews on this branch)."""
+    how = "verified fixed or overruled" if overruled else "verified fixed"
+    message = (
+        f"The blockers of this review are {how} at {head_sha[:12]}; dismissing it (approval is disabled)."
+    )
+    for review in decide.active_blocks(mine):
+        try:
+            await github.dismiss_review(
+                gh, repo=repo, pr_number=pr_number, review_id=int(review["id"]), message=message
+            )
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) in (403, 404):
+                log.warning("may not dismiss review %s: %s", review.get("id"), exc)
+                return "forbidden"
+            raise
+    return "dismissed"
+
+
+async def post_review(
+    gh: GitHubClient,
+    *,
+    repo: str,
+    pr_number: int,
+    head_sha: str,
+    plan: render.ReviewPlan,
+    fallback: render.ReviewPlan,
+) -> Mapping[str, Any]:
+    """Post the review; if GitHub refuses an inline comment anyway, post ``fallback`` (the same
+    review with every finding in the body) once. The returned id and state prove it exists."""
+    try:
+        posted = await github.create_review(
+            gh, repo=repo, pr_number=pr_number, payload=plan.payload(head_sha)
+        )
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) != 422 or not plan.comments:
+            raise
+        log.warning("GitHub refused the inline comments (%s); posting them in the body instead", exc)
+        posted = await github.create_review(
+            gh, repo=repo, pr_number=pr_number, payload=fallback.payload(head_sha)
+        )
+    if not posted.get("id") or not posted.get("state"):
+        raise RuntimeError(f"GitHub did not confirm the review: {posted!r}")
+    return posted
