@@ -408,10 +408,10 @@ def test_production_code_never_imports_the_demo() -> None:
         text = path.read_text(encoding="utf-8")
         imports = re.findall(r"^\s*(?:from|import)\s+(\S+)", text, re.MULTILINE)
         demo_imports = [name for name in imports if re.fullmatch(r"(app\.|\.+)(demo|replay)(\..*)?", name)]
-        if relative == Path("__main__.py"):
+        if relative == Path("cli/play.py"):
             # Only inside the ``demo`` and ``replay`` commands, imported when that command runs.
-            assert re.search(r"def _demo\(.*\n    from \.demo import", text)
-            assert re.search(r"def _replay\(.*\n    from \.replay import", text)
+            assert re.search(r"def _demo\(.*\n    from \.\.demo import", text)
+            assert re.search(r"def _replay\(.*\n    from \.\.replay import", text)
             assert len(demo_imports) == 2
         else:
             assert demo_imports == [], relative

@@ -28,7 +28,9 @@ MAINTAINER = "mia"
 DECOY = "revbot"
 
 CHANGE = {
-    "src/app.py": "import os\n\n\ndef handler():\n    return undefined_thing + 1\n\n\ndef debug():\n    print(os.sep)\n",
+    "src/app.py": (
+        "import os\n\n\ndef handler():\n    return undefined_thing + 1\n\n\ndef debug():\n    print(os.sep)\n"
+    ),
     "src/service.py": "def total(items):\n    return sum(items[:-1])  # BUG\n",
     "notes.md": "a note\n",
 }

@@ -15,7 +15,7 @@ PROBES = {"isinstance", "getattr", "hasattr"}
 ENGINES = {"BuiltinReviewer", "LlmReviewer"}
 # Where an engine may be named: the modules that choose one (the runtime, the command line, the
 # model reviewer's own package) and the built-in engine's module.
-CHOOSERS = {"runtime.py", "__main__.py", "review/engine.py", "review/llm"}
+CHOOSERS = {"runtime.py", "cli/reviewing.py", "review/engine.py", "review/llm"}
 
 
 @functools.cache

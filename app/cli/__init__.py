@@ -1,0 +1,1 @@
+"""The command line, one module per group of commands (``app/__main__.py`` composes them)."""
