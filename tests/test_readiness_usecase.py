@@ -12,7 +12,7 @@ from app.review import readiness as rd
 from app.review.markers import decode
 from app.usecases.readiness import evaluate
 from app.usecases.readiness.memory import Memory, remember_ci
-from app.usecases.readiness.read import _rules
+from app.usecases.readiness.read import _rules, check_run_state, status_state
 from app.usecases.readiness.render import quiet_text
 from tests.recording_github import IDENTITY, REPO, RecordingGitHub, RecordingTimers, make_bot, repo_config
 
@@ -245,6 +245,38 @@ def test_required_checks_and_strictness_from_rulesets_and_classic_protection(
     rulesets: list[dict[str, Any]] | None, branch: dict[str, Any] | None, expected: rd.Rules
 ) -> None:
     assert _rules(rulesets, branch) == expected
+
+
+@pytest.mark.parametrize(
+    ("status", "conclusion", "state"),
+    [
+        ("queued", None, rd.CheckState.PENDING),
+        ("in_progress", None, rd.CheckState.PENDING),
+        ("completed", "success", rd.CheckState.PASSED),
+        ("completed", "neutral", rd.CheckState.PASSED),
+        ("completed", "skipped", rd.CheckState.PASSED),
+        ("completed", "failure", rd.CheckState.FAILED),
+        ("completed", "timed_out", rd.CheckState.FAILED),
+        ("completed", "cancelled", rd.CheckState.FAILED),
+        ("completed", "action_required", rd.CheckState.FAILED),
+        ("completed", None, rd.CheckState.FAILED),
+    ],
+)
+def test_check_run_states(status: str, conclusion: str | None, state: rd.CheckState) -> None:
+    assert check_run_state(status, conclusion) == state
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        ("success", rd.CheckState.PASSED),
+        ("pending", rd.CheckState.PENDING),
+        ("failure", rd.CheckState.FAILED),
+        ("error", rd.CheckState.FAILED),
+    ],
+)
+def test_status_states(state: str, expected: rd.CheckState) -> None:
+    assert status_state(state) == expected
 
 
 def test_the_marker_remembers_failures_and_when_ci_turned_green() -> None:

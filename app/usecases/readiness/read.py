@@ -193,7 +193,7 @@ def snapshot_of(observed: Observed, identity: BotIdentity, *, head_pushed_at: fl
         draft=bool(pull.get("draft")),
         head_pushed_at=head_pushed_at,
         mergeable=pull.get("mergeable"),
-        mergeable_state=rd.merge_state(pull.get("mergeable_state")),
+        mergeable_state=merge_state(pull.get("mergeable_state")),
         checks=tuple(checks),
         rules=observed.rules,
         review_decision=_decision(observed.review_state.review_decision),
@@ -241,11 +241,11 @@ def others_checks(
         if app == identity.slug:
             continue  # our own checks never count
         at = max(epoch(run.get("started_at")), epoch(run.get("completed_at")))
-        state = rd.check_run_state(run.get("status"), run.get("conclusion"))
+        state = check_run_state(run.get("status"), run.get("conclusion"))
         checks.append(rd.Check(str(run.get("name")), state, app, at))
     for status in statuses:
         at = max(epoch(status.get("created_at")), epoch(status.get("updated_at")))
-        checks.append(rd.Check(str(status.get("context")), rd.status_state(status.get("state")), None, at))
+        checks.append(rd.Check(str(status.get("context")), status_state(status.get("state")), None, at))
     return checks
 
 
@@ -306,6 +306,44 @@ def activity_notes(
         ):
             notes.append(rd.Note(str(user.get("login")), True, epoch(reaction.get("created_at"))))
     return notes
+
+
+_CHECK_RUN_STATES = {
+    "success": rd.CheckState.PASSED,
+    "neutral": rd.CheckState.PASSED,
+    "skipped": rd.CheckState.PASSED,
+    "failure": rd.CheckState.FAILED,
+    "timed_out": rd.CheckState.FAILED,
+    "cancelled": rd.CheckState.FAILED,
+    "action_required": rd.CheckState.FAILED,
+    "startup_failure": rd.CheckState.FAILED,
+    "stale": rd.CheckState.FAILED,
+}
+_STATUS_STATES = {
+    "success": rd.CheckState.PASSED,
+    "pending": rd.CheckState.PENDING,
+    "failure": rd.CheckState.FAILED,
+    "error": rd.CheckState.FAILED,
+}
+
+
+def check_run_state(status: str | None, conclusion: str | None) -> rd.CheckState:
+    """A check run's REST ``status``/``conclusion`` as one of three states."""
+    if status != "completed":
+        return rd.CheckState.PENDING
+    return _CHECK_RUN_STATES.get(conclusion or "", rd.CheckState.FAILED)
+
+
+def status_state(state: str | None) -> rd.CheckState:
+    """A commit status's ``state`` as one of three states."""
+    return _STATUS_STATES.get(state or "", rd.CheckState.FAILED)
+
+
+def merge_state(value: str | None) -> rd.MergeState:
+    try:
+        return rd.MergeState(value or "unknown")
+    except ValueError:
+        return rd.MergeState.UNKNOWN
 
 
 def _rules(rulesets: Iterable[Mapping[str, Any]] | None, branch: Mapping[str, Any] | None) -> rd.Rules:
