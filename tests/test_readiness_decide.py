@@ -24,13 +24,11 @@ from app.review.readiness import (
     Settings,
     Snapshot,
     Verdict,
-    check_run_state,
     decide,
     latest_reviews,
     reviews_in_flight,
     says_in_progress,
     speaks,
-    status_state,
 )
 
 T0 = 1_800_000_000.0
@@ -261,38 +259,6 @@ def test_signs_that_are_not_a_review_in_flight() -> None:
     assert reviews_in_flight(done) == []
     old_comment = replace(READY, notes=(Note("rabbit[bot]", True, T0 - 1, "Review in progress"),))
     assert reviews_in_flight(old_comment) == []  # said about an earlier head
-
-
-@pytest.mark.parametrize(
-    ("status", "conclusion", "state"),
-    [
-        ("queued", None, CheckState.PENDING),
-        ("in_progress", None, CheckState.PENDING),
-        ("completed", "success", CheckState.PASSED),
-        ("completed", "neutral", CheckState.PASSED),
-        ("completed", "skipped", CheckState.PASSED),
-        ("completed", "failure", CheckState.FAILED),
-        ("completed", "timed_out", CheckState.FAILED),
-        ("completed", "cancelled", CheckState.FAILED),
-        ("completed", "action_required", CheckState.FAILED),
-        ("completed", None, CheckState.FAILED),
-    ],
-)
-def test_check_run_states(status: str, conclusion: str | None, state: CheckState) -> None:
-    assert check_run_state(status, conclusion) == state
-
-
-@pytest.mark.parametrize(
-    ("state", "expected"),
-    [
-        ("success", CheckState.PASSED),
-        ("pending", CheckState.PENDING),
-        ("failure", CheckState.FAILED),
-        ("error", CheckState.FAILED),
-    ],
-)
-def test_status_states(state: str, expected: CheckState) -> None:
-    assert status_state(state) == expected
 
 
 def test_a_later_comment_does_not_undo_an_approval_but_a_later_block_does() -> None:

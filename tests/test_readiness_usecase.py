@@ -10,8 +10,11 @@ import pytest
 
 from app.review import readiness as rd
 from app.review.markers import decode
-from app.usecases.readiness import Memory, _rules, evaluate, quiet_text, remember_ci
-from tests.recording_github import REPO, RecordingGitHub, RecordingTimers, make_bot, repo_config
+from app.usecases.readiness import evaluate
+from app.usecases.readiness.memory import Memory, remember_ci
+from app.usecases.readiness.read import _rules, check_run_state, status_state
+from app.usecases.readiness.render import quiet_text
+from tests.recording_github import IDENTITY, REPO, RecordingGitHub, RecordingTimers, make_bot, repo_config
 
 NOW = 1_800_000_000.0
 HEAD = "a" * 40
@@ -244,6 +247,38 @@ def test_required_checks_and_strictness_from_rulesets_and_classic_protection(
     assert _rules(rulesets, branch) == expected
 
 
+@pytest.mark.parametrize(
+    ("status", "conclusion", "state"),
+    [
+        ("queued", None, rd.CheckState.PENDING),
+        ("in_progress", None, rd.CheckState.PENDING),
+        ("completed", "success", rd.CheckState.PASSED),
+        ("completed", "neutral", rd.CheckState.PASSED),
+        ("completed", "skipped", rd.CheckState.PASSED),
+        ("completed", "failure", rd.CheckState.FAILED),
+        ("completed", "timed_out", rd.CheckState.FAILED),
+        ("completed", "cancelled", rd.CheckState.FAILED),
+        ("completed", "action_required", rd.CheckState.FAILED),
+        ("completed", None, rd.CheckState.FAILED),
+    ],
+)
+def test_check_run_states(status: str, conclusion: str | None, state: rd.CheckState) -> None:
+    assert check_run_state(status, conclusion) == state
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        ("success", rd.CheckState.PASSED),
+        ("pending", rd.CheckState.PENDING),
+        ("failure", rd.CheckState.FAILED),
+        ("error", rd.CheckState.FAILED),
+    ],
+)
+def test_status_states(state: str, expected: rd.CheckState) -> None:
+    assert status_state(state) == expected
+
+
 def test_the_marker_remembers_failures_and_when_ci_turned_green() -> None:
     memory = Memory(heads=[("h1", NOW)])
     snapshot = rd.Snapshot(
@@ -270,7 +305,7 @@ def test_the_marker_remembers_failures_and_when_ci_turned_green() -> None:
 
 
 SPOKEN = f"✅ Looks merge-ready — earlier\n\n{Memory().marker()}"
-QUIET_BODY = f"{quiet_text('revbot')}\n\n{Memory(heads=[(HEAD, NOW)]).marker(quiet=True)}"
+QUIET_BODY = f"{quiet_text(IDENTITY)}\n\n{Memory(heads=[(HEAD, NOW)]).marker(quiet=True)}"
 FAILING = {
     "total_count": 1,
     "check_runs": [
@@ -307,6 +342,6 @@ async def test_the_sticky_comment_between_calls(
     gh, found = await run(table, RecordingTimers(NOW))
     assert found is not None
     edits = [c.data["body"] for c in gh.calls if c.method == "PATCH" and "/issues/comments/" in c.path]
-    said = ["quiet" if body.startswith(quiet_text("revbot")) else body.split("\n", 1)[0] for body in edits]
+    said = ["quiet" if body.startswith(quiet_text(IDENTITY)) else body.split("\n", 1)[0] for body in edits]
     assert said == writes
     assert not any(c.method == "POST" and c.path.endswith("/issues/1/comments") for c in gh.calls)

@@ -30,6 +30,7 @@ def test_the_check_finds_an_unused_bot() -> None:
 
 def test_no_use_case_takes_a_bot_it_never_uses() -> None:
     found = {
-        path.name: unused_bot_parameters(path.read_text(encoding="utf-8")) for path in USECASES.glob("*.py")
+        str(path.relative_to(USECASES)): unused_bot_parameters(path.read_text(encoding="utf-8"))
+        for path in USECASES.rglob("*.py")
     }
     assert {name: functions for name, functions in found.items() if functions} == {}

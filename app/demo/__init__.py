@@ -6,6 +6,8 @@ CLI's ``demo`` command does, and the end-to-end tests use its harness (``harness
 
 from __future__ import annotations
 
-from .stories import SCENARIOS, DemoOptions, run_demo
+from .play import run_demo
+from .show import DemoOptions
+from .stories import SCENARIOS
 
 __all__ = ["SCENARIOS", "DemoOptions", "run_demo"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from html import escape, unescape
 
 from ..sandbox import FakeGitHub
-from ..sandbox.state import IssueComment, Review, ReviewComment, Thread
+from ..sandbox.state import IssueComment, Pull, Repo, Review, ReviewComment, Thread
 from .timeline import strip_markers
 
 CONTEXT_LINES = 4
@@ -359,13 +359,44 @@ def render_pull(
     world = fake.world
     repo = world.repo(repo_name)
     pull = world.pull(repo, number)
+    title = f"{pull.title} · Pull Request #{number} · {repo.full_name}"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f'<title>{escape(title)}</title><style>{CSS}</style></head><body><div class="page">'
+        f'<h1>{escape(pull.title)} <span class="num">#{number}</span></h1>'
+        f'<div class="meta"><span class="state{"" if pull.state == "open" else " closed"}">'
+        f"{escape(pull.state.capitalize())}</span><b>{escape(pull.author)}</b> wants to merge into "
+        f"<code>{escape(pull.base_ref)}</code> from <code>{escape(pull.head_ref)}</code> "
+        f"in {escape(repo.full_name)}</div>"
+        f'<div class="timeline">{_opening(pull)}{_timeline(fake, repo, pull, pushes or [])}</div>'
+        f"{_merge_box(fake, repo, pull)}"
+        f'<p class="muted">Rendered by <code>{escape(command)}</code> from the sandbox GitHub; '
+        f"the bot is {escape(bot_login)}.</p>"
+        "</div></body></html>\n"
+    )
+
+
+def _opening(pull: Pull) -> str:
+    return (
+        f'<div class="item">{_avatar(pull.author)}<div class="box"><div class="head"><b>'
+        f"{escape(pull.author)}</b> opened this pull request {escape(pull.created_at)}</div>"
+        f'<div class="body md">{markdown(pull.body) or "<p class=muted>No description provided.</p>"}'
+        "</div></div></div>"
+    )
+
+
+def _timeline(fake: FakeGitHub, repo: Repo, pull: Pull, pushes: list[tuple[int, str]]) -> str:
+    """Reviews, comments and pushes in the order they happened (a push before what its id saw)."""
+    world = fake.world
     threads_by_root = {t.comment_ids[0]: t for t in world.threads_of(pull) if t.comment_ids}
     entries: list[tuple[int, int, str]] = []
     for review in world.reviews_of(pull):
         if review.state == "PENDING" or _is_reply_only(fake, review):
             continue
         entries.append((review.id, 1, _review_html(fake, review, threads_by_root)))
-    for comment in world.issue_comments_of(repo, number):
+    for comment in world.issue_comments_of(repo, pull.number):
         entries.append(
             (
                 comment.id,
@@ -375,7 +406,7 @@ def render_pull(
                 f'<div class="body md">{markdown(comment.body)}</div></div></div>',
             )
         )
-    for after_id, sha in pushes or []:
+    for after_id, sha in pushes:
         commit = repo.commits.get(sha)
         if commit is None:
             continue
@@ -388,7 +419,13 @@ def render_pull(
             )
         )
     entries.sort(key=lambda e: (e[0], e[1]))
-    decision = fake.review_decision(repo_name, number)
+    return "".join(html for _, _, html in entries)
+
+
+def _merge_box(fake: FakeGitHub, repo: Repo, pull: Pull) -> str:
+    """The box above the merge button: review decision, requested reviewers, threads, checks."""
+    world = fake.world
+    decision = fake.review_decision(repo.full_name, pull.number)
     decision_html = {
         "APPROVED": '<span class="ok">Approved</span>',
         "CHANGES_REQUESTED": '<span class="bad">Changes requested</span>',
@@ -403,31 +440,11 @@ def render_pull(
     requested = ", ".join(pull.requested_reviewers) or "nobody"
     threads = world.threads_of(pull)
     resolved = sum(t.is_resolved for t in threads)
-    opening = (
-        f'<div class="item">{_avatar(pull.author)}<div class="box"><div class="head"><b>'
-        f"{escape(pull.author)}</b> opened this pull request {escape(pull.created_at)}</div>"
-        f'<div class="body md">{markdown(pull.body) or "<p class=muted>No description provided.</p>"}'
-        "</div></div></div>"
-    )
-    title = f"{pull.title} · Pull Request #{number} · {repo.full_name}"
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        f'<title>{escape(title)}</title><style>{CSS}</style></head><body><div class="page">'
-        f'<h1>{escape(pull.title)} <span class="num">#{number}</span></h1>'
-        f'<div class="meta"><span class="state{"" if pull.state == "open" else " closed"}">'
-        f"{escape(pull.state.capitalize())}</span><b>{escape(pull.author)}</b> wants to merge into "
-        f"<code>{escape(pull.base_ref)}</code> from <code>{escape(pull.head_ref)}</code> "
-        f"in {escape(repo.full_name)}</div>"
-        f'<div class="timeline">{opening}{"".join(html for _, _, html in entries)}</div>'
         f'<div class="merge"><div class="row"><b>Review decision:</b> {decision_html}</div>'
         f'<div class="row"><b>Requested reviewers:</b> {escape(requested)}</div>'
         f'<div class="row"><b>Conversations:</b> {resolved} of {len(threads)} resolved</div>'
         f"{checks}</div>"
-        f'<p class="muted">Rendered by <code>{escape(command)}</code> from the sandbox GitHub; '
-        f"the bot is {escape(bot_login)}.</p>"
-        "</div></body></html>\n"
     )
 
 

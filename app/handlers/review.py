@@ -11,8 +11,8 @@ from __future__ import annotations
 from .. import github
 from ..events import CheckRunEvent, PullRequestEvent
 from ..review.markers import Trigger
+from ..usecases.checks import CheckKind, check_name
 from ..usecases.review import review_pull
-from ..usecases.review.checkrun import check_name
 from .concern import OrderedRouter
 from .context import Context
 
@@ -86,7 +86,11 @@ async def on_push(event: PullRequestEvent, ctx: Context) -> None:
 async def on_rerun(event: CheckRunEvent, ctx: Context) -> None:
     """The Checks tab's "Re-run" on the bot's own check run reviews that PR again."""
     identity = ctx.bot.identity
-    if event.repo is None or event.app_slug != identity.slug or event.name != check_name(identity):
+    if (
+        event.repo is None
+        or event.app_slug != identity.slug
+        or event.name != check_name(CheckKind.REVIEW, identity)
+    ):
         return
     numbers = set(event.pr_numbers)
     if event.external_id and event.external_id.isdigit():

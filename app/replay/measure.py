@@ -30,18 +30,19 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..demo.harness import BOT, SLUG
+from ..guards import BotIdentity
 from ..review.decide import thread_status
 from ..review.markers import FindingMarker, ReviewMarker, decode
 from ..sandbox import Call, FakeGitHub
 from ..sandbox.diff import FileDiff, diff_trees
 from ..sandbox.state import Review, ReviewComment
-from ..usecases.readiness import MARKER as READINESS_MARKER
-from ..usecases.readiness import check_name
+from ..usecases.checks import CheckKind, check_name
+from ..usecases.readiness.memory import MARKER as READINESS_MARKER
 from .play import Played
 
 __all__ = ["TOTAL_KEYS", "Blocker", "PullReport", "measure", "totals"]
 
-READINESS_CHECK = check_name(SLUG)
+READINESS_CHECK = check_name(CheckKind.READINESS, BotIdentity.from_slug(SLUG))
 BLOCK = "REQUEST_CHANGES"
 
 

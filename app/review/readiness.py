@@ -106,44 +106,6 @@ class MergeState(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
-_CHECK_RUN_STATES = {
-    "success": CheckState.PASSED,
-    "neutral": CheckState.PASSED,
-    "skipped": CheckState.PASSED,
-    "failure": CheckState.FAILED,
-    "timed_out": CheckState.FAILED,
-    "cancelled": CheckState.FAILED,
-    "action_required": CheckState.FAILED,
-    "startup_failure": CheckState.FAILED,
-    "stale": CheckState.FAILED,
-}
-_STATUS_STATES = {
-    "success": CheckState.PASSED,
-    "pending": CheckState.PENDING,
-    "failure": CheckState.FAILED,
-    "error": CheckState.FAILED,
-}
-
-
-def check_run_state(status: str | None, conclusion: str | None) -> CheckState:
-    """A check run's REST ``status``/``conclusion`` as one of three states."""
-    if status != "completed":
-        return CheckState.PENDING
-    return _CHECK_RUN_STATES.get(conclusion or "", CheckState.FAILED)
-
-
-def status_state(state: str | None) -> CheckState:
-    """A commit status's ``state`` as one of three states."""
-    return _STATUS_STATES.get(state or "", CheckState.FAILED)
-
-
-def merge_state(value: str | None) -> MergeState:
-    try:
-        return MergeState(value or "unknown")
-    except ValueError:
-        return MergeState.UNKNOWN
-
-
 @dataclass(frozen=True, slots=True)
 class Check:
     """A check run (``app`` is the App's slug) or a commit status (``app`` None) on the head."""
@@ -344,123 +306,172 @@ def _is_me(login: str, snapshot: Snapshot) -> bool:
     return bool(snapshot.me) and login.casefold() == snapshot.me.casefold()
 
 
+@dataclass(frozen=True, slots=True)
+class _Hold:
+    """One thing that holds the call: a block when it names what blocks it, else a wait."""
+
+    why: str
+    blocks: frozenset[Block] = frozenset()
+
+
 def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | None:
     """The call for an open pull request (None: a draft the repository did not ask about)."""
     if snapshot.draft and not settings.drafts:
         return None
-    blocked: list[str] = []
-    blocks: set[Block] = set()
-    waiting: list[str] = []
-    for missing in snapshot.missing_permissions:
-        waiting.append(f"I cannot read {missing}: grant the App that permission so I can judge it")
-
-    if snapshot.draft:
-        blocked.append("it is a draft: mark it ready for review")
-        blocks.add(Block.DRAFT)
-    if snapshot.mergeable is False or snapshot.mergeable_state == MergeState.DIRTY:
-        blocked.append(
-            f"it conflicts with {_code(snapshot.base_ref)}: merge or rebase to resolve the conflict"
+    ci = counted_checks(snapshot, settings)
+    opinions = latest_reviews(snapshot.reviews)
+    holds = [
+        *(
+            _Hold(f"I cannot read {missing}: grant the App that permission so I can judge it")
+            for missing in snapshot.missing_permissions
+        ),
+        *_branch_holds(snapshot),
+        *_ci_holds(snapshot, settings, ci),
+        *_review_holds(snapshot, opinions),
+        *_thread_holds(snapshot),
+    ]
+    blocked = [hold for hold in holds if hold.blocks]
+    waiting = [hold.why for hold in holds if not hold.blocks]
+    if blocked:
+        return Verdict(
+            Outcome.BLOCKED,
+            HEADLINE_PREFIX[Outcome.BLOCKED] + "; ".join(hold.why for hold in blocked),
+            tuple(waiting),
+            blocks=frozenset().union(*(hold.blocks for hold in blocked)),
         )
-        blocks.add(Block.CONFLICT)
+    if waiting:
+        return Verdict(Outcome.WAITING, HEADLINE_PREFIX[Outcome.WAITING] + "; ".join(waiting), ())
+    return _unheld_call(snapshot, settings, now=now, evidence=_evidence(snapshot, ci, opinions))
+
+
+def _branch_holds(snapshot: Snapshot) -> list[_Hold]:
+    """A draft (where the repository asked about drafts), a conflict, mergeability not computed
+    yet, a branch behind its base when the rules require it up to date."""
+    holds = []
+    if snapshot.draft:
+        holds.append(_Hold("it is a draft: mark it ready for review", frozenset({Block.DRAFT})))
+    if snapshot.mergeable is False or snapshot.mergeable_state == MergeState.DIRTY:
+        why = f"it conflicts with {_code(snapshot.base_ref)}: merge or rebase to resolve the conflict"
+        holds.append(_Hold(why, frozenset({Block.CONFLICT})))
     elif snapshot.mergeable is None:
-        waiting.append("GitHub is still computing whether it merges cleanly")
-    behind = snapshot.mergeable_state == MergeState.BEHIND
-    if behind and snapshot.rules.strict:
-        blocked.append(
+        holds.append(_Hold("GitHub is still computing whether it merges cleanly"))
+    if snapshot.mergeable_state == MergeState.BEHIND and snapshot.rules.strict:
+        why = (
             f"it is behind {_code(snapshot.base_ref)} and the branch rules require it up to date:"
             " update the branch"
         )
-        blocks.add(Block.BEHIND)
+        holds.append(_Hold(why, frozenset({Block.BEHIND})))
+    return holds
 
-    # CI: every check on the head but ours, the ignored ones and reviewer bots' own.
+
+def counted_checks(snapshot: Snapshot, settings: Settings) -> list[Check]:
+    """CI: every check on the head but ours, the ignored ones and reviewer bots' own; only the
+    required ones where the rules (read) require some."""
     ci = [
         c
         for c in snapshot.checks
         if c.name not in settings.ignore_checks and not _reviewer_check(c, snapshot)
     ]
     required = snapshot.rules.required_checks if snapshot.rules.known else frozenset()
-    if required:
-        ci = [c for c in ci if c.name in required]
-        absent = required - {c.name for c in ci} - settings.ignore_checks
-        if absent:
-            waiting.append(f"required check(s) not reported yet: {_names(absent)}")
+    return [c for c in ci if c.name in required] if required else ci
+
+
+def _ci_holds(snapshot: Snapshot, settings: Settings, ci: list[Check]) -> list[_Hold]:
+    """Required checks not reported yet, failing checks, checks still running."""
+    holds = []
+    required = snapshot.rules.required_checks if snapshot.rules.known else frozenset()
+    absent = required - {c.name for c in ci} - settings.ignore_checks
+    if absent:
+        holds.append(_Hold(f"required check(s) not reported yet: {_names(absent)}"))
     failing = [c.name for c in ci if c.state == CheckState.FAILED]
     running = [c.name for c in ci if c.state == CheckState.PENDING]
-    passing = [c.name for c in ci if c.state == CheckState.PASSED]
     if failing:
-        blocked.append(f"failing check(s): {_names(failing)}: fix them or re-run")
-        blocks.add(Block.FAILING_CHECKS)
+        why = f"failing check(s): {_names(failing)}: fix them or re-run"
+        holds.append(_Hold(why, frozenset({Block.FAILING_CHECKS})))
     if running:
-        waiting.append(f"check(s) still running: {_names(running)}")
+        holds.append(_Hold(f"check(s) still running: {_names(running)}"))
+    return holds
 
-    opinions = latest_reviews(snapshot.reviews)
+
+def _review_holds(snapshot: Snapshot, opinions: dict[str, Review]) -> list[_Hold]:
+    """Changes requested (the bot's own named apart), else an approval the rules require; then
+    reviewers asked and not answered yet."""
+    holds = []
     changes = [r.login for r in opinions.values() if r.state == ReviewState.CHANGES_REQUESTED]
-    approvals = [r.login for r in opinions.values() if r.state == ReviewState.APPROVED]
     if changes:
-        blocked.append(f"changes requested by {_names(changes)}: they need to re-review, or dismiss it")
-        blocks |= {
+        why = f"changes requested by {_names(changes)}: they need to re-review, or dismiss it"
+        blocks = {
             Block.BOT_REVIEW if _is_me(login, snapshot) else Block.CHANGES_REQUESTED for login in changes
         }
+        holds.append(_Hold(why, frozenset(blocks)))
     elif snapshot.review_decision == ReviewDecision.REVIEW_REQUIRED:
-        blocked.append("the branch rules require an approving review")
-        blocks.add(Block.APPROVAL_REQUIRED)
-    if snapshot.requested:
-        waiting.append(f"review requested from {_names(snapshot.requested)}, not given yet")
-    if snapshot.threads:
-        shown = "; ".join(f"{_code(t.where())} ({t.author})" for t in snapshot.threads[:5])
-        more = f" and {len(snapshot.threads) - 5} more" if len(snapshot.threads) > 5 else ""
-        blocked.append(f"{len(snapshot.threads)} unresolved thread(s): {shown}{more}: resolve or answer them")
-        blocks |= {
-            Block.BOT_THREADS if _is_me(t.author, snapshot) else Block.THREADS for t in snapshot.threads
-        }
-
-    if blocked:
-        return Verdict(
-            Outcome.BLOCKED,
-            HEADLINE_PREFIX[Outcome.BLOCKED] + "; ".join(blocked),
-            tuple(waiting),
-            blocks=frozenset(blocks),
+        holds.append(
+            _Hold("the branch rules require an approving review", frozenset({Block.APPROVAL_REQUIRED}))
         )
-    if waiting:
-        return Verdict(Outcome.WAITING, HEADLINE_PREFIX[Outcome.WAITING] + "; ".join(waiting), ())
+    if snapshot.requested:
+        holds.append(_Hold(f"review requested from {_names(snapshot.requested)}, not given yet"))
+    return holds
 
+
+def _thread_holds(snapshot: Snapshot) -> list[_Hold]:
+    """Unresolved threads, anyone's (the bot's own named apart)."""
+    threads = snapshot.threads
+    if not threads:
+        return []
+    shown = "; ".join(f"{_code(t.where())} ({t.author})" for t in threads[:5])
+    more = f" and {len(threads) - 5} more" if len(threads) > 5 else ""
+    why = f"{len(threads)} unresolved thread(s): {shown}{more}: resolve or answer them"
+    blocks = {Block.BOT_THREADS if _is_me(t.author, snapshot) else Block.THREADS for t in threads}
+    return [_Hold(why, frozenset(blocks))]
+
+
+def _evidence(snapshot: Snapshot, ci: list[Check], opinions: dict[str, Review]) -> list[str]:
+    """Why nothing holds it: what passed, who approved, and a branch behind where allowed."""
+    passing = [c.name for c in ci if c.state == CheckState.PASSED]
+    approvals = [r.login for r in opinions.values() if r.state == ReviewState.APPROVED]
     evidence = [
         f"{len(passing)} check(s) passed" if passing else "no checks reported",
         f"approved by {_names(approvals)}" if approvals else "no approval required or given",
         "no unresolved threads",
     ]
-    if behind:
+    if snapshot.mergeable_state == MergeState.BEHIND:
         why = (
             "the rules do not require it up to date"
             if snapshot.rules.strict is False
             else "I cannot read whether the rules require it up to date"
         )
         evidence.append(f"behind {_code(snapshot.base_ref)} ({why})")
+    return evidence
+
+
+def _unheld_call(snapshot: Snapshot, settings: Settings, *, now: float, evidence: list[str]) -> Verdict:
+    """Nothing holds it: waiting for the quiet window, then for a review still in flight (looked
+    at again after 15 quiet minutes, made cautiously after 30), else ready."""
     quiet = max(0.0, now - snapshot.last_activity)
     quiet_window = settings.quiet_seconds
     if quiet < quiet_window:
         until = snapshot.last_activity + quiet_window
         words = f"a quiet window of {_minutes(quiet_window)} without activity (until {_clock(until)})"
         return Verdict(Outcome.WAITING, HEADLINE_PREFIX[Outcome.WAITING] + words, tuple(evidence), until)
-    evidence.append(f"quiet for {_minutes(quiet_window)} or more")  # stable: no edit per look
+    evidence = [*evidence, f"quiet for {_minutes(quiet_window)} or more"]  # stable: no edit per look
     in_flight = reviews_in_flight(snapshot)
-    if in_flight:
-        if quiet >= STALL_GIVE_UP:
-            return Verdict(
-                Outcome.CAUTIOUS,
-                HEADLINE_PREFIX[Outcome.CAUTIOUS]
-                + ", ".join(evidence)
-                + f"; but {'; '.join(in_flight)}, and nothing moved for {_minutes(quiet)}."
-                " Your call to merge.",
-                tuple(in_flight),
-            )
-        again = snapshot.last_activity + (STALL_LOOK_AGAIN if quiet < STALL_LOOK_AGAIN else STALL_GIVE_UP)
+    if not in_flight:
         return Verdict(
-            Outcome.WAITING,
-            HEADLINE_PREFIX[Outcome.WAITING] + "a review still in flight: " + "; ".join(in_flight),
-            tuple(evidence),
-            again,
+            Outcome.READY, HEADLINE_PREFIX[Outcome.READY] + ", ".join(evidence) + ". Your call to merge.", ()
         )
+    if quiet >= STALL_GIVE_UP:
+        return Verdict(
+            Outcome.CAUTIOUS,
+            HEADLINE_PREFIX[Outcome.CAUTIOUS]
+            + ", ".join(evidence)
+            + f"; but {'; '.join(in_flight)}, and nothing moved for {_minutes(quiet)}."
+            " Your call to merge.",
+            tuple(in_flight),
+        )
+    again = snapshot.last_activity + (STALL_LOOK_AGAIN if quiet < STALL_LOOK_AGAIN else STALL_GIVE_UP)
     return Verdict(
-        Outcome.READY, HEADLINE_PREFIX[Outcome.READY] + ", ".join(evidence) + ". Your call to merge.", ()
+        Outcome.WAITING,
+        HEADLINE_PREFIX[Outcome.WAITING] + "a review still in flight: " + "; ".join(in_flight),
+        tuple(evidence),
+        again,
     )

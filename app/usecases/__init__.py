@@ -7,6 +7,8 @@
   fixed ones.
 - ``decoy.drop_decoy``: take the decoy off the requested reviewers.
 - ``commands.answer_command``: check who asks and do what a comment's command asks, once.
+- ``checks``: the bot's check runs (the review's, readiness's): found, started, completed and
+  abandoned one way for both.
 - ``pull``: what they share: the repository's settings, ``build_context`` (the engine's view of a
   PR) and ``analyse`` (the engine, cached by content).
 

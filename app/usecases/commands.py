@@ -39,99 +39,100 @@ async def answer_command(
     thread_root: int | None,
     received_at: float,
 ) -> None:
-    """Parse the comment's command (the only place that does), check who asks, then act once.
+    """Parse the comment's command (the only place that does), check who asks, then act once: a
+    review, a check of the bot's threads, or one answer (in the thread it was asked in, if any).
     ``reaction`` is where the 👀 goes (``issue_comment`` or ``review_comment``)."""
     command = parse_command(comment.body, bot.identity.slug)
     if command is None:
         return
     if command is Command.DISMISS and thread_root is not None:
         return  # a dispute in a thread: the threads concern answers it (usecases.disputes)
-    config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
-    if not may_ask(
-        commenter=comment.commenter_login,
-        association=comment.commenter_association,
-        pr_author=comment.author_login,
-        allowed=config.review.allowed_associations,
-    ):
-        await refuse_once(gh, bot, repo=repo, pr_number=pr_number, login=comment.commenter_login or "someone")
+    if not await may_ask_here(gh, bot, comment, repo=repo, pr_number=pr_number):
         return
     await github.react(gh, repo=repo, target=reaction, target_id=comment.comment_id, content="eyes")
     log.info("command %s", command.value)
+    slug = bot.identity.slug
+    where = thread_root
     match command:
         case Command.REVIEW:
             await review_pull(
                 gh, bot, repo=repo, pr_number=pr_number, trigger=Trigger.MENTION, received_at=received_at
             )
+            return
         case Command.RESOLVE:
             await take_thumbs_down(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
             await verify_threads(
                 gh, bot, repo=repo, pr_number=pr_number, claimed=True, asked_by=comment.commenter_login
             )
-        case Command.DISMISS:
-            await say_once(
-                gh,
-                bot,
-                repo=repo,
-                pr_number=pr_number,
-                key=f"dismiss:{comment.comment_id}",
-                text=f"To overrule a finding, reply `@{bot.identity.slug} dismiss <reason>` in its thread.",
-                thread_root=None,
-            )
-        case Command.LEARNINGS:
-            await say_once(
-                gh,
-                bot,
-                repo=repo,
-                pr_number=pr_number,
-                key=f"learnings:{comment.comment_id}",
-                text=await learnings_text(bot, repo=repo),
-                thread_root=thread_root,
-            )
-        case Command.FORGET:
-            number = parse_forget(comment.body, bot.identity.slug)
-            text = await forget_text(gh, bot, repo=repo, login=comment.commenter_login or "", number=number)
-            await say_once(
-                gh,
-                bot,
-                repo=repo,
-                pr_number=pr_number,
-                key=f"forget:{comment.comment_id}",
-                text=text,
-                thread_root=thread_root,
-            )
+            return
         case Command.PAUSE | Command.RESUME:
-            # The conversation holds the state and the answers said before: read once for both.
-            conversation = await github.list_issue_comments(gh, repo=repo, number=pr_number)
-            text, record = await pause_text(
-                gh,
-                bot,
-                repo=repo,
-                conversation=conversation,
-                login=comment.commenter_login or "",
-                pause=command is Command.PAUSE,
+            await answer_pause(
+                gh, bot, comment, repo=repo, pr_number=pr_number, pause=command is Command.PAUSE
             )
-            # In the conversation, even when asked in a thread: the state is read from there.
-            await say_once(
-                gh,
-                bot,
-                repo=repo,
-                pr_number=pr_number,
-                key=f"{command.value}:{comment.comment_id}",
-                text=text,
-                thread_root=None,
-                markers=(record,) if record else (),
-                conversation=conversation,
-            )
+            return
         case Command.STATUS:
             await answer_status(gh, bot, comment, repo=repo, pr_number=pr_number, thread_root=thread_root)
+            return
+        case Command.DISMISS:
+            text = f"To overrule a finding, reply `@{slug} dismiss <reason>` in its thread."
+            where = None
+        case Command.LEARNINGS:
+            text = await learnings_text(bot, repo=repo)
+        case Command.FORGET:
+            number = parse_forget(comment.body, slug)
+            text = await forget_text(gh, bot, repo=repo, login=comment.commenter_login or "", number=number)
         case Command.HELP:
-            text = HELP_TEXT.format(slug=bot.identity.slug, decoy=bot.identity.decoy_login)
-            key = f"help:{comment.comment_id}"
-            await say_once(
-                gh, bot, repo=repo, pr_number=pr_number, key=key, text=text, thread_root=thread_root
-            )
+            text = HELP_TEXT.format(slug=slug, decoy=bot.identity.decoy_login)
         case _:
             assert_never(command)
+    key = f"{command.value}:{comment.comment_id}"
+    await say_once(gh, bot, repo=repo, pr_number=pr_number, key=key, text=text, thread_root=where)
+
+
+async def may_ask_here(
+    gh: GitHubClient, bot: Bot, comment: IssueCommentEvent | ReviewCommentEvent, *, repo: str, pr_number: int
+) -> bool:
+    """Whether the commenter may ask the bot here (the repository's ``review.allowed_associations``);
+    someone who may not is answered once per PR."""
+    config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
+    if may_ask(
+        commenter=comment.commenter_login,
+        association=comment.commenter_association,
+        pr_author=comment.author_login,
+        allowed=config.review.allowed_associations,
+    ):
+        return True
+    await refuse_once(gh, bot, repo=repo, pr_number=pr_number, login=comment.commenter_login or "someone")
+    return False
+
+
+async def answer_pause(
+    gh: GitHubClient,
+    bot: Bot,
+    comment: IssueCommentEvent | ReviewCommentEvent,
+    *,
+    repo: str,
+    pr_number: int,
+    pause: bool,
+) -> None:
+    """Pause or resume, answered in the conversation even when asked in a thread: the state is
+    read from there."""
+    # The conversation holds the state and the answers said before: read once for both.
+    conversation = await github.list_issue_comments(gh, repo=repo, number=pr_number)
+    text, record = await pause_text(
+        gh, bot, repo=repo, conversation=conversation, login=comment.commenter_login or "", pause=pause
+    )
+    await say_once(
+        gh,
+        bot,
+        repo=repo,
+        pr_number=pr_number,
+        key=f"{(Command.PAUSE if pause else Command.RESUME).value}:{comment.comment_id}",
+        text=text,
+        thread_root=None,
+        markers=(record,) if record else (),
+        conversation=conversation,
+    )
 
 
 async def answer_status(

@@ -61,44 +61,6 @@ def paused_headline(by: str, slug: str) -> str:
     return f"⏸ Paused by @{by}: no reviews or readiness comments until `@{slug} resume`"
 
 
-async def note_paused(
-    gh: GitHubClient,
-    bot: Bot,
-    *,
-    repo: str,
-    pr_number: int,
-    head_sha: str,
-    name: str,
-    by: str,
-    details_url: str,
-) -> None:
-    """Instead of a review: the head's review check run says who paused it. A head reviewed
-    before the pause keeps its run as it is (pausing never changes a verdict); a head no review
-    vouches for gets ``action_required``, which holds a merge where the check is required, as
-    an unreviewed head should (``neutral`` would pass it)."""
-    existing = await github.find_check_run(
-        gh, repo=repo, head_sha=head_sha, name=name, app_id=bot.settings.app_id
-    )
-    if existing is not None and existing.get("status") == "completed":
-        return
-    slug = bot.identity.slug
-    payload: dict[str, Any] = {
-        "status": "completed",
-        "conclusion": "action_required",
-        "details_url": details_url,
-        "output": {
-            "title": paused_headline(by, slug),
-            "summary": f"@{by} paused me on this pull request, so this head is not reviewed. "
-            f"Someone with write access can say `@{slug} resume`, then `@{slug} review`.",
-        },
-    }
-    if existing is None:
-        payload.update(name=name, head_sha=head_sha, external_id=str(pr_number))
-        await github.create_check_run(gh, repo=repo, payload=payload)
-    else:
-        await github.update_check_run(gh, repo=repo, check_run_id=int(existing["id"]), payload=payload)
-
-
 async def pause_text(
     gh: GitHubClient,
     bot: Bot,

@@ -126,8 +126,7 @@ async def verify_threads(
     threads = [t for t in threads if decide.verifiable(t.finding)]
     if not threads and not model_threads:
         return
-    if pull is None:
-        pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
+    pull = pull if pull is not None else await github.get_pull(gh, repo=repo, pr_number=pr_number)
     if pull.get("state") != "open":
         return
     head_sha = str(pull["head"]["sha"])
@@ -148,28 +147,15 @@ async def verify_threads(
     if not threads:
         return
     if result is None:
-        config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
-        pull_context = await build_context(gh, repo=repo, pull=pull, config=config, slug=bot.identity.slug)
-        # Built-in findings are re-checked by the analyzers that made them, never by a model.
-        result = await analyse(pull_context, reviewer=judge.mechanical(), analyses=bot.analyses)
-        if renames is None:
-            renames = await thread_renames(
-                gh,
-                repo=repo,
-                head_sha=head_sha,
-                files=pull_context.files,
-                recorded=[(t.finding.path, t.finding.head_sha) for t in threads],
-            )
+        result, renames = await _analysed_at_head(
+            gh, bot, repo=repo, pull=pull, threads=threads, renames=renames
+        )
     earlier_replies: list[dict[str, Any]] | None = None
     for item in threads:
         status = decide.thread_status(item.finding, result, renames)
         if status == "unknown":
-            log.info(
-                "thread %s: %s was not analysed at %s; leaving it",
-                item.thread.node_id,
-                item.finding.path,
-                head_sha[:12],
-            )
+            where = (item.thread.node_id, item.finding.path, head_sha[:12])
+            log.info("thread %s: %s was not analysed at %s; leaving it", *where)
             continue
         if status != "fixed" and claimed and earlier_replies is None:
             earlier_replies = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
@@ -184,12 +170,42 @@ async def verify_threads(
             claimed=claimed,
             acknowledge=acknowledge,
             fixed_text=f"Verified fixed at {head_sha[:12]}.",
-            open_text=(
-                f"Still there at {head_sha[:12]}: {code(item.finding.rule)} in {code(item.finding.path)}. "
-                "I resolve this thread once the change is pushed."
-            ),
+            open_text=_still_there(item, head_sha),
             earlier=earlier_replies,
         )
+
+
+def _still_there(item: OpenThread, head_sha: str) -> str:
+    finding = item.finding
+    return (
+        f"Still there at {head_sha[:12]}: {code(finding.rule)} in {code(finding.path)}. "
+        "I resolve this thread once the change is pushed."
+    )
+
+
+async def _analysed_at_head(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    pull: Mapping[str, Any],
+    threads: Sequence[OpenThread],
+    renames: Mapping[str, str] | None,
+) -> tuple[ReviewResult, Mapping[str, str] | None]:
+    """The analysis at the PR's head, and where the threads' files went (read with it unless
+    known). Built-in findings are re-checked by the analyzers that made them, never by a model."""
+    config = await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)
+    pull_context = await build_context(gh, repo=repo, pull=pull, config=config, slug=bot.identity.slug)
+    result = await analyse(pull_context, reviewer=bot.reviewer.mechanical(), analyses=bot.analyses)
+    if renames is None:
+        renames = await thread_renames(
+            gh,
+            repo=repo,
+            head_sha=str(pull["head"]["sha"]),
+            files=pull_context.files,
+            recorded=[(t.finding.path, t.finding.head_sha) for t in threads],
+        )
+    return result, renames
 
 
 async def answer_reply(

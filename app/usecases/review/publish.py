@@ -4,10 +4,9 @@ the review found in reactions, the dismissal of a block no blocker holds, the re
 body-only fallback if GitHub refuses an inline comment), the check run, and the threads that
 follow their findings (resolved once verified gone at this head).
 
-The check run is the review's from the moment it starts: whatever fails, a check run this job
-started is completed (a retry of the job starts it again), except while the job waits for
-GitHub's rate limits (``RetryLater``, never a failed attempt): its retry finishes it, and
-completing it would be one more write against the limit it waits for.
+The check run is the review's from the moment it starts (``usecases.checks``, the lifecycle the
+readiness run shares): whatever fails, a run this job started is completed as a failure, except
+while the job waits for GitHub's rate limits.
 """
 
 from __future__ import annotations
@@ -25,25 +24,23 @@ from ...github import GitHubClient
 from ...review import decide, render
 from ...review.markers import Trigger
 from ..bot import Bot
+from ..checks import (
+    CheckKind,
+    StartedRun,
+    completed_or_abandoned,
+    finish_check_run,
+    hold_paused_head,
+    recount_check_run,
+    start_check_run,
+)
 from ..decoy import drop_decoy
 from ..overrules import record_overrule
-from ..pause import note_paused
 from ..threads import verify_threads
-from .checkrun import abandon_check_run, check_name, finish_check_run, recount_check_run, start_check_run
 from .decide import ReviewMode, Step
 from .plan import Plan
 from .read import Head
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class CheckRun:
-    """The review's check run: its id once started, and whether the review completed it."""
-
-    head: Head
-    id: int | None = None
-    completed: bool = False
 
 
 class Publisher(Protocol):
@@ -53,11 +50,11 @@ class Publisher(Protocol):
 
     async def paused(self, head: Head, by: str) -> None: ...
 
-    def check_run(self, head: Head, mode: ReviewMode) -> AbstractAsyncContextManager[CheckRun]:
-        """Around the review: its ``CheckRun``, completed whatever happens."""
+    def check_run(self, head: Head, mode: ReviewMode) -> AbstractAsyncContextManager[StartedRun]:
+        """Around the review: its check run, completed whatever happens."""
         ...
 
-    async def publish(self, plan: Plan, check: CheckRun) -> None: ...
+    async def publish(self, plan: Plan, check: StartedRun) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,42 +72,37 @@ class GitHubPublisher:
 
     async def paused(self, head: Head, by: str) -> None:
         log.info("not reviewing: paused by %s", by)
-        await note_paused(
+        await hold_paused_head(
             self.gh,
             self.bot,
             repo=head.repo,
             pr_number=head.pr_number,
             head_sha=head.head_sha,
-            name=check_name(self.bot.identity),
             by=by,
             details_url=str(head.pull.get("html_url") or ""),
         )
 
     @asynccontextmanager
-    async def check_run(self, head: Head, mode: ReviewMode) -> AsyncIterator[CheckRun]:
+    async def check_run(self, head: Head, mode: ReviewMode) -> AsyncIterator[StartedRun]:
         """Started now, unless the review may post nothing (an overrule): then when it posts."""
-        check = CheckRun(head)
-        waiting = False
-        try:
+        async with completed_or_abandoned(self.gh, repo=head.repo) as run:
             if not mode.only_to_unblock:
-                await self.start(check)
-            yield check
-        except github.RetryLater:
-            waiting = True
-            raise
-        finally:
-            if check.id is not None and not check.completed and not waiting:
-                await abandon_check_run(self.gh, repo=head.repo, check_run_id=check.id)
+                await self.start(run, head)
+            yield run
 
-    async def start(self, check: CheckRun) -> int:
-        if check.id is None:
-            head = check.head
-            check.id = await start_check_run(
-                self.gh, self.bot, repo=head.repo, pr_number=head.pr_number, head_sha=head.head_sha
+    async def start(self, run: StartedRun, head: Head) -> int:
+        if run.id is None:
+            run.id = await start_check_run(
+                self.gh,
+                self.bot,
+                kind=CheckKind.REVIEW,
+                repo=head.repo,
+                pr_number=head.pr_number,
+                head_sha=head.head_sha,
             )
-        return check.id
+        return run.id
 
-    async def publish(self, plan: Plan, check: CheckRun) -> None:
+    async def publish(self, plan: Plan, check: StartedRun) -> None:
         gh, state = self.gh, plan.state
         repo, pr_number, head_sha = state.head.repo, state.head.pr_number, state.context.head_sha
         for pending in state.pending:
@@ -131,7 +123,7 @@ class GitHubPublisher:
                 gh, self.bot, repo=repo, head_sha=head_sha, result=plan.result, overruled=state.overruled
             )
             return
-        check_run_id = await self.start(check)
+        check_run_id = await self.start(check, state.head)
         dismissal = None
         if plan.dismiss:
             overruled = plan.rereview is not None and bool(plan.rereview.overruled)
@@ -199,10 +191,10 @@ class RecordingPublisher:
         self.said.append(f"not reviewing: paused by @{by}")
 
     @asynccontextmanager
-    async def check_run(self, head: Head, mode: ReviewMode) -> AsyncIterator[CheckRun]:
-        yield CheckRun(head)
+    async def check_run(self, head: Head, mode: ReviewMode) -> AsyncIterator[StartedRun]:
+        yield StartedRun()
 
-    async def publish(self, plan: Plan, check: CheckRun) -> None:
+    async def publish(self, plan: Plan, check: StartedRun) -> None:
         self.plan = plan
         if not plan.post:
             self.said.append("an overrule leaves the verdict as it was; nothing to post")
