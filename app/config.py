@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
@@ -300,28 +300,27 @@ class Settings(ReviewerSettings):
         return int(logging.getLevelName(self.log_level.upper()))
 
 
-def load_llm_settings(env: Mapping[str, str] | None = None) -> LlmSettings:
-    """Only the model reviewer's settings, checked as for ``REVIEWER=llm`` (``eval``)."""
+Read = TypeVar("Read", bound=BaseSettings)
+
+
+def _read(kind: type[Read], env: Mapping[str, str] | None) -> Read:
+    """``kind`` from the process environment, or from ``env`` instead (tests, the demo)."""
     try:
-        if env is None:
-            settings = LlmSettings()
-        else:
-            settings = LlmSettings.model_validate({k.lower(): v for k, v in env.items()})
+        return kind() if env is None else kind.model_validate({k.lower(): v for k, v in env.items()})
     except ValidationError as exc:
         raise _first_problem(exc) from None
+
+
+def load_llm_settings(env: Mapping[str, str] | None = None) -> LlmSettings:
+    """Only the model reviewer's settings, checked as for ``REVIEWER=llm`` (``eval``)."""
+    settings = _read(LlmSettings, env)
     check_llm_settings(settings)
     return settings
 
 
 def load_reviewer_settings(env: Mapping[str, str] | None = None) -> ReviewerSettings:
     """The settings a review is made with (``review``, ``eval``), checked as ``serve`` checks them."""
-    try:
-        if env is None:
-            settings = ReviewerSettings()
-        else:
-            settings = ReviewerSettings.model_validate({k.lower(): v for k, v in env.items()})
-    except ValidationError as exc:
-        raise _first_problem(exc) from None
+    settings = _read(ReviewerSettings, env)
     if settings.reviewer == "llm":
         check_llm_settings(settings)
     return settings
@@ -329,12 +328,7 @@ def load_reviewer_settings(env: Mapping[str, str] | None = None) -> ReviewerSett
 
 def load_analysis_settings(env: Mapping[str, str] | None = None) -> AnalysisSettings:
     """Only the analysis bounds (``review``, ``eval``)."""
-    try:
-        if env is None:
-            return AnalysisSettings()
-        return AnalysisSettings.model_validate({k.lower(): v for k, v in env.items()})
-    except ValidationError as exc:
-        raise _first_problem(exc) from None
+    return _read(AnalysisSettings, env)
 
 
 def _first_problem(exc: ValidationError) -> ConfigError:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,33 +95,40 @@ async def installation_token(bot: BotHarness, session: aiohttp.ClientSession) ->
     return (await app.mint_installation_token(INSTALLATION)).token
 
 
-async def review_pull_with_the_cli(bot: BotHarness, number: int) -> tuple[dict[str, Any], int]:
-    """``python -m app review OWNER/REPO#N --format json`` against the fake GitHub: its JSON, and
-    the index of the first call it made in ``bot.fake.calls``."""
-    await bot.fake.start(port=bot.fake_port)
-    try:
-        async with aiohttp.ClientSession() as session:
-            token = await installation_token(bot, session)
-        before = len(bot.fake.calls)
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "app",
-            "review",
-            f"{REPO}#{number}",
-            "--format",
-            "json",
-            cwd=ROOT,
-            env={**os.environ, "GITHUB_TOKEN": token, "GITHUB_API_URL": bot.fake.base_url},
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), 120)
-    finally:
-        await bot.fake.stop()
+async def cli_review_json(
+    bot: BotHarness, number: int, env: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], int]:
+    """``python -m app review OWNER/REPO#N --format json`` against the running fake GitHub: its
+    JSON, and the index of the first call it made in ``bot.fake.calls``."""
+    async with aiohttp.ClientSession() as session:
+        token = await installation_token(bot, session)
+    before = len(bot.fake.calls)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app",
+        "review",
+        f"{REPO}#{number}",
+        "--format",
+        "json",
+        cwd=ROOT,
+        env={**os.environ, **(env or {}), "GITHUB_TOKEN": token, "GITHUB_API_URL": bot.fake.base_url},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 120)
     assert process.returncode == 0, err.decode()
     data: dict[str, Any] = json.loads(out)
     return data, before
+
+
+async def review_pull_with_the_cli(bot: BotHarness, number: int) -> tuple[dict[str, Any], int]:
+    """``cli_review_json`` against the fake GitHub, started for it, then stopped."""
+    await bot.fake.start(port=bot.fake_port)
+    try:
+        return await cli_review_json(bot, number)
+    finally:
+        await bot.fake.stop()
 
 
 @pytest.mark.e2e

@@ -3,22 +3,16 @@ review reads what it needs from GitHub once."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 import re
-import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
 
 from app.sandbox import Call
 from tests.fake_llm import FakeModelServer, flag_marked_lines
 from tests.harness import BOT, REPO, BotHarness
-from tests.test_review_cli import installation_token
+from tests.test_review_cli import cli_review_json as cli_review
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -48,29 +42,6 @@ def reviews_posted(bot: BotHarness) -> list[Call]:
 
 def unstamped(text: str) -> str:
     return ISSUED_AT.sub('"issued_at": 0', text)
-
-
-async def cli_review(bot: BotHarness, number: int, env: Mapping[str, str]) -> dict[str, Any]:
-    """``python -m app review OWNER/REPO#N --format json`` against the running fake GitHub."""
-    async with aiohttp.ClientSession() as session:
-        token = await installation_token(bot, session)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "app",
-        "review",
-        f"{REPO}#{number}",
-        "--format",
-        "json",
-        cwd=ROOT,
-        env={**os.environ, **env, "GITHUB_TOKEN": token, "GITHUB_API_URL": bot.fake.base_url},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode == 0, err.decode()
-    data: dict[str, Any] = json.loads(out)
-    return data
 
 
 @pytest.fixture
@@ -103,7 +74,7 @@ async def test_the_command_line_prints_exactly_the_review_the_bot_posts(
     number = bot.open_pull(CHANGE, base_files=base, author=AUTHOR)
     await bot.start()
     try:
-        printed = await cli_review(bot, number, env)
+        printed, _ = await cli_review(bot, number, env)
         assert bot.fake.writes() == []  # printed, nothing posted
         await bot.fake.comment(REPO, number, "@revbot review", by=AUTHOR, author_association="OWNER")
         await bot.drain()
@@ -130,7 +101,7 @@ async def test_asked_again_about_a_head_it_answered_the_command_line_says_it_wou
         await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
         await bot.drain()
         assert [r.body["event"] for r in reviews_posted(bot)] == ["APPROVE"]
-        printed = await cli_review(bot, number, {})
+        printed, _ = await cli_review(bot, number)
     finally:
         await bot.stop()
     assert (printed["event"], printed["said"]) == (None, ["not reviewing: coalesced"])
