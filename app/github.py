@@ -116,8 +116,21 @@ class _RetryingAPI(gidgethub.aiohttp.GitHubAPI):
     """Waits out short secondary rate limits in place; defers long ones to the queue. Every
     request is counted by status, and the rate limit GitHub reports is kept (metrics)."""
 
-    metrics_installation: int | None = None  # the rate limit's owner; None: the App itself (JWT)
     requests = 0  # requests sent, retries included: did a handler talk to GitHub at all
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        requester: str,
+        *,
+        base_url: str,
+        oauth_token: str | None = None,
+        installation_id: int | None = None,
+    ) -> None:
+        super().__init__(session, requester, base_url=base_url, oauth_token=oauth_token)
+        # Whose rate limit the requests spend (metrics, pacing); None: the App itself (JWT), or a
+        # token of no installation (the command line's, the tests' recorded answers).
+        self.installation_id = installation_id
 
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
@@ -126,9 +139,9 @@ class _RetryingAPI(gidgethub.aiohttp.GitHubAPI):
         try:
             response = await super()._request(method, url, headers, body)
         except (aiohttp.ClientError, TimeoutError):
-            metrics.github_answer("error", None, self.metrics_installation)
+            metrics.github_answer("error", None, self.installation_id)
             raise
-        metrics.github_answer(response[0], response[1], self.metrics_installation)
+        metrics.github_answer(response[0], response[1], self.installation_id)
         return response
 
     def rate_limited(self, method: str, url: str, delay: float) -> None:
@@ -224,8 +237,15 @@ class GitHubClient(_RetryingAPI):
         graphql_url: str,
         slug: str | None = None,
         oauth_token: str | None = None,
+        installation_id: int | None = None,
     ) -> None:
-        super().__init__(session, user_agent(slug), base_url=api_url, oauth_token=oauth_token)
+        super().__init__(
+            session,
+            user_agent(slug),
+            base_url=api_url,
+            oauth_token=oauth_token,
+            installation_id=installation_id,
+        )
         self.graphql_url = graphql_url
 
     async def query(self, document: str, variables: Mapping[str, Any] | None = None) -> Any:
@@ -247,6 +267,8 @@ class InstallationClient(GitHubClient):
     """A client scoped to one installation; its token comes from the shared cache on every
     request, and a 401 drops that token and retries once with a fresh one."""
 
+    installation_id: int
+
     def __init__(
         self,
         session: aiohttp.ClientSession,
@@ -260,9 +282,9 @@ class InstallationClient(GitHubClient):
     ) -> None:
         """``pacer``: the process's, shared by every client of the installation (``ratelimit``);
         None: requests go out unpaced (a one-off client, the tests' recorded answers)."""
-        super().__init__(session, api_url=api_url, graphql_url=graphql_url, slug=slug)
-        self.installation_id = installation_id
-        self.metrics_installation = installation_id
+        super().__init__(
+            session, api_url=api_url, graphql_url=graphql_url, slug=slug, installation_id=installation_id
+        )
         self._tokens = tokens
         self._pacer = pacer
 

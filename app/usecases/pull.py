@@ -186,7 +186,7 @@ async def build_context(
         body=str(pull.get("body") or ""),
         labels=tuple(str(label.get("name")) for label in pull.get("labels") or () if label.get("name")),
         draft=bool(pull.get("draft")),
-        installation_id=getattr(gh, "installation_id", None),
+        installation_id=gh.installation_id,
         tree=tree,
         read_base=read_base,
     )

@@ -417,7 +417,7 @@ async def verify_model_threads(
                     replies=tuple(
                         thread_replies(comments, item, bot.identity, pr_author=pr_author, config=config)
                     ),
-                    installation_id=getattr(gh, "installation_id", None),
+                    installation_id=gh.installation_id,
                     asked_by=asked_by,
                 )
             )

@@ -1,0 +1,48 @@
+"""Seams that do not leak (issue 28): what a caller needs of the GitHub client and of an event is
+typed on it, so nobody probes for it. Read from the source, so a probe added anywhere fails."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+APP = Path(__file__).resolve().parent.parent / "app"
+PROBES = {"isinstance", "getattr", "hasattr"}
+
+
+def probe_calls(tree: ast.Module) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PROBES
+    ]
+
+
+def client_probes(tree: ast.Module) -> list[str]:
+    """Probes of a GitHub client: ``getattr(gh, "installation_id", None)``, ``isinstance(ctx.gh, ...)``."""
+    found = []
+    for node in probe_calls(tree):
+        subject = node.args[0] if node.args else None
+        name = subject.id if isinstance(subject, ast.Name) else getattr(subject, "attr", "")
+        if name == "gh" or "client" in name.casefold():
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_probes_the_github_client() -> None:
+    found = {
+        path.relative_to(APP).as_posix(): hits
+        for path in sorted(APP.rglob("*.py"))
+        if (hits := client_probes(ast.parse(path.read_text(), str(path))))
+    }
+    assert found == {}
+
+
+def test_the_client_check_sees_the_shapes_it_forbids() -> None:
+    for source in (
+        'x = getattr(gh, "installation_id", None)',
+        "ok = isinstance(ctx.gh, InstallationClient)",
+        'ok = hasattr(self.client, "pacer")',
+    ):
+        assert client_probes(ast.parse(source)), source
+    assert not client_probes(ast.parse('x = getattr(record, "gh", None)'))
