@@ -67,6 +67,9 @@ class Event(BaseModel):
     installation_id: int | None
     repo: str | None
     sender_login: str | None
+    # The one pull request the delivery is about; None where it names none (a commit status, a
+    # check run's list of pull requests, an issue's comment).
+    pr_number: int | None = None
 
 
 class PullRequestScoped(Event):
@@ -107,7 +110,6 @@ class IssueCommentEvent(Event):
 
     issue_number: int
     is_pull_request: bool
-    pr_number: int | None
     author_login: str | None
     comment_id: int
     body: str

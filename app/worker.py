@@ -34,7 +34,7 @@ from typing import TypeVar
 import orjson
 
 from . import tenancy
-from .events import AnyEvent, FlattenError, PullRequestScoped, flatten
+from .events import AnyEvent, FlattenError, flatten
 from .github import NoAccess, RetryLater, transient_delay
 from .guards import BotIdentity, sent_by_bot_or_decoy
 from .handlers.concern import OrderedRouter
@@ -471,6 +471,12 @@ class Worker:
                 status, error = await self._process(job, identity, report)
             except asyncio.CancelledError:
                 raise
+            except RetryLater as exc:
+                # GitHub's rate limits (a refusal's wait, or the bot's own pacing) always end, so
+                # waiting for them is no failed attempt.
+                status, error, retry_in = JobStatus.QUEUED, _error_text(exc), Retry(exc.delay, counted=False)
+                with log_context(repo=report.repo, pr_number=report.pr_number):
+                    log.info("waiting %.1fs for GitHub's rate limits (%s)", exc.delay, error)
             except Exception as exc:  # noqa: BLE001 - the job boundary: any failure is recorded, never lost
                 with log_context(repo=report.repo, pr_number=report.pr_number):
                     retry_in, error = self._after_failure(job, exc)
@@ -498,12 +504,9 @@ class Worker:
             event = flatten(job.event, payload, delivery_id=job.delivery_id)
         except (ValueError, FlattenError) as exc:
             return JobStatus.FAILED, _error_text(exc)
-        pr_number = (
-            event.pr_number if isinstance(event, PullRequestScoped) else getattr(event, "pr_number", None)
-        )
-        report.repo, report.pr_number = event.repo, pr_number
+        report.repo, report.pr_number = event.repo, event.pr_number
         tenancy.installation.set(event.installation_id)  # this slot's task: whose turn it uses
-        with log_context(repo=event.repo, pr_number=pr_number):
+        with log_context(repo=event.repo, pr_number=event.pr_number):
             handlers = select_handlers(self.router, event, payload, identity)
             report.handlers = [handler_name(h) for h in handlers]
             if not handlers:
@@ -539,13 +542,9 @@ class Worker:
 
     def _after_failure(self, job: Job, exc: Exception) -> tuple[Retry | None, str]:
         """Whether a failed job is retried: after how long (None: it fails for good), and the
-        error kept on it. GitHub's rate limits (``RetryLater``: a refusal's wait, or the bot's
-        own pacing) always end, so waiting for them is no failed attempt."""
+        error kept on it."""
         hint = transient_delay(exc)
         error = _error_text(exc)
-        if isinstance(exc, RetryLater):
-            log.info("waiting %.1fs for GitHub's rate limits (%s)", exc.delay, error)
-            return Retry(exc.delay, counted=False), error
         if hint is None or job.attempts >= self.options.max_attempts:
             log.error("job failed after %d attempt(s): %s", job.attempts, error, exc_info=hint is None)
             return None, error
