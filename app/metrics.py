@@ -1,37 +1,28 @@
-"""Prometheus metrics (``GET /metrics``), one registry for the process.
+"""Prometheus metrics, one registry for the process (served at ``GET /metrics`` by
+``app/web/metrics.py``).
 
 Counters and histograms are updated where things happen (one call at each point); the queue's
 gauges are read from the database when scraped, so every process reports the shared queue as
 it is now. Labels are bounded sets: an event name is only used after the delivery's signature
-verified (before that, anyone could invent one), installations are few.
+verified (before that, anyone could invent one), installations are few. This module imports
+nothing of the bot, so the GitHub client and the worker count without loading the store.
 """
 
 from __future__ import annotations
 
 import functools
-import hmac
-import logging
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from aiohttp import web
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
     Histogram,
     gc_collector,
-    generate_latest,
     platform_collector,
     process_collector,
 )
-from sqlalchemy import func, select
-
-from .store import PENDING, Store, deliveries
-
-log = logging.getLogger(__name__)
 
 REGISTRY = CollectorRegistry()
 process_collector.ProcessCollector(registry=REGISTRY)
@@ -124,59 +115,3 @@ def github_answer(status: int | str, headers: Mapping[str, str] | None, installa
             installation=str(installation) if installation is not None else "app",
             resource=lowered.get("x-ratelimit-resource", "core"),
         ).set(int(remaining))
-
-
-async def observe_queue(store: Store, *, now: float | None = None) -> None:
-    """Set the queue gauges from the database. Only unfinished rows are counted (an index range):
-    finished rows stay forever and counting them at every scrape would grow without bound; the
-    job counters say how jobs ended."""
-    moment = time.time() if now is None else now
-    async with store.engine.connect() as conn:
-        by_status = (
-            select(deliveries.c.status, func.count())
-            .where(deliveries.c.status.in_(PENDING))
-            .group_by(deliveries.c.status)
-        )
-        counts: dict[str, int] = {status: count for status, count in await conn.execute(by_status)}
-        oldest = (
-            await conn.execute(
-                select(func.min(deliveries.c.run_after)).where(
-                    deliveries.c.status == "queued", deliveries.c.run_after <= moment
-                )
-            )
-        ).scalar()
-    for status in PENDING:
-        QUEUE_JOBS.labels(status=status).set(counts.get(status, 0))
-    QUEUE_DEPTH.set(counts.get("queued", 0) + counts.get("waiting", 0))
-    QUEUE_OLDEST_DUE.set(max(0.0, moment - oldest) if oldest is not None else 0.0)
-
-
-CLOSED = "metrics are closed: set METRICS_TOKEN (or METRICS_PUBLIC=1 to serve them to anyone)"
-
-
-def metrics_view(
-    store: Store, *, token: str | None, public: bool = False
-) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """``GET /metrics`` in Prometheus' text format: with ``token``, only for ``Bearer <token>``;
-    without one, to anyone only when the operator opened them (``public``), else 403. They name
-    installations and say how busy the bot is, and the server listens on every interface."""
-    expected = f"Bearer {token}".encode() if token else None
-
-    async def handle(request: web.Request) -> web.Response:
-        if expected is not None:
-            given = request.headers.get("Authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
-                return web.json_response(
-                    {"error": "bearer token required"}, status=401, headers={"WWW-Authenticate": "Bearer"}
-                )
-        elif not public:
-            return web.json_response({"error": CLOSED}, status=403)
-        try:
-            await observe_queue(store)
-        except Exception as exc:  # noqa: BLE001 - the other metrics still matter without the database
-            log.warning("metrics: cannot read the queue (%s)", type(exc).__name__)
-            QUEUE_JOBS.clear()
-        body = generate_latest(REGISTRY)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    return handle

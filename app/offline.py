@@ -78,7 +78,7 @@ async def offline(settings: ReviewerSettings, *, reviewer: Reviewer | None = Non
 
         store = Store(sqlalchemy_url(settings.database_url))
         await store.create_schema()
-        learnings = DatabaseLearnings(store.engine, upsert=store.backend.upsert)
+        learnings = DatabaseLearnings(store.backend)
     try:
         yield Offline(Reviewing(identity, engine, AnalysisCache(), settings.review_approve), learnings)
     finally:

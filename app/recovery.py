@@ -128,7 +128,7 @@ class DeliveryRecovery:
             yield elected
 
     async def read_until(self) -> float | None:
-        async with self.store.engine.connect() as conn:
+        async with self.store.backend.read() as conn:
             found = await conn.execute(
                 select(recovery_state.c.read_until).where(recovery_state.c.name == CURSOR)
             )
@@ -150,7 +150,7 @@ class DeliveryRecovery:
     async def _in_ledger(self, ids: Sequence[str]) -> set[str]:
         if not ids:
             return set()
-        async with self.store.engine.connect() as conn:
+        async with self.store.backend.read() as conn:
             found = await conn.execute(
                 select(deliveries.c.delivery_id).where(deliveries.c.delivery_id.in_(ids))
             )

@@ -34,7 +34,6 @@ from .handlers.context import Context
 from .housekeeping import INTERVAL_SECONDS, Housekeeping
 from .listener import GuardedSite, HttpLimits, bind
 from .logs import Outage, mask_configured, redact
-from .metrics import metrics_view
 from .pacing import AckFirst, backoff_delay
 from .proxy import WebhookProxy, start_proxy
 from .ratelimit import Pacer
@@ -50,6 +49,7 @@ from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import create_app
 from .web.endpoint import WebhookConfig
 from .web.health import HealthConfig
+from .web.metrics import metrics_view
 from .worker import Worker, WorkerOptions, WorkerStatus
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ class Runtime:
         self.reviewer: Reviewer = reviewer or self._default_reviewer()
         self.repo_configs = RepoConfigs()
         self.analyses = AnalysisCache()
-        self.learnings = DatabaseLearnings(self.store.engine, upsert=self.store.backend.upsert)
+        self.learnings = DatabaseLearnings(self.store.backend)
         self.timers = StoreTimers(
             self.store, wake=self._wake_worker, bucket=settings.readiness_settle_seconds
         )

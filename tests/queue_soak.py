@@ -48,7 +48,7 @@ async def main(url: str, index: int, subjects: int, per_subject: int, processes:
                     return
                 await asyncio.sleep(0.002)
                 continue
-            async with store.engine.connect() as conn:
+            async with store.backend.read() as conn:
                 for job in jobs:
                     earlier = await conn.scalar(
                         select(func.count()).where(
@@ -64,7 +64,7 @@ async def main(url: str, index: int, subjects: int, per_subject: int, processes:
                 assert await store.finish(job, worker_id=name, status=JobStatus.DONE)
 
     async def drained() -> bool:
-        async with store.engine.connect() as conn:
+        async with store.backend.read() as conn:
             total = await conn.scalar(select(func.count()).select_from(deliveries))
             pending = await conn.scalar(select(func.count()).where(deliveries.c.status.in_(PENDING)))
         return total == expected and pending == 0

@@ -35,7 +35,7 @@ from app.config import (
 from app.dburl import async_database_url, postgres_engine_options
 from app.review.llm.providers import make_provider
 from app.store import Store
-from app.store.postgres import split_pool
+from app.store.postgres import PostgresBackend, split_pool
 from tests.conftest import PG_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -388,10 +388,11 @@ async def test_postgres_urls_with_sslmode_connect(mode: str) -> None:
     store = Store(async_database_url(pasted), pool_size=2)
     try:
         assert await store.ping()
-        async with store.engine.connect() as conn:
+        async with store.backend.read() as conn:
             assert (await conn.execute(text("SELECT 1"))).scalar() == 1
         # two connections in all: the shared pool and the ledger insert's own
-        assert store.engine.pool.size() + split_pool(2)[1] == 2  # type: ignore[attr-defined]
+        assert isinstance(store.backend, PostgresBackend)
+        assert store.backend.engine.pool.size() + split_pool(2)[1] == 2  # type: ignore[attr-defined]
     finally:
         await store.close()
 

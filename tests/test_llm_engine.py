@@ -522,7 +522,7 @@ async def test_the_models_memory_on_each_database(db_url: str) -> None:
     store = Store(db_url)
     await store.create_schema()
     try:
-        memory = DatabaseMemory(store.engine, upsert=store.backend.upsert)
+        memory = DatabaseMemory(store.backend)
         assert await memory.answer("k") is None
         await memory.remember("k", '{"findings": []}')
         await memory.remember("k", '{"findings": [1]}')

@@ -52,7 +52,7 @@ def memory_of(bot: BotHarness) -> Memory:
 
 async def spend_rows(bot: BotHarness) -> dict[tuple[str, str], int]:
     assert bot.runtime is not None
-    async with bot.runtime.store.engine.connect() as conn:
+    async with bot.runtime.store.backend.read() as conn:
         rows = (await conn.execute(select(llm_spend.c.scope, llm_spend.c.subject, llm_spend.c.tokens))).all()
     return {(str(scope), str(subject)): int(tokens) for scope, subject, tokens in rows}
 
@@ -118,7 +118,7 @@ async def test_model_calls_are_counted_per_pull_request_and_person_and_each_budg
         await bot.fake.request_review(REPO, first, "revbot", by=AUTHOR)
         await bot.drain()
         rows = await spend_rows(bot)
-        async with bot.runtime.store.engine.connect() as conn:
+        async with bot.runtime.store.backend.read() as conn:
             [installation_tokens] = (
                 await conn.execute(select(llm_usage.c.input_tokens + llm_usage.c.output_tokens))
             ).scalars()

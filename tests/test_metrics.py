@@ -17,8 +17,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.logs import setup_logging
-from app.metrics import REGISTRY, observe_queue
+from app.metrics import REGISTRY
 from app.store import IncomingDelivery
+from app.web.metrics import observe_queue
 from tests.harness import INSTALLATION, REPO, BotHarness
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

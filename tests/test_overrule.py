@@ -253,7 +253,7 @@ async def check_learnings(learnings: Learnings) -> None:
 
 
 async def test_learnings_in_the_database(store: Store) -> None:
-    await check_learnings(DatabaseLearnings(store.engine, upsert=store.backend.upsert))
+    await check_learnings(DatabaseLearnings(store.backend))
 
 
 async def test_learnings_in_memory() -> None:
@@ -266,7 +266,7 @@ async def test_the_learnings_command_lists_and_forgets(
     url = f"sqlite:///{tmp_path / 'bot.sqlite3'}"
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'bot.sqlite3'}")
     await store.create_schema()
-    stored = await DatabaseLearnings(store.engine, upsert=store.backend.upsert).remember(
+    stored = await DatabaseLearnings(store.backend).remember(
         "o/r",
         Learning.new(
             rule="python/F821",

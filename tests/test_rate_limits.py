@@ -48,7 +48,7 @@ async def queued_for_later(bot: BotHarness) -> int:
     """Jobs put back to wait for GitHub's limits (readiness timers, due in a day, aside)."""
     d = deliveries.c
     waiting = select(func.count()).where(d.status.in_(("queued", "waiting")), d.event != TIMER_EVENT)
-    async with bot.store.engine.connect() as conn:
+    async with bot.store.backend.read() as conn:
         return int((await conn.execute(waiting)).scalar_one())
 
 
@@ -61,7 +61,7 @@ async def settle(bot: BotHarness, clock: FakeClock) -> int:
         await bot.fake.settle(timeout=60)
         now = clock()
         due = or_(d.status == "running", and_(d.status == "queued", d.run_after <= now))
-        async with bot.store.engine.connect() as conn:
+        async with bot.store.backend.read() as conn:
             busy = int((await conn.execute(select(func.count()).where(due))).scalar_one())
         if busy == 0:
             if not await queued_for_later(bot):

@@ -311,7 +311,7 @@ async def test_handled_payloads_are_emptied_after_the_retention_and_rows_stay(st
         "old-queued": now - 40 * 86400,
         "new-done": now - 30 * 86400 + 60,
     }
-    async with store.engine.begin() as conn:
+    async with store.begin() as conn:
         for delivery_id, at in ended.items():
             await conn.execute(
                 update(deliveries).where(deliveries.c.delivery_id == delivery_id).values(updated_at=at)
@@ -353,12 +353,12 @@ async def test_old_model_answers_are_forgotten_in_the_housekeeping_round(tmp_pat
     more than ``ANSWER_DAYS`` ago is deleted, a recent one kept."""
     store = Store(f"sqlite+aiosqlite:///{tmp_path / 'a.sqlite3'}")
     await store.create_schema()
-    memory = DatabaseMemory(store.engine, upsert=store.backend.upsert)
+    memory = DatabaseMemory(store.backend)
     try:
         await memory.remember("old", '{"status": "fixed"}')
         await memory.remember("new", '{"status": "not_fixed"}')
         now = time.time()
-        async with store.engine.begin() as conn:
+        async with store.begin() as conn:
             await conn.execute(
                 update(llm_answers)
                 .where(llm_answers.c.key == "old")

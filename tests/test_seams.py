@@ -54,3 +54,29 @@ def test_the_worker_probes_nothing() -> None:
     tree = ast.parse((APP / "worker.py").read_text())
     found = [f"line {node.lineno}: {ast.unparse(node)}" for node in probe_calls(tree)]
     assert found == []
+
+
+def engine_uses(tree: ast.Module) -> list[str]:
+    """``store.engine``, ``self.backend.engine`` or an ``AsyncEngine`` held: the database without
+    its backend."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "engine":
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.alias) and node.name == "AsyncEngine":
+            found.append(f"import of {node.name}")
+    return found
+
+
+def test_only_the_store_holds_the_database_engine() -> None:
+    """Other modules' tables (learnings, the model's memory, recovery, metrics) go through the
+    store's ``Backend`` (``read``, ``begin``, ``upsert``), as the store's own reads do."""
+    found = {
+        name: hits
+        for path in sorted(APP.rglob("*.py"))
+        if not (name := path.relative_to(APP).as_posix()).startswith("store/")
+        and (hits := engine_uses(ast.parse(path.read_text(), str(path))))
+    }
+    assert found == {}
+    assert engine_uses(ast.parse("async with self.store.engine.connect() as conn: pass"))
+    assert engine_uses(ast.parse("from sqlalchemy.ext.asyncio import AsyncEngine"))

@@ -489,7 +489,7 @@ async def test_write_probe_commits_and_queue_stats_count_what_waits(store: Store
     clock.advance(1)
     assert await store.queue_stats() == QueueStats(depth=2, oldest_due_age=1.0)
     await store.write_probe()
-    async with store.engine.connect() as conn:
+    async with store.backend.read() as conn:
         assert (await conn.execute(select(schema_version.c.version))).scalars().all() == [SCHEMA_VERSION]
 
 
@@ -518,7 +518,7 @@ async def test_the_sqlite_writer_rolls_back_a_failing_write_alone(tmp_path: Path
     results = await asyncio.gather(*grouped, return_exceptions=True)
     assert results[0] == [True] and results[2] == [True]
     assert isinstance(results[1], RuntimeError)
-    async with store.engine.connect() as conn:
+    async with store.backend.read() as conn:
         assert (await conn.execute(select(schema_version.c.version))).scalars().all() == [SCHEMA_VERSION]
     assert [j["status"] for j in await store.all_jobs()] == ["queued", "waiting"]
     await store.close()

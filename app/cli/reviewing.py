@@ -280,7 +280,7 @@ async def _learnings_run(url: str, repo: str, forget: int | None) -> int:
     store = Store(url)
     try:
         await store.create_schema()
-        learnings = DatabaseLearnings(store.engine, upsert=store.backend.upsert)
+        learnings = DatabaseLearnings(store.backend)
         if forget is not None:
             removed = await learnings.forget(repo, forget)
             if removed is None:

@@ -141,14 +141,14 @@ class BotAndFake:
         d = deliveries.c
         now = self.clock()  # the store's clock (not ``store.now``, which a test may break on purpose)
         due = or_(d.status.in_(("waiting", "running")), and_(d.status == "queued", d.run_after <= now))
-        async with self.store.engine.connect() as conn:
+        async with self.store.backend.read() as conn:
             return int((await conn.execute(select(func.count()).where(due))).scalar_one())
 
     async def timers(self) -> list[float]:
         """When the bot's pending timers are due, soonest first."""
         d = deliveries.c
         query = select(d.run_after).where(d.status == "queued", d.event == TIMER_EVENT).order_by(d.run_after)
-        async with self.store.engine.connect() as conn:
+        async with self.store.backend.read() as conn:
             return [float(at) for (at,) in await conn.execute(query)]
 
     async def drain(self, within: float = 60.0) -> None:

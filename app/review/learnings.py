@@ -4,8 +4,8 @@ A maintainer's dispute with ``@slug dismiss --always`` (or any accepted dispute 
 repository sets ``review.learn: true``) is stored here, keyed by the finding's rule, a path
 pattern (its directory and extension) and its normalised code line (as a digest: the line may
 hold a secret; what is listed is the line with secrets redacted). One table of the store's schema
-(``app/store/schema.py``, migration 4), used through ``store.engine`` off the ledger's hot path, as
-``app/review/llm/memory.py`` keeps the model's answers. ``InMemoryLearnings`` is the same thing
+(``app/store/schema.py``, migration 4), used through the store's ``Backend`` off the ledger's hot
+path, as ``app/review/llm/memory.py`` keeps the model's answers. ``InMemoryLearnings`` is the same thing
 without a database (tests, the command line).
 
 ``prompt_context`` is the hook for the model reviewer: the repository's learnings as plain lines
@@ -15,13 +15,13 @@ for its prompt, from the database, never from the pull request (the caller fence
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from sqlalchemy import Table, delete, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import delete, select
 
+from ..store.backend import Backend
 from ..store.schema import learnings as table
 from .analyzers.secrets import redact_secrets
 from .inert import code
@@ -80,9 +80,8 @@ def _repo(repo: str) -> str:
 
 
 class DatabaseLearnings:
-    def __init__(self, engine: AsyncEngine, *, upsert: Callable[[Table], Any]) -> None:
-        self.engine = engine
-        self._insert = upsert  # the store's dialect's INSERT ... ON CONFLICT (``Backend.upsert``)
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
 
     @staticmethod
     def _learning(row: Any) -> Learning:
@@ -106,7 +105,7 @@ class DatabaseLearnings:
         )
 
     async def remember(self, repo: str, learning: Learning) -> Learning:
-        insert = self._insert(table).values(
+        insert = self._backend.upsert(table).values(
             repo=_repo(repo),
             rule=learning.key.rule,
             path_dir=learning.key.pattern.directory,
@@ -118,20 +117,20 @@ class DatabaseLearnings:
             source=learning.source,
             created_at=time.time(),
         )
-        async with self.engine.begin() as conn:
+        async with self._backend.begin() as conn:
             await conn.execute(insert.on_conflict_do_nothing())
             row = (await conn.execute(self._same_key(repo, learning.key))).one()
         return self._learning(row)
 
     async def of_repo(self, repo: str) -> list[Learning]:
         query = select(table).where(table.c.repo == _repo(repo)).order_by(table.c.id).limit(MAX_PER_REPO)
-        async with self.engine.connect() as conn:
+        async with self._backend.read() as conn:
             rows = (await conn.execute(query)).all()
         return [self._learning(row) for row in rows]
 
     async def forget(self, repo: str, number: int) -> Learning | None:
         where = (table.c.repo == _repo(repo), table.c.id == number)
-        async with self.engine.begin() as conn:
+        async with self._backend.begin() as conn:
             row = (await conn.execute(select(table).where(*where))).first()
             if row is None:
                 return None

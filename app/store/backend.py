@@ -20,7 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Table
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .model import IncomingDelivery, Job, JobEnd
 
@@ -30,7 +30,6 @@ Outcome = bool | Exception  # per delivery: new, duplicate, or why it could not 
 
 
 class Backend(Protocol):
-    engine: AsyncEngine  # reads everywhere; other modules' own tables
     ledger_in_flight: int  # ledger batches that may commit at once (see ``store.Ledger``)
 
     def describe(self) -> str:
@@ -68,8 +67,13 @@ class Backend(Protocol):
         """Run one transaction function (``ops.py``); ``durable``: synced like the ledger."""
         ...
 
+    def read(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection for reads: the store's, and other modules' own tables (on SQLite its own
+        connection, never blocked by the writer)."""
+        ...
+
     def begin(self) -> AbstractAsyncContextManager[AsyncConnection]:
-        """A write transaction on ``engine`` for tables off the hot path."""
+        """A write transaction for tables off the hot path (other modules' own tables, the schema)."""
         ...
 
     async def lock_for_upgrade(self, conn: AsyncConnection) -> None:

@@ -178,6 +178,16 @@ def release(conn: Connection, job_ids: Sequence[int], worker_id: str, now: float
     )
 
 
+def pending_by_status(conn: Connection) -> dict[JobStatus, int]:
+    by_status = (
+        select(deliveries.c.status, func.count())
+        .where(deliveries.c.status.in_(PENDING))
+        .group_by(deliveries.c.status)
+    )
+    counts = {JobStatus(status): int(count) for status, count in conn.execute(by_status)}
+    return {status: counts.get(status, 0) for status in PENDING}
+
+
 def queue_stats(conn: Connection, now: float) -> QueueStats:
     depth = conn.execute(select(func.count()).where(deliveries.c.status.in_(PENDING))).scalar_one()
     oldest = conn.execute(

@@ -194,6 +194,9 @@ class PostgresBackend:
         async with self.engine.begin() as conn:
             return await conn.run_sync(fn)
 
+    def read(self) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
+        return self.engine.connect()
+
     @contextlib.asynccontextmanager
     async def begin(self) -> AsyncIterator[AsyncConnection]:
         async with self.engine.begin() as conn:

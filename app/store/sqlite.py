@@ -93,6 +93,9 @@ class SqliteBackend:
     async def write(self, fn: Callable[[Connection], T], *, durable: bool = False) -> T:
         return await self.writer.submit(fn, durable=durable)
 
+    def read(self) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
+        return self.engine.connect()
+
     @contextlib.asynccontextmanager
     async def begin(self) -> AsyncIterator[AsyncConnection]:
         # Takes the write lock at BEGIN and waits (busy_timeout) while the writer commits.

@@ -6,12 +6,12 @@ hot writes its own fastest way: on SQLite every write goes to the one writer thr
 (``sqlite.py``, ``sqlite_writer.py``); on PostgreSQL the ledger insert, the claim and the finish
 go to asyncpg directly (``postgres.py``) and each other queue write is one transaction on the
 async engine's pool (``ops.py`` holds the transactions both share). Reads (``delivery``, ``job``,
-``jobs_by_status``, ``all_jobs``, ``queue_stats``) use the async engine on both, which on SQLite
-means their own connections, never blocked by the writer (WAL).
+``jobs_by_status``, ``pending_by_status``, ``all_jobs``, ``queue_stats``) go through
+``backend.read()``, which on SQLite means their own connections, never blocked by the writer (WAL).
 
-``store.engine`` (a SQLAlchemy ``AsyncEngine``) and ``metadata`` are there for other modules' own
-tables, off the hot path: read with ``store.engine.connect()``; write with ``store.begin()``, which
-on SQLite takes the write lock at BEGIN and waits (``busy_timeout``) while the writer commits.
+Other modules' own tables (``metadata``), off the hot path, go through the backend too: read
+with ``store.backend.read()``; write with ``store.begin()`` (``backend.begin()``), which on SQLite
+takes the write lock at BEGIN and waits (``busy_timeout``) while the writer commits.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, func, literal, select, update
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..config import DEFAULT_POOL_SIZE
 from . import ops, schema
@@ -56,7 +56,6 @@ class Store:
         self.url = url
         self._clock = clock
         self.backend: Backend = open_backend(url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size)
-        self.engine: AsyncEngine = self.backend.engine
         self.ledger_in_flight = self.backend.ledger_in_flight  # see ``Ledger``
 
     def now(self) -> float:
@@ -70,7 +69,7 @@ class Store:
 
     @contextlib.asynccontextmanager
     async def begin(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction on ``engine`` for tables outside the hot path (see the module doc)."""
+        """A write transaction for tables outside the hot path (see the module doc)."""
         async with self.backend.begin() as conn:
             yield conn
 
@@ -88,7 +87,7 @@ class Store:
 
     async def ping(self) -> bool:
         try:
-            async with self.engine.connect() as conn:
+            async with self.backend.read() as conn:
                 await conn.execute(select(literal(1)))
         except (SQLAlchemyError, OSError, TimeoutError) as exc:
             log.warning("database ping failed: %s", type(exc).__name__)
@@ -137,7 +136,7 @@ class Store:
         return answers
 
     async def delivery(self, delivery_id: str) -> dict[str, Any] | None:
-        async with self.engine.connect() as conn:
+        async with self.backend.read() as conn:
             found = await conn.execute(select(deliveries).where(deliveries.c.delivery_id == delivery_id))
             row = found.first()
         return dict(row._mapping) if row else None
@@ -256,17 +255,23 @@ class Store:
         return await self._write(partial(ops.schedule, item=item, run_after=run_after, now=self._clock()))
 
     async def job(self, job_id: int) -> dict[str, Any] | None:
-        async with self.engine.connect() as conn:
+        async with self.backend.read() as conn:
             row = (await conn.execute(select(deliveries).where(deliveries.c.id == job_id))).first()
         return dict(row._mapping) if row else None
 
     async def jobs_by_status(self) -> dict[str, int]:
-        async with self.engine.connect() as conn:
+        async with self.backend.read() as conn:
             rows = await conn.execute(select(deliveries.c.status, func.count()).group_by(deliveries.c.status))
             return {status: count for status, count in rows}
 
+    async def pending_by_status(self) -> dict[JobStatus, int]:
+        """Unfinished jobs by status, every one of ``PENDING`` (an index range: finished rows,
+        which stay forever, are never counted)."""
+        async with self.backend.read() as conn:
+            return await conn.run_sync(ops.pending_by_status)
+
     async def all_jobs(self) -> list[dict[str, Any]]:
-        async with self.engine.connect() as conn:
+        async with self.backend.read() as conn:
             rows = await conn.execute(select(deliveries).order_by(deliveries.c.id))
             return [dict(r._mapping) for r in rows]
 
@@ -278,7 +283,7 @@ class Store:
 
     async def queue_stats(self, now: float | None = None) -> QueueStats:
         """Queue depth and the age of the oldest due job, for health and metrics."""
-        async with self.engine.connect() as conn:
+        async with self.backend.read() as conn:
             return await conn.run_sync(ops.queue_stats, self._clock() if now is None else now)
 
 

@@ -1,5 +1,6 @@
 """The aiohttp application: the webhook endpoint (``endpoint.py``, with its body budget,
-``budget.py``) and ``/healthz`` (``health.py``), composed once here.
+``budget.py``) and ``/healthz`` (``health.py``), composed once here; ``/metrics`` (``metrics.py``)
+the runtime adds, here and on a separate worker's own port.
 """
 
 from __future__ import annotations

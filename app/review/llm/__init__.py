@@ -39,7 +39,7 @@ def build_reviewer(
     from .memory import DatabaseMemory, InMemory
     from .providers import make_provider
 
-    memory = DatabaseMemory(store.engine, upsert=store.backend.upsert) if store is not None else InMemory()
+    memory = DatabaseMemory(store.backend) if store is not None else InMemory()
     return LlmReviewer(make_provider(settings, sleep=sleep), limits=limits_from(settings), memory=memory)
 
 

@@ -2,7 +2,7 @@
 tokens twice) and tokens used per day by installation, by pull request and by person (the daily budgets).
 
 Three tables of the store's schema (``app/store/schema.py``, migrations 3 and 4), used through
-``store.engine`` off the ledger's hot path (single-statement upserts). ``InMemory`` is the same
+the store's ``Backend`` off the ledger's hot path (single-statement upserts). ``InMemory`` is the same
 thing for the command line (``review``, ``eval``), where there is no database.
 """
 
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
-from sqlalchemy import Table, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import select
 
+from ...store.backend import Backend
 from ...store.schema import llm_answers, llm_spend, llm_usage
 
 
@@ -57,18 +57,17 @@ class Memory(Protocol):
 
 
 class DatabaseMemory:
-    def __init__(self, engine: AsyncEngine, *, upsert: Callable[[Table], Any]) -> None:
-        self.engine = engine
-        self._insert = upsert  # the store's dialect's INSERT ... ON CONFLICT (``Backend.upsert``)
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
 
     async def answer(self, key: str) -> str | None:
-        async with self.engine.connect() as conn:
+        async with self._backend.read() as conn:
             row = (await conn.execute(select(llm_answers.c.answer).where(llm_answers.c.key == key))).first()
         return None if row is None else str(row[0])
 
     async def remember(self, key: str, answer: str) -> None:
-        statement = self._insert(llm_answers).values(key=key, answer=answer, created_at=time.time())
-        async with self.engine.begin() as conn:
+        statement = self._backend.upsert(llm_answers).values(key=key, answer=answer, created_at=time.time())
+        async with self._backend.begin() as conn:
             await conn.execute(
                 statement.on_conflict_do_update(
                     index_elements=[llm_answers.c.key], set_={"answer": answer, "created_at": time.time()}
@@ -79,7 +78,7 @@ class DatabaseMemory:
         query = select(llm_usage.c.input_tokens + llm_usage.c.output_tokens).where(
             llm_usage.c.installation_id == (installation_id or 0), llm_usage.c.day == today(now)
         )
-        async with self.engine.connect() as conn:
+        async with self._backend.read() as conn:
             value = (await conn.execute(query)).scalar()
         return int(value or 0)
 
@@ -87,7 +86,7 @@ class DatabaseMemory:
         query = select(llm_spend.c.tokens).where(
             llm_spend.c.scope == scope.value, llm_spend.c.subject == subject, llm_spend.c.day == today(now)
         )
-        async with self.engine.connect() as conn:
+        async with self._backend.read() as conn:
             value = (await conn.execute(query)).scalar()
         return int(value or 0)
 
@@ -103,7 +102,7 @@ class DatabaseMemory:
     ) -> None:
         tokens = input_tokens + output_tokens
         charged = [
-            self._insert(llm_spend)
+            self._backend.upsert(llm_spend)
             .values(scope=scope.value, subject=subject, day=today(now), tokens=tokens, requests=requests)
             .on_conflict_do_update(
                 index_elements=[llm_spend.c.scope, llm_spend.c.subject, llm_spend.c.day],
@@ -111,14 +110,14 @@ class DatabaseMemory:
             )
             for scope, subject in charges
         ]
-        statement = self._insert(llm_usage).values(
+        statement = self._backend.upsert(llm_usage).values(
             installation_id=installation_id or 0,
             day=today(now),
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             requests=requests,
         )
-        async with self.engine.begin() as conn:
+        async with self._backend.begin() as conn:
             await conn.execute(
                 statement.on_conflict_do_update(
                     index_elements=[llm_usage.c.installation_id, llm_usage.c.day],
