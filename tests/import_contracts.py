@@ -20,7 +20,9 @@ def parent_child_cycles(graph: grimp.ImportGraph) -> list[tuple[str, ...]]:
     """Each cycle as ``(package, child, ..., package)``: the package imports a module inside it
     whose shortest chain of imports leads back to the package (pure over the graph)."""
     cycles = []
-    for package in sorted(m for m in graph.modules if graph.find_children(m)):
+    # External packages are squashed into one node each (no children to look at).
+    packages = [m for m in graph.modules if not graph.is_module_squashed(m) and graph.find_children(m)]
+    for package in sorted(packages):
         for child in sorted(graph.find_modules_directly_imported_by(package)):
             if child.startswith(f"{package}."):
                 back = graph.find_shortest_chain(importer=child, imported=package)
