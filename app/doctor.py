@@ -27,7 +27,7 @@ from .config import AnalysisSettings, Settings, ephemeral_sqlite_problem
 from .github import AppClient
 from .recovery import github_time, never_delivered, succeeded
 from .review.isolation.limits import Confinement
-from .store import SCHEMA_VERSION, deliveries, read_only_engine, schema_version
+from .store import SCHEMA_VERSION, JobStatus, deliveries, read_only_engine, schema_version
 
 if TYPE_CHECKING:
     from .review.isolation.pool import Isolation
@@ -175,7 +175,8 @@ async def check_database(settings: Settings) -> Check:
         return Check(
             "database", "FAIL", f"schema version {version} is newer than this code ({SCHEMA_VERSION})"
         )
-    queue = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("queued", "running", "waiting", "failed"))
+    shown = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.WAITING, JobStatus.FAILED)
+    queue = ", ".join(f"{counts.get(s, 0)} {s}" for s in shown)
     return Check("database", "ok", f"{where}: schema {version}; {queue}")
 
 

@@ -27,7 +27,7 @@ from ..ratelimit import Pacer
 from ..runtime import Runtime, listen
 from ..sandbox import FakeGitHub
 from ..sandbox.server import ENTERPRISE_REST
-from ..store.schema import deliveries
+from ..store.schema import JobStatus, deliveries
 from ..worker import WorkerOptions
 
 APP_ID = 4242
@@ -140,14 +140,18 @@ class BotAndFake:
         """Jobs waiting, running, or queued and due (a timer due later is not work to wait for)."""
         d = deliveries.c
         now = self.clock()  # the store's clock (not ``store.now``, which a test may break on purpose)
-        due = or_(d.status.in_(("waiting", "running")), and_(d.status == "queued", d.run_after <= now))
+        due = or_(
+            d.status.in_((JobStatus.WAITING, JobStatus.RUNNING)),
+            and_(d.status == JobStatus.QUEUED, d.run_after <= now),
+        )
         async with self.store.backend.read() as conn:
             return int((await conn.execute(select(func.count()).where(due))).scalar_one())
 
     async def timers(self) -> list[float]:
         """When the bot's pending timers are due, soonest first."""
         d = deliveries.c
-        query = select(d.run_after).where(d.status == "queued", d.event == TIMER_EVENT).order_by(d.run_after)
+        timers = (d.status == JobStatus.QUEUED, d.event == TIMER_EVENT)
+        query = select(d.run_after).where(*timers).order_by(d.run_after)
         async with self.store.backend.read() as conn:
             return [float(at) for (at,) in await conn.execute(query)]
 
