@@ -13,6 +13,7 @@ The module is pure: no I/O, no clock, no logging.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -42,6 +43,17 @@ NUMBER_AT: Mapping[str, NumberAt] = {
     "check_run": NumberAt("check_run", listed=True),
     "check_suite": NumberAt("check_suite", listed=True),
 }
+
+
+class ReviewState(enum.StrEnum):
+    """A pull request review's ``state`` as GitHub's REST and GraphQL APIs spell it: one name for
+    the GitHub client, the review engine and the use cases, all of which read reviews."""
+
+    APPROVED = "APPROVED"
+    CHANGES_REQUESTED = "CHANGES_REQUESTED"
+    COMMENTED = "COMMENTED"
+    DISMISSED = "DISMISSED"
+    PENDING = "PENDING"
 
 
 class FlattenError(ValueError):

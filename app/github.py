@@ -710,20 +710,20 @@ query Readiness($owner: String!, $name: String!, $number: Int!, $after: String) 
 
 
 @dataclass(frozen=True, slots=True)
-class ReviewState:
+class DecisionAndThreads:
     """``reviewDecision`` and every review thread, read in one GraphQL query (one per 100 threads)."""
 
     review_decision: str | None
     threads: tuple[ReviewThread, ...]
 
 
-async def read_review_state(gh: GitHubClient, *, repo: str, pr_number: int) -> ReviewState:
+async def read_review_state(gh: GitHubClient, *, repo: str, pr_number: int) -> DecisionAndThreads:
     decision: str | None = None
     threads: list[ReviewThread] = []
     async for pull in _thread_pages(gh, READINESS_QUERY, repo=repo, pr_number=pr_number):
         decision = pull.get("reviewDecision")
         threads.extend(_threads_of(pull))
-    return ReviewState(decision, tuple(threads))
+    return DecisionAndThreads(decision, tuple(threads))
 
 
 async def list_check_runs(gh: GitHubClient, *, repo: str, ref: str) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from app.config import ReadinessComment
+from app.events import ReviewState
 from app.review.readiness import (
     STALL_GIVE_UP,
     STALL_LOOK_AGAIN,
@@ -19,7 +20,6 @@ from app.review.readiness import (
     Outcome,
     Review,
     ReviewDecision,
-    ReviewState,
     Rules,
     Settings,
     Snapshot,

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from html import escape, unescape
 
+from ..events import ReviewState
 from ..sandbox import FakeGitHub
 from ..sandbox.state import IssueComment, Pull, Repo, Review, ReviewComment, Thread
 from .timeline import strip_markers
@@ -91,11 +92,12 @@ border-bottom:1px solid #d1d9e0}
 .ok{color:#1a7f37;font-weight:600}.bad{color:#d1242f;font-weight:600}.muted{color:#59636e}
 """
 
-REVIEW_BADGE = {
-    "APPROVED": ("approved these changes", "b-approved", "Approved"),
-    "CHANGES_REQUESTED": ("requested changes", "b-changes", "Changes requested"),
-    "COMMENTED": ("reviewed", "b-commented", "Commented"),
-    "DISMISSED": ("reviewed", "b-dismissed", "Dismissed"),
+# Keyed by the fake's review states (plain strings, as GitHub sends them).
+REVIEW_BADGE: dict[str, tuple[str, str, str]] = {
+    ReviewState.APPROVED: ("approved these changes", "b-approved", "Approved"),
+    ReviewState.CHANGES_REQUESTED: ("requested changes", "b-changes", "Changes requested"),
+    ReviewState.COMMENTED: ("reviewed", "b-commented", "Commented"),
+    ReviewState.DISMISSED: ("reviewed", "b-dismissed", "Dismissed"),
 }
 
 
@@ -324,7 +326,7 @@ def _is_reply_only(fake: FakeGitHub, review: Review) -> bool:
 
 def _review_html(fake: FakeGitHub, review: Review, threads_by_root: dict[int, Thread]) -> str:
     verb, badge_class, badge = REVIEW_BADGE.get(review.state, ("reviewed", "b-commented", review.state))
-    dismissed = review.state == "DISMISSED"
+    dismissed = review.state == ReviewState.DISMISSED
     threads = "".join(
         _thread_html(fake, threads_by_root[i]) for i in review.comment_ids if i in threads_by_root
     )
@@ -393,7 +395,7 @@ def _timeline(fake: FakeGitHub, repo: Repo, pull: Pull, pushes: list[tuple[int, 
     threads_by_root = {t.comment_ids[0]: t for t in world.threads_of(pull) if t.comment_ids}
     entries: list[tuple[int, int, str]] = []
     for review in world.reviews_of(pull):
-        if review.state == "PENDING" or _is_reply_only(fake, review):
+        if review.state == ReviewState.PENDING or _is_reply_only(fake, review):
             continue
         entries.append((review.id, 1, _review_html(fake, review, threads_by_root)))
     for comment in world.issue_comments_of(repo, pull.number):

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..events import ReviewState
 from ..sandbox import Call, FakeGitHub
 from ..sandbox.server import WRITE_METHODS
 from .runner import StampedList
@@ -337,7 +338,7 @@ class Narrator:
     def _describe_review(
         self, call: Call, body: dict[str, Any], note: str
     ) -> Iterator[tuple[str, str | None]]:
-        event = str(body.get("event") or "PENDING")
+        event = str(body.get("event") or ReviewState.PENDING)  # no event: the review stays pending
         verdict = VERDICTS.get(event, event)
         comments = body.get("comments") or []
         style = {"APPROVE": "good", "REQUEST_CHANGES": "bad"}.get(event)

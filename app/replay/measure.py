@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..demo.harness import BOT, SLUG
+from ..events import ReviewState
 from ..guards import BotIdentity
 from ..review.decide import thread_status
 from ..review.markers import FindingMarker, ReviewMarker, decode
@@ -291,7 +292,7 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
         fp: thread_status(m, final, renames_since(flagged_at[fp])) if final else "unknown"
         for fp, m in flagged.items()
     }
-    blocking = bool(rounds) and _verdict(rounds[-1]) == BLOCK and rounds[-1].state != "DISMISSED"
+    blocking = bool(rounds) and _verdict(rounds[-1]) == BLOCK and rounds[-1].state != ReviewState.DISMISSED
     blockers = [
         Blocker(m.rule, m.path, m.line)
         for fp, m in flagged.items()
@@ -312,7 +313,7 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
         reposted=reposted(fake, calls, reviews_path),
         outside_diff=outside,
         blocks_raised=sum(_verdict(r) == BLOCK for r in rounds),
-        blocks_dismissed=sum(r.state == "DISMISSED" for r in rounds),
+        blocks_dismissed=sum(r.state == ReviewState.DISMISSED for r in rounds),
         resolved_verified=sum(t.is_resolved and t.resolved_by == BOT for t in threads),
         flagged=len(flagged),
         fixed_by_author=sum(s == "fixed" for s in status.values()),

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..config import ReadinessComment
+from ..events import ReviewState
 from .inert import code
 
 MAX_NAME_CHARS = 200  # a check's name or a path, as shown
@@ -75,14 +76,6 @@ class CheckState(enum.StrEnum):
     PENDING = "pending"  # queued, in progress, waiting, or a status still pending
     PASSED = "passed"  # success, neutral, skipped
     FAILED = "failed"  # failure, timed out, cancelled, action required, error, stale
-
-
-class ReviewState(enum.StrEnum):
-    APPROVED = "APPROVED"
-    CHANGES_REQUESTED = "CHANGES_REQUESTED"
-    COMMENTED = "COMMENTED"
-    DISMISSED = "DISMISSED"
-    PENDING = "PENDING"
 
 
 class ReviewDecision(enum.StrEnum):

@@ -18,6 +18,7 @@ import gidgethub
 from ... import github
 from ...commands import parse_command
 from ...config import ReadinessConfig
+from ...events import ReviewState
 from ...github import GitHubClient
 from ...guards import BotIdentity, is_bot_login
 from ...review import readiness as rd
@@ -70,7 +71,7 @@ class Observed:
     runs: Sequence[Mapping[str, Any]]
     statuses: Sequence[Mapping[str, Any]]
     rules: rd.Rules
-    review_state: github.ReviewState
+    review_state: github.DecisionAndThreads
     comments: Sequence[Mapping[str, Any]]
     reactions: Sequence[Mapping[str, Any]]
     missing: tuple[str, ...]
@@ -373,9 +374,9 @@ def _rules(rulesets: Iterable[Mapping[str, Any]] | None, branch: Mapping[str, An
     )
 
 
-def _review_state(value: Any) -> rd.ReviewState | None:
+def _review_state(value: Any) -> ReviewState | None:
     try:
-        return rd.ReviewState(str(value))
+        return ReviewState(str(value))
     except ValueError:
         return None
 
