@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from .auth import AppJWT
 from .config import AnalysisSettings, Settings, ephemeral_sqlite_problem
-from .github import AppClient
+from .github_app import AppClient
 from .recovery import github_time, never_delivered, succeeded
 from .review.isolation.limits import Confinement
 from .store import SCHEMA_VERSION, JobStatus, deliveries, read_only_engine, schema_version

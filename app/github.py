@@ -1,23 +1,21 @@
-"""The only code that talks to GitHub (with ``auth.py``). It knows HTTP, pagination, retries and
-GitHub's error shapes; it knows no business rules.
+"""The only code that talks to GitHub (with ``auth.py``): every call an installation makes, one
+function each, keyword-only after ``gh``. It knows HTTP, pagination, retries and GitHub's error
+shapes; it knows no business rules.
 
-Two clients over gidgethub's aiohttp flavour:
-- ``AppClient`` authenticates as the App (JWT) for ``GET /app`` and minting installation tokens;
-- ``InstallationClient`` acts inside one installation, taking its token from the shared cache on
-  every request, dropping it and retrying once if GitHub answers 401.
+``GitHubClient`` is gidgethub's aiohttp client with the deployment's GraphQL endpoint; the
+serving bot's is ``github_installation.InstallationClient`` (the installation's token, paced),
+the command line's one with a token. The App's own calls (JWT) are ``github_app.py``; what a
+failed call means is ``github_errors.py``; the GraphQL documents are ``github_graphql.py``.
 
 Secondary rate limits (403/429 with ``Retry-After``) are handled in gidgethub 6's
 ``handle_rate_limit_error`` hook: a short wait is slept in place, a long one becomes
-``RetryLater`` so the job goes back to the queue instead of holding a worker slot. An
-installation's requests are paced below those limits to begin with (``ratelimit.Pacer``, shared
-by every client of the process), and a refusal holds back the installation's other requests too.
+``RetryLater`` so the job goes back to the queue instead of holding a worker slot.
 """
 
 from __future__ import annotations
 
 import base64
 import re
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,17 +26,12 @@ import gidgethub
 import gidgethub.aiohttp
 
 from . import __version__, metrics
-from .auth import AppJWT, InstallationToken, InstallationTokens
-from .ratelimit import Pacer, cost_of, is_mutation
+from .github_errors import rate_limit_delay
+from .github_graphql import READINESS_QUERY, RESOLVE_THREAD, THREADS_QUERY, blobs_query
 
 MAX_INLINE_WAIT_SECONDS = 10.0
-_SHA = re.compile(r"[0-9a-f]{40}")
-# The bot's own pacing (``ratelimit``) waits in place up to a window's length: a retry would repeat
-# the job's earlier writes, spending the very budget it waits for. Longer (the hour's budget, the
-# primary limit's reset): the job goes back to the queue.
-MAX_PACED_WAIT_SECONDS = 60.0
 MAX_INLINE_RETRIES = 2
-DEFAULT_RATE_LIMIT_WAIT = 60.0
+_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 class RetryLater(Exception):
@@ -49,70 +42,11 @@ class RetryLater(Exception):
         self.delay = delay
 
 
-class NoAccess(Exception):
-    """The App cannot act in this installation (uninstalled, suspended, or repository removed)."""
-
-
 def user_agent(slug: str | None) -> str:
     return f"revbot/{__version__}" + (f" ({slug})" if slug else "")
 
 
-def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
-    if not headers:
-        return None
-    for key, value in headers.items():
-        if key.lower() == name:
-            return value
-    return None
-
-
-def rate_limit_delay(
-    status: int, headers: Mapping[str, str] | None, message: str = "", now: float | None = None
-) -> float | None:
-    """Seconds GitHub asks us to wait, or None when the error is not a rate limit.
-
-    GitHub signals secondary limits with 403 or 429 and ``Retry-After``; primary limits with
-    ``x-ratelimit-remaining: 0`` and a reset time; some secondary limits only by their message.
-    """
-    if status not in (403, 429):
-        return None
-    retry_after = _header(headers, "retry-after")
-    if retry_after is not None:
-        try:
-            return max(0.0, float(retry_after))
-        except ValueError:
-            return DEFAULT_RATE_LIMIT_WAIT
-    if _header(headers, "x-ratelimit-remaining") == "0":
-        reset = _header(headers, "x-ratelimit-reset")
-        if reset is not None and reset.isdigit():
-            return max(1.0, float(reset) - (now if now is not None else time.time()))
-        return DEFAULT_RATE_LIMIT_WAIT
-    if status == 429 or "rate limit" in message.lower():
-        return DEFAULT_RATE_LIMIT_WAIT
-    return None
-
-
-def transient_delay(exc: BaseException) -> float | None:
-    """Classify an error from a GitHub call: a delay hint (0 = use the backoff) if retrying may
-    help, None if it is permanent."""
-    if isinstance(exc, RetryLater):
-        return exc.delay
-    if isinstance(exc, gidgethub.GitHubBroken):  # 5xx
-        return 0.0
-    if isinstance(exc, gidgethub.HTTPException):
-        delay = rate_limit_delay(int(exc.status_code), exc.headers, str(exc))
-        return delay
-    if isinstance(exc, gidgethub.QueryError):
-        errors = exc.response.get("errors", []) if isinstance(exc.response, dict) else []
-        if any(isinstance(e, dict) and e.get("type") == "RATE_LIMITED" for e in errors):
-            return DEFAULT_RATE_LIMIT_WAIT
-        return None
-    if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError | TimeoutError):
-        return 0.0
-    return None
-
-
-class _RetryingAPI(gidgethub.aiohttp.GitHubAPI):
+class RetryingAPI(gidgethub.aiohttp.GitHubAPI):
     """Waits out short secondary rate limits in place; defers long ones to the queue. Every
     request is counted by status, and the rate limit GitHub reports is kept (metrics)."""
 
@@ -161,71 +95,7 @@ class _RetryingAPI(gidgethub.aiohttp.GitHubAPI):
         raise RetryLater(delay, f"GitHub rate limit on {method} {url}") from exception
 
 
-class AppClient:
-    """Calls made as the App itself (JWT), not inside an installation."""
-
-    def __init__(
-        self, session: aiohttp.ClientSession, *, app_jwt: AppJWT, api_url: str, slug: str | None = None
-    ):
-        self._jwt = app_jwt
-        self._gh = _RetryingAPI(session, user_agent(slug), base_url=api_url)
-
-    async def get_app(self) -> dict[str, Any]:
-        data: dict[str, Any] = await self._gh.getitem("/app", jwt=self._jwt.token())
-        return data
-
-    async def mint_installation_token(self, installation_id: int) -> InstallationToken:
-        try:
-            data = await self._gh.post(
-                "/app/installations/{installation_id}/access_tokens",
-                {"installation_id": installation_id},
-                data=b"",
-                jwt=self._jwt.token(),
-            )
-        except gidgethub.HTTPException as exc:
-            if int(exc.status_code) in (401, 403, 404):
-                raise NoAccess(
-                    f"installation {installation_id}: GitHub answered {int(exc.status_code)}"
-                ) from exc
-            raise
-        return InstallationToken.from_response(data)
-
-    # ------------------------------------------------------------------ the App's webhook
-    async def get_hook_config(self) -> dict[str, Any]:
-        """The App's webhook: ``url``, ``content_type``, ``insecure_ssl`` and ``secret`` (masked) if set."""
-        data: dict[str, Any] = await self._gh.getitem("/app/hook/config", jwt=self._jwt.token())
-        return data
-
-    async def update_hook_config(self, *, secret: str) -> dict[str, Any]:
-        data: dict[str, Any] = await self._gh.patch(
-            "/app/hook/config", data={"secret": secret}, jwt=self._jwt.token()
-        )
-        return data
-
-    async def iter_hook_deliveries(self, *, failed_only: bool = False) -> AsyncIterator[dict[str, Any]]:
-        """The App's delivery log, newest first (GitHub keeps 3 days), following the cursor pages."""
-        url = f"/app/hook/deliveries?per_page={PER_PAGE}" + ("&status=failure" if failed_only else "")
-        async for item in self._gh.getiter(url, jwt=self._jwt.token()):
-            yield item
-
-    async def get_hook_delivery(self, *, delivery_id: int) -> dict[str, Any]:
-        """One attempt with the request GitHub sent (headers and payload)."""
-        data: dict[str, Any] = await self._gh.getitem(
-            "/app/hook/deliveries/{delivery_id}", {"delivery_id": delivery_id}, jwt=self._jwt.token()
-        )
-        return data
-
-
-async def convert_manifest(session: aiohttp.ClientSession, *, api_url: str, code: str) -> dict[str, Any]:
-    """Exchange the code GitHub gave for a registered manifest for the new App's credentials
-    (``id``, ``slug``, ``pem``, ``webhook_secret``, ``client_id``, ``client_secret``). No auth: the
-    one-time code is the credential."""
-    gh = _RetryingAPI(session, user_agent(None), base_url=api_url)
-    data: dict[str, Any] = await gh.post("/app-manifests/{code}/conversions", {"code": code}, data=b"")
-    return data
-
-
-class GitHubClient(_RetryingAPI):
+class GitHubClient(RetryingAPI):
     """gidgethub over aiohttp, plus the deployment's GraphQL endpoint (REST base and GraphQL URL
     differ on GitHub Enterprise Server)."""
 
@@ -261,72 +131,6 @@ class GitHubClient(_RetryingAPI):
                 f"GraphQL variables may not be named {sorted(reserved)}: gidgethub reserves them"
             )
         return await self.graphql(document, endpoint=self.graphql_url, **variables)
-
-
-class InstallationClient(GitHubClient):
-    """A client scoped to one installation; its token comes from the shared cache on every
-    request, and a 401 drops that token and retries once with a fresh one."""
-
-    installation_id: int
-
-    def __init__(
-        self,
-        session: aiohttp.ClientSession,
-        *,
-        installation_id: int,
-        tokens: InstallationTokens,
-        api_url: str,
-        graphql_url: str,
-        slug: str | None = None,
-        pacer: Pacer | None = None,
-    ) -> None:
-        """``pacer``: the process's, shared by every client of the installation (``ratelimit``);
-        None: requests go out unpaced (a one-off client, the tests' recorded answers)."""
-        super().__init__(
-            session, api_url=api_url, graphql_url=graphql_url, slug=slug, installation_id=installation_id
-        )
-        self._tokens = tokens
-        self._pacer = pacer
-
-    async def sleep(self, seconds: float) -> None:
-        """gidgethub's wait before it retries a refused request: the pacer's clock when paced."""
-        await (self._pacer.sleep(seconds) if self._pacer is not None else super().sleep(seconds))
-
-    def rate_limited(self, method: str, url: str, delay: float) -> None:
-        if self._pacer is not None:
-            graphql = url == self.graphql_url  # a mutation's body is not at hand: not counted as one
-            self._pacer.refused(
-                self.installation_id, cost_of(method, url, graphql=graphql, mutation=False), delay
-            )
-
-    async def _request(
-        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
-    ) -> tuple[int, Mapping[str, str], bytes]:
-        token = await self._tokens.get(self.installation_id)
-        response = await self._paced(method, url, {**headers, "authorization": f"token {token}"}, body)
-        if response[0] != 401:
-            return response
-        self._tokens.invalidate(self.installation_id, token)
-        token = await self._tokens.get(self.installation_id)
-        return await self._paced(method, url, {**headers, "authorization": f"token {token}"}, body)
-
-    async def _paced(
-        self, method: str, url: str, headers: Mapping[str, str], body: bytes
-    ) -> tuple[int, Mapping[str, str], bytes]:
-        """One request within the installation's pace (``ratelimit.Pacer``). A wait longer
-        than ``MAX_PACED_WAIT_SECONDS`` sends the job back to the queue instead of holding a
-        worker (before this request: what it would have done is done by the retry)."""
-        if self._pacer is None:
-            return await super()._request(method, url, headers, body)
-        graphql = url == self.graphql_url
-        cost = cost_of(method, url, graphql=graphql, mutation=graphql and is_mutation(body))
-        wait = self._pacer.wait_before(self.installation_id, cost)
-        if wait > MAX_PACED_WAIT_SECONDS:
-            raise RetryLater(wait, f"pacing {method} {url} under GitHub's rate limits")
-        async with self._pacer.request(self.installation_id, cost):
-            response = await super()._request(method, url, headers, body)
-        self._pacer.answered(self.installation_id, response[1])
-        return response
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,26 +255,6 @@ async def get_file_text(gh: GitHubClient, *, repo: str, path: str) -> str | None
     return base64.b64decode(str(data.get("content", ""))).decode("utf-8", errors="replace")
 
 
-BLOBS_QUERY = """
-query Blobs($owner: String!, $name: String!, {params}) {{
-  repository(owner: $owner, name: $name) {{
-{fields}
-  }}
-}}
-"""
-
-
-def blobs_query(count: int) -> str:
-    """A document reading ``count`` blobs by ``"<sha>:<path>"`` expressions passed as variables
-    (never spliced into the query text: paths come from the pull request)."""
-    params = ", ".join(f"$e{i}: String!" for i in range(count))
-    fields = "\n".join(
-        f"    f{i}: object(expression: $e{i}) {{ ... on Blob {{ text isBinary isTruncated byteSize }} }}"
-        for i in range(count)
-    )
-    return BLOBS_QUERY.format(params=params, fields=fields)
-
-
 @dataclass(frozen=True, slots=True)
 class Blob:
     text: str | None
@@ -575,36 +359,6 @@ async def dismiss_review(
     )
 
 
-# One page of review threads, as both queries below read them (root comment only: its marker).
-THREAD_PAGE = """
-fragment ThreadPage on PullRequestReviewThreadConnection {
-  pageInfo { hasNextPage endCursor }
-  nodes {
-    id
-    isResolved
-    path
-    line
-    comments(first: 1) {
-      nodes { databaseId body author { __typename login } }
-    }
-  }
-}
-"""
-
-THREADS_QUERY = (
-    """
-query ReviewThreads($owner: String!, $name: String!, $number: Int!, $after: String) {
-  repository(owner: $owner, name: $name) {
-    pullRequest(number: $number) {
-      reviewThreads(first: 100, after: $after) { ...ThreadPage }
-    }
-  }
-}
-"""
-    + THREAD_PAGE
-)
-
-
 @dataclass(frozen=True, slots=True)
 class ReviewThread:
     node_id: str  # PRRT_..., what resolveReviewThread takes
@@ -675,15 +429,6 @@ async def list_pull_review_comments(gh: GitHubClient, *, repo: str, pr_number: i
     return [c async for c in gh.getiter(f"/repos/{repo}/pulls/{pr_number}/comments?per_page={PER_PAGE}")]
 
 
-RESOLVE_THREAD = """
-mutation ResolveThread($threadId: ID!) {
-  resolveReviewThread(input: {threadId: $threadId}) {
-    thread { id isResolved }
-  }
-}
-"""
-
-
 async def resolve_review_thread(gh: GitHubClient, *, thread_node_id: str) -> bool:
     """Resolve a thread (REST cannot); True when GitHub confirms ``isResolved``."""
     data = await gh.query(RESOLVE_THREAD, {"threadId": thread_node_id})
@@ -694,21 +439,6 @@ async def resolve_review_thread(gh: GitHubClient, *, thread_node_id: str) -> boo
 # ---------------------------------------------------------------------------------------------
 # Readiness: what GitHub says of a pull request's CI, reviews and branch at its head.
 # ---------------------------------------------------------------------------------------------
-READINESS_QUERY = (
-    """
-query Readiness($owner: String!, $name: String!, $number: Int!, $after: String) {
-  repository(owner: $owner, name: $name) {
-    pullRequest(number: $number) {
-      reviewDecision
-      reviewThreads(first: 100, after: $after) { ...ThreadPage }
-    }
-  }
-}
-"""
-    + THREAD_PAGE
-)
-
-
 @dataclass(frozen=True, slots=True)
 class DecisionAndThreads:
     """``reviewDecision`` and every review thread, read in one GraphQL query (one per 100 threads)."""

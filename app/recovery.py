@@ -28,7 +28,7 @@ import gidgethub
 import orjson
 from sqlalchemy import insert, select, update
 
-from .github import AppClient
+from .github_app import AppClient
 from .metrics import DELIVERIES, RECOVERED
 from .store import IncomingDelivery, Store, deliveries
 from .store.schema import recovery_state

@@ -27,7 +27,10 @@ from aiohttp import web
 from .auth import AppJWT, InstallationTokens
 from .config import Settings, shutdown_budget
 from .events import AnyEvent
-from .github import AppClient, InstallationClient, RetryLater, transient_delay
+from .github import RetryLater
+from .github_app import AppClient
+from .github_errors import transient_delay
+from .github_installation import InstallationClient
 from .guards import BotIdentity
 from .handlers.concern import OrderedRouter
 from .handlers.context import Context

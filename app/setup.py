@@ -29,7 +29,7 @@ from aiohttp import web
 
 from .auth import AppJWT
 from .config import ConfigError
-from .github import AppClient, convert_manifest
+from .github_app import AppClient, convert_manifest
 
 log = logging.getLogger(__name__)
 

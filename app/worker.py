@@ -35,7 +35,8 @@ import orjson
 
 from . import tenancy
 from .events import AnyEvent, FlattenError, flatten
-from .github import NoAccess, RetryLater, transient_delay
+from .github import RetryLater
+from .github_errors import NoAccess, transient_delay
 from .guards import BotIdentity, sent_by_bot_or_decoy
 from .handlers.concern import OrderedRouter
 from .handlers.context import Context

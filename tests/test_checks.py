@@ -12,7 +12,8 @@ import pytest
 
 from app.auth import AppJWT
 from app.config import default_graphql_url
-from app.github import AppClient, GitHubClient, RetryLater
+from app.github import GitHubClient, RetryLater
+from app.github_app import AppClient
 from app.review import render
 from app.review.model import Finding, ReviewResult, Severity, Verdict
 from app.review.overrule import Overrule

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app import github
+from app import github_graphql
 from app.review.markers import decode
 from tests.conformance import validate_graphql
 from tests.conftest import until
@@ -53,7 +53,7 @@ async def test_a_worker_killed_in_the_quiet_window_still_makes_the_call_after_re
     number = bot.open_pull({"a.py": "x = 1\n"}, base_files={".github/revbot.yml": CONFIG})
     await bot.start()
     assert (
-        validate_graphql(github.READINESS_QUERY) == []
+        validate_graphql(github_graphql.READINESS_QUERY) == []
     )  # GitHub's whole schema, loaded before the clock runs
     env = {
         **os.environ,

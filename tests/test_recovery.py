@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import update
 
 from app.auth import AppJWT
-from app.github import AppClient
+from app.github_app import AppClient
 from app.housekeeping import ANSWER_DAYS, EMPTY_PAYLOAD, Housekeeping, empty_old_payloads, forget_old_answers
 from app.metrics import REGISTRY
 from app.recovery import (

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from app.auth import AppJWT
-from app.github import AppClient
+from app.github_app import AppClient
 from tests.harness import INSTALLATION, REPO, BotHarness
 
 pytestmark = pytest.mark.slow

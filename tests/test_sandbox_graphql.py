@@ -9,16 +9,16 @@ from __future__ import annotations
 import graphql
 import pytest
 
-from app import github
+from app import github, github_graphql
 from app.sandbox import FakeGitHub, gql
 from tests.conformance import graphql_schema, validate_graphql
 
 BOT_DOCUMENTS = {
-    "Blobs (one file)": github.blobs_query(1),
-    "Blobs (a full batch)": github.blobs_query(github.BLOB_BATCH),
-    "ReviewThreads": github.THREADS_QUERY,
-    "ResolveThread": github.RESOLVE_THREAD,
-    "Readiness": github.READINESS_QUERY,
+    "Blobs (one file)": github_graphql.blobs_query(1),
+    "Blobs (a full batch)": github_graphql.blobs_query(github.BLOB_BATCH),
+    "ReviewThreads": github_graphql.THREADS_QUERY,
+    "ResolveThread": github_graphql.RESOLVE_THREAD,
+    "Readiness": github_graphql.READINESS_QUERY,
 }
 
 

@@ -18,8 +18,9 @@ OWN_EVENTS_ATTR = "__revbot_accepts_own_events__"
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """GitHub scoped to the event's installation (an ``InstallationClient`` when serving), the
-    bot, and when this job's delivery reached the webhook endpoint (epoch seconds)."""
+    """GitHub scoped to the event's installation (a ``github_installation.InstallationClient``
+    when serving), the bot, and when this job's delivery reached the webhook endpoint (epoch
+    seconds)."""
 
     gh: GitHubClient
     bot: Bot
