@@ -1,15 +1,9 @@
-"""The worker: claims jobs from the queue and runs each through flatten -> guard -> route -> act.
+"""The worker: claims jobs from the queue and runs each through flatten -> guard -> route -> act
+(``job_runner.py``, which also says what a job's outcomes are), then writes how it ended.
 
 Concurrency is bounded (default 8 jobs at once, never two of one subject: the claim query sees
 to that). Each claim is a lease, renewed by a heartbeat while the job runs; a process that dies
-leaves leases that expire, and its jobs are claimed again. Outcomes:
-
-- done: every handler ran (or none applied);
-- skipped: nothing to do that could ever succeed (no installation, the App lost access);
-- retried: a transient failure (5xx, timeout, connection error, rate limit) -> queued again
-  after capped exponential backoff with jitter, or after GitHub's ``Retry-After``;
-- failed: a permanent error, or the last attempt failed; the error text is kept on the job
-  (redacted like the logs: an upstream error body may echo a token).
+leaves leases that expire, and its jobs are claimed again.
 
 The loop is supervised: a failed claim, heartbeat or outcome write (the database is down,
 locked, or full) is logged once per outage, retried with capped backoff, and work resumes within
@@ -27,31 +21,23 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
-import orjson
-
-from . import tenancy
-from .events import AnyEvent, FlattenError, flatten
-from .github import RetryLater
-from .github_errors import NoAccess, transient_delay
-from .guards import BotIdentity, sent_by_bot_or_decoy
+from .events import AnyEvent
+from .guards import BotIdentity
 from .handlers.concern import OrderedRouter
 from .handlers.context import Context
-from .logs import Outage, log_context, redact
-from .metrics import JOB_DURATION, JOB_LATENCY, child
+from .job_runner import JobRunner, RetryPolicy, error_text
+from .logs import Outage
 from .pacing import AckFirst, backoff_delay
-from .routing import handler_name, run_handlers, select_handlers
-from .store import Job, JobEnd, JobStatus, Store
+from .store import Job, JobEnd, Store
 from .tasks import abandon, bounded, cancel_and_wait
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-RETRIED = "retried"  # a job's outcome (logs, metrics) when it goes back to the queue for later
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +73,9 @@ class WorkerOptions:
     def share(self) -> int:
         return self.installation_share or max(1, self.concurrency - 1)
 
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(self.max_attempts, self.backoff_base, self.backoff_cap)
+
 
 @dataclass(frozen=True, slots=True)
 class WorkerStatus:
@@ -101,28 +90,6 @@ class WorkerStatus:
     identity_known: bool
     since_claim_loop: float | None
     database_error: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Retry:
-    """A job going back to the queue: after ``delay`` seconds; ``counted``: as a failed attempt."""
-
-    delay: float
-    counted: bool = True
-
-
-@dataclass(slots=True)
-class JobReport:
-    """What a job's outcome line says besides the outcome, filled in while it runs."""
-
-    repo: str | None = None
-    pr_number: int | None = None
-    handlers: list[str] = field(default_factory=list)
-
-
-def _error_text(exc: BaseException) -> str:
-    """The error kept on a job: its type and message, masked like the logs, bounded."""
-    return redact(f"{type(exc).__name__}: {exc}")[:2000]
 
 
 class Worker:
@@ -142,11 +109,10 @@ class Worker:
     ) -> None:
         self.store = store
         self.ack_first = ack_first or AckFirst()
-        self.router = router
         self.options = options or WorkerOptions()
         self.worker_id = worker_id or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
         self._identity = identity
-        self._context_for = context_for
+        self._jobs = JobRunner(router, context_for=context_for, write_done=self._write_handler_done)
         self._clock = clock
         self._wakeup = asyncio.Event()
         self._recorded = False  # a new delivery was recorded since the last claim
@@ -352,7 +318,7 @@ class Worker:
                 log.warning(
                     "could not hand %d unfinished job(s) back (%s); they run again after their leases",
                     len(unfinished),
-                    _error_text(exc),
+                    error_text(exc),
                 )
             else:
                 log.info("handed %d unfinished job(s) back to the queue", len(unfinished))
@@ -385,7 +351,7 @@ class Worker:
             await self.ack_first.wait(self.options.ack_first_wait)
             job = queue.popleft()
             started = self._clock()
-            status, error, retry_in = await self._run_job(job, identity)
+            status, error, retry_in = await self._jobs.run(job, identity, retry=self.options.retry_policy())
             if retry_in is not None:
                 await self._write_ends(ends, last=False)
                 retry = partial(
@@ -458,99 +424,8 @@ class Worker:
             await self.store.release(ids, worker_id=self.worker_id)
         except Exception as exc:  # noqa: BLE001 - shutdown goes on; the leases expire instead
             log.warning(
-                "could not hand %d job(s) back (%s); they run after their leases", len(ids), _error_text(exc)
+                "could not hand %d job(s) back (%s); they run after their leases", len(ids), error_text(exc)
             )
 
-    async def _run_job(self, job: Job, identity: BotIdentity) -> tuple[JobStatus, str | None, Retry | None]:
-        """Run one job; returns its status and error and, when it is to be retried (status
-        ``queued`` again), after how long (the caller writes the outcome)."""
-        started = time.monotonic()
-        report = JobReport()
-        retry_in: Retry | None = None
-        with log_context(job_id=job.id, delivery_id=job.delivery_id, event=job.event):
-            try:
-                status, error = await self._process(job, identity, report)
-            except asyncio.CancelledError:
-                raise
-            except RetryLater as exc:
-                # GitHub's rate limits (a refusal's wait, or the bot's own pacing) always end, so
-                # waiting for them is no failed attempt.
-                status, error, retry_in = JobStatus.QUEUED, _error_text(exc), Retry(exc.delay, counted=False)
-                with log_context(repo=report.repo, pr_number=report.pr_number):
-                    log.info("waiting %.1fs for GitHub's rate limits (%s)", exc.delay, error)
-            except Exception as exc:  # noqa: BLE001 - the job boundary: any failure is recorded, never lost
-                with log_context(repo=report.repo, pr_number=report.pr_number):
-                    retry_in, error = self._after_failure(job, exc)
-                status = JobStatus.FAILED if retry_in is None else JobStatus.QUEUED
-            duration = time.monotonic() - started
-            outcome = RETRIED if retry_in is not None else str(status)  # the metrics' and log's word
-            child(JOB_DURATION, outcome).observe(duration)
-            if retry_in is None:
-                child(JOB_LATENCY, outcome).observe(max(0.0, time.time() - job.received_at))
-            with log_context(repo=report.repo, pr_number=report.pr_number):
-                log.info(
-                    "job %s in %.2fs (handlers: %s)%s",
-                    outcome,
-                    duration,
-                    ", ".join(report.handlers) or "none",
-                    f": {error}" if error and retry_in is None else "",
-                )
-        return status, error, retry_in
-
-    async def _process(
-        self, job: Job, identity: BotIdentity, report: JobReport
-    ) -> tuple[JobStatus, str | None]:
-        try:
-            payload = orjson.loads(job.payload)
-            event = flatten(job.event, payload, delivery_id=job.delivery_id)
-        except (ValueError, FlattenError) as exc:
-            return JobStatus.FAILED, _error_text(exc)
-        report.repo, report.pr_number = event.repo, event.pr_number
-        tenancy.installation.set(event.installation_id)  # this slot's task: whose turn it uses
-        with log_context(repo=event.repo, pr_number=event.pr_number):
-            handlers = select_handlers(self.router, event, payload, identity)
-            report.handlers = [handler_name(h) for h in handlers]
-            if not handlers:
-                reason = "own event" if sent_by_bot_or_decoy(event.sender_login, identity) else "no handler"
-                log.debug("nothing to run (%s)", reason)
-                return JobStatus.DONE, None
-            if event.installation_id is None:
-                return JobStatus.SKIPPED, "delivery has no installation (not sent to an App)"
-            try:
-                ctx = await self._context_for(event, identity, job.received_at)
-                last = handler_name(handlers[-1])
-                sent = ctx.gh.requests
-
-                async def done(name: str) -> None:
-                    nonlocal sent
-                    talked, sent = ctx.gh.requests != sent, ctx.gh.requests
-                    await self._handler_done(job, name, now=talked and name != last)
-
-                await run_handlers(handlers, event, ctx, already_done=job.done_handlers, on_done=done)
-            except NoAccess as exc:
-                return JobStatus.SKIPPED, _error_text(exc)
-        return JobStatus.DONE, None
-
-    async def _handler_done(self, job: Job, name: str, *, now: bool) -> None:
-        """Remember a handler that succeeded, so that a retry of its job skips it. Written ``now``
-        for a handler that talked to GitHub and is not the last: a crash must not make the job do
-        that work again. The others' are written with the job's end or its retry (a handler that
-        sent GitHub nothing is cheaper to run again, after a crash, than a write per job)."""
-        if not now:
-            job.done_handlers.append(name)
-            return
+    async def _write_handler_done(self, job: Job, name: str) -> None:
         await self._persist(f"handler {name} as done", lambda: self.store.mark_handler_done(job, name))
-
-    def _after_failure(self, job: Job, exc: Exception) -> tuple[Retry | None, str]:
-        """Whether a failed job is retried: after how long (None: it fails for good), and the
-        error kept on it."""
-        hint = transient_delay(exc)
-        error = _error_text(exc)
-        if hint is None or job.attempts >= self.options.max_attempts:
-            log.error("job failed after %d attempt(s): %s", job.attempts, error, exc_info=hint is None)
-            return None, error
-        delay = max(
-            hint, backoff_delay(job.attempts, base=self.options.backoff_base, cap=self.options.backoff_cap)
-        )
-        log.warning("attempt %d failed (%s); retrying in %.2fs", job.attempts, error, delay)
-        return Retry(delay), error
