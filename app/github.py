@@ -51,20 +51,9 @@ class RetryingAPI(gidgethub.aiohttp.GitHubAPI):
     request is counted by status, and the rate limit GitHub reports is kept (metrics)."""
 
     requests = 0  # requests sent, retries included: did a handler talk to GitHub at all
-
-    def __init__(
-        self,
-        session: aiohttp.ClientSession,
-        requester: str,
-        *,
-        base_url: str,
-        oauth_token: str | None = None,
-        installation_id: int | None = None,
-    ) -> None:
-        super().__init__(session, requester, base_url=base_url, oauth_token=oauth_token)
-        # Whose rate limit the requests spend (metrics, pacing); None: the App itself (JWT), or a
-        # token of no installation (the command line's, the tests' recorded answers).
-        self.installation_id = installation_id
+    # Whose rate limit the requests spend (metrics, pacing); None: the App itself (JWT), or a
+    # token of no installation (the command line's, the tests' recorded answers).
+    installation_id: int | None = None
 
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
@@ -109,13 +98,8 @@ class GitHubClient(RetryingAPI):
         oauth_token: str | None = None,
         installation_id: int | None = None,
     ) -> None:
-        super().__init__(
-            session,
-            user_agent(slug),
-            base_url=api_url,
-            oauth_token=oauth_token,
-            installation_id=installation_id,
-        )
+        super().__init__(session, user_agent(slug), base_url=api_url, oauth_token=oauth_token)
+        self.installation_id = installation_id
         self.graphql_url = graphql_url
 
     async def query(self, document: str, variables: Mapping[str, Any] | None = None) -> Any:
