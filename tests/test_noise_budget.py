@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.config import RepoConfig, SeverityName, parse_repo_config
+from app.repoconfig import RepoConfig, SeverityName, parse_repo_config
 from app.review import render
 from app.review.markers import Trigger
 from app.review.model import Finding, ReviewResult, Severity, Verdict

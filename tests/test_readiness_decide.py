@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from app.config import ReadinessComment
 from app.events import ReviewState
+from app.repoconfig import ReadinessComment
 from app.review.readiness import (
     STALL_GIVE_UP,
     STALL_LOOK_AGAIN,

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from app.config import RepoConfig
 from app.replay.history import MergedPull, Push, _title_and_body, changes, merged_pulls
 from app.replay.measure import in_diff, measure, reposted
 from app.replay.play import Played, login_of, replay_config
+from app.repoconfig import RepoConfig
 from app.review.markers import FindingMarker, ReviewMarker, Trigger
 from app.review.model import Finding, ReviewResult, Severity, Verdict
 from app.sandbox import Call, FakeGitHub

@@ -685,8 +685,9 @@ def test_a_truncated_tree_does_not_hide_config_files() -> None:
 async def test_a_tree_github_cannot_list_means_no_layout_not_a_failed_review(tmp_path: Path) -> None:
     import aiohttp
 
-    from app.config import RepoConfig, default_graphql_url
+    from app.config import default_graphql_url
     from app.github import GitHubClient, get_pull
+    from app.repoconfig import RepoConfig
     from app.usecases.pull import build_context
     from tests.harness import REPO, BotHarness
     from tests.test_review_cli import installation_token

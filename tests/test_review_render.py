@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import RepoConfig, parse_repo_config
+from app.repoconfig import RepoConfig, parse_repo_config
 from app.review import inert, render
 from app.review.markers import FindingMarker, ReviewMarker, Trigger, decode_all, encode
 from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict

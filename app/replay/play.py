@@ -30,8 +30,8 @@ from typing import Self
 import yaml
 
 from .. import github
-from ..config import RepoConfig, parse_repo_config
 from ..demo.harness import APP_ID, INSTALLATION, SLUG, BotAndFake
+from ..repoconfig import RepoConfig, parse_repo_config
 from ..review.model import ReviewResult
 from ..sandbox import FakeGitHub
 from ..usecases.pull import analyse, build_context

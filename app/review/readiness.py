@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..config import ReadinessComment
 from ..events import ReviewState
+from ..repoconfig import ReadinessComment
 from .inert import code
 
 MAX_NAME_CHARS = 200  # a check's name or a path, as shown

@@ -14,8 +14,8 @@ import gidgethub
 from cachetools import LRUCache, TTLCache
 
 from .. import github
-from ..config import RepoConfig, parse_repo_config
 from ..github import GitHubClient, get_file_text
+from ..repoconfig import RepoConfig, parse_repo_config
 from ..review.inert import code, escape
 from ..review.model import (
     ChangedFile,

@@ -18,9 +18,9 @@ from typing import Any
 
 from .. import github, metrics
 from ..commands import claims_fix, only_a_command
-from ..config import RepoConfig
 from ..github import GitHubClient, ReviewThread
 from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
+from ..repoconfig import RepoConfig
 from ..review import decide
 from ..review.identity import renames_in
 from ..review.inert import code, escape

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ...config import RepoConfig
+from ...repoconfig import RepoConfig
 from ..lintconfig import PRE_COMMIT, RUFF_CONFIGS, LintConfig, RuffConfigFile, lint_config
 from ..model import ChangedFile, FileContent, Finding, ReviewSettings, Severity
 from ..patterns import YamlRefused, load_yaml

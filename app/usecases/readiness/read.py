@@ -17,10 +17,10 @@ import gidgethub
 
 from ... import github
 from ...commands import parse_command
-from ...config import ReadinessConfig
 from ...events import ReviewState
 from ...github import GitHubClient
 from ...guards import BotIdentity, is_bot_login
+from ...repoconfig import ReadinessConfig
 from ...review import readiness as rd
 from ...review.markers import decode
 from ..bot import Bot

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from ...config import MAX_INSTRUCTIONS_CHARS
 from ...guards import BotIdentity
+from ...repoconfig import MAX_INSTRUCTIONS_CHARS
 from ...review.learnings import prompt_context
 from ...review.model import ModelInputs, ModelOptions, PriorFinding, Reviewer, ReviewResult
 from ...review.overrule import withdraw

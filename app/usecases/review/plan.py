@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ...config import RepoConfig
 from ...guards import BotIdentity, is_bot_login
+from ...repoconfig import RepoConfig
 from ...review import decide, render
 from ...review.markers import FindingMarker, ReviewMarker, Trigger
 from ...review.model import PullContext, ReviewResult, Verdict

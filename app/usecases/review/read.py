@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ... import github
-from ...config import RepoConfig, parse_repo_config
 from ...github import GitHubClient
 from ...guards import BotIdentity, is_bot_login
+from ...repoconfig import RepoConfig, parse_repo_config
 from ...review import decide
 from ...review.diff import PatchLines, parse_patch
 from ...review.identity import Delta, Scope, delta_of
