@@ -33,8 +33,8 @@ from .config import ConfigError, Settings, ephemeral_sqlite_problem, load_env_fi
 from .logs import setup_logging
 
 if TYPE_CHECKING:
-    from .review.evaluate import Case
-    from .review.model import Reviewer
+    from .review.core.model import Reviewer
+    from .review.measure.evaluate import Case
 
 EXIT_CONFIG = 2
 EXIT_RUNTIME = 1
@@ -103,9 +103,9 @@ async def _review_remote(target: str, output: str) -> int:
     from .config import RepoConfig, default_graphql_url
     from .github import GitHubClient, get_pull
     from .guards import BotIdentity
-    from .review.engine import BuiltinReviewer
-    from .review.markers import Trigger
-    from .review.report import as_json, as_text
+    from .review.engine.builtin import BuiltinReviewer
+    from .review.output.report import as_json, as_text
+    from .review.rounds.markers import Trigger
     from .usecases.pull import build_context
     from .usecases.review import plan_for, policy_for
 
@@ -139,9 +139,9 @@ async def _review_remote(target: str, output: str) -> int:
 
 
 async def _review_local(revisions: str, repo_path: str, output: str) -> int:
-    from .review.engine import BuiltinReviewer
-    from .review.local import GitError, context_from_git
-    from .review.report import as_json, as_text
+    from .review.engine.builtin import BuiltinReviewer
+    from .review.measure.local import GitError, context_from_git
+    from .review.output.report import as_json, as_text
 
     base, dots, head = revisions.partition("..")
     if not dots or not base or not head.lstrip("."):
@@ -164,9 +164,9 @@ async def _review_local(revisions: str, repo_path: str, output: str) -> int:
 async def _review_history(tip: str, count: int, repo_path: str, output: str) -> int:
     import json
 
-    from .review.engine import BuiltinReviewer
-    from .review.history import History, review_commits
-    from .review.local import GitError
+    from .review.engine.builtin import BuiltinReviewer
+    from .review.measure.history import History, review_commits
+    from .review.measure.local import GitError
 
     history = History()
     try:
@@ -216,7 +216,7 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    from .review.rules import rules_markdown
+    from .review.engine.rules import rules_markdown
 
     print(rules_markdown(), end="")
     return 0
@@ -249,7 +249,7 @@ def _setup(args: argparse.Namespace) -> int:
 def _eval_reviewer(reviewer_name: str) -> tuple[Reviewer, str] | None:
     """The reviewer ``eval`` measures and its label; None after a configuration error (said)."""
     from .config import load_llm_settings
-    from .review.engine import BuiltinReviewer
+    from .review.engine.builtin import BuiltinReviewer
 
     if reviewer_name != "llm":
         return BuiltinReviewer(), "builtin"
@@ -264,7 +264,7 @@ def _eval_reviewer(reviewer_name: str) -> tuple[Reviewer, str] | None:
 
 
 async def _eval_run(reviewer_name: str, cases: Sequence[Case], output: str) -> int:
-    from .review.evaluate import evaluate
+    from .review.measure.evaluate import evaluate
 
     chosen = _eval_reviewer(reviewer_name)
     if chosen is None:
@@ -286,7 +286,7 @@ def _eval(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     if args.history is not None:
         return _eval_history(args, name)
-    from .review.evaluate import load_cases
+    from .review.measure.evaluate import load_cases
 
     if not args.cases.is_dir():
         print(f"revbot: --cases: {args.cases} is not a directory", file=sys.stderr)
@@ -338,9 +338,9 @@ def _learnings(args: argparse.Namespace) -> int:
 
 
 async def _eval_history_run(args: argparse.Namespace, reviewer_name: str) -> int:
-    from .review.history_eval import evaluate_history
-    from .review.history_mine import mine, pairs_from_file
-    from .review.local import GitError
+    from .review.measure.history_eval import evaluate_history
+    from .review.measure.history_mine import mine, pairs_from_file
+    from .review.measure.local import GitError
 
     repo: Path = args.history
     try:
@@ -466,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     review.add_argument("--format", choices=("text", "json"), default="text")
     review.set_defaults(run=_review)
-    from .review.evaluate import DEFAULT_CASES
+    from .review.measure.evaluate import DEFAULT_CASES
 
     commands.add_parser("rules", help="list the rules the built-in reviewer reports").set_defaults(run=_rules)
     evaluation = commands.add_parser(

@@ -39,9 +39,9 @@ from .pacing import AckFirst, backoff_delay
 from .proxy import WebhookProxy, start_proxy
 from .ratelimit import Pacer
 from .recovery import DeliveryRecovery
-from .review.engine import BuiltinReviewer
+from .review.core.model import Reviewer
+from .review.engine.builtin import BuiltinReviewer
 from .review.learnings import DatabaseLearnings
-from .review.model import Reviewer
 from .store import Ledger, Store, describe_database
 from .store.backend import root_cause
 from .tasks import bounded, cancel_and_wait

@@ -1,5 +1,5 @@
 """A finding's identity across rounds and a re-review's scope: the pure decisions, table-driven
-(``app.review.identity``, and where the renderer, the thread check and overruling use them)."""
+(``app.review.rounds.identity``, and where the renderer, the thread check and overruling use them)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from app.review import render
 from app.review.analyzers import finding as make_finding
-from app.review.decide import last_reviewed_head, thread_status
-from app.review.engine import deduplicate
-from app.review.identity import Delta, Scope, delta_of, held, in_delta, matches, renames_in
-from app.review.markers import FindingMarker, ReviewMarker, Trigger, problem_key
-from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.engine.builtin import deduplicate
+from app.review.output import render
 from app.review.overrule import Overrule, withdraw
+from app.review.rounds.decide import last_reviewed_head, thread_status
+from app.review.rounds.identity import Delta, Scope, delta_of, held, in_delta, matches, renames_in
+from app.review.rounds.markers import FindingMarker, ReviewMarker, Trigger, problem_key
 
 OLD, NEW = "a" * 40, "b" * 40
 TEXT = "    return undefined_thing + 1"

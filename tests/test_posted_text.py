@@ -14,9 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from app.review import render
-from app.review.markers import FindingMarker, ReviewMarker, Trigger, carries, decode_all, encode, trailer
-from app.review.model import Finding, ReviewResult, Severity, Verdict
+from app.review.core.model import Finding, ReviewResult, Severity, Verdict
+from app.review.output import render
+from app.review.rounds.markers import (
+    FindingMarker,
+    ReviewMarker,
+    Trigger,
+    carries,
+    decode_all,
+    encode,
+    trailer,
+)
 from tests.harness import REPO, BotHarness, harness_with_decoy
 
 AUTHOR = "alice"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.review import readiness as rd
-from app.review.markers import decode
+from app.review.rounds.markers import decode
 from app.usecases.readiness import Memory, _rules, evaluate, quiet_text, remember_ci
 from tests.recording_github import REPO, RecordingGitHub, RecordingTimers, make_bot, repo_config
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from app.review.engine import BuiltinReviewer
-from app.review.history_eval import Outcome, evaluate_history, hits_of, score, shown_lines
-from app.review.history_mine import (
+from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.engine.builtin import BuiltinReviewer
+from app.review.measure.history_eval import Outcome, evaluate_history, hits_of, score, shown_lines
+from app.review.measure.history_mine import (
     Drop,
     Signal,
     Target,
@@ -28,7 +29,6 @@ from app.review.history_mine import (
     parse_blame,
     removed_lines,
 )
-from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 

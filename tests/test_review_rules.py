@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.review.analyzers import catalogue, default_analyzers, file_level_rules
-from app.review.rules import rules_markdown
+from app.review.engine.rules import rules_markdown
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -24,7 +24,7 @@ from app.review.analyzers.secrets import (
     redact_secrets,
     scan_lines,
 )
-from app.review.model import Severity
+from app.review.core.model import Severity
 from tests.test_review_analyzers import run, under_review
 
 _RNG = random.Random(20261130)

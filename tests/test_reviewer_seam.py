@@ -7,15 +7,15 @@ import ast
 import functools
 from pathlib import Path
 
-from app.review.engine import BuiltinReviewer
-from app.review.model import ModelInputs, PullContext, ThreadQuestion
+from app.review.core.model import ModelInputs, PullContext, ThreadQuestion
+from app.review.engine.builtin import BuiltinReviewer
 
 APP = Path(__file__).resolve().parent.parent / "app"
 PROBES = {"isinstance", "getattr", "hasattr"}
 ENGINES = {"BuiltinReviewer", "LlmReviewer"}
 # Where an engine may be named: the modules that choose one (the runtime, the command line, the
 # model reviewer's own package) and the built-in engine's module.
-CHOOSERS = {"runtime.py", "__main__.py", "review/engine.py", "review/llm"}
+CHOOSERS = {"runtime.py", "__main__.py", "review/engine/builtin.py", "review/llm"}
 
 
 @functools.cache

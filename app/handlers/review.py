@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import github
 from ..events import CheckRunEvent, PullRequestEvent
-from ..review.markers import Trigger
+from ..review.rounds.markers import Trigger
 from ..usecases.review import check_name, review_pull
 from .concern import OrderedRouter
 from .context import Context

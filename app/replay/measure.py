@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..demo.harness import BOT, SLUG
-from ..review.decide import thread_status
-from ..review.markers import FindingMarker, ReviewMarker, decode
+from ..review.rounds.decide import thread_status
+from ..review.rounds.markers import FindingMarker, ReviewMarker, decode
 from ..sandbox import Call, FakeGitHub
 from ..sandbox.diff import FileDiff, diff_trees
 from ..sandbox.state import Review, ReviewComment

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..store.schema import learnings as table
 from .analyzers.secrets import redact_secrets
-from .inert import code
+from .engine.inert import code
 from .overrule import LearningKey, PathPattern, normalised_line
 
 MAX_EXAMPLE_CHARS = 200

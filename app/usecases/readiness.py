@@ -32,8 +32,8 @@ from ..config import ReadinessConfig
 from ..github import GitHubClient
 from ..guards import is_bot_login
 from ..review import readiness as rd
-from ..review.inert import code
-from ..review.markers import decode, encode
+from ..review.engine.inert import code
+from ..review.rounds.markers import decode, encode
 from .bot import Bot
 from .pause import paused_by, paused_headline
 

@@ -24,13 +24,14 @@ from .. import github, metrics
 from ..config import MAX_INSTRUCTIONS_CHARS, RepoConfig
 from ..github import GitHubClient
 from ..guards import BotIdentity, is_bot_login
-from ..review import decide, render
-from ..review.diff import parse_patch
-from ..review.identity import Delta, Scope, delta_of
+from ..review.core.diff import parse_patch
+from ..review.core.model import ModelInputs, ModelOptions, PriorFinding, PullContext, ReviewResult, Verdict
 from ..review.learnings import Learning, prompt_context
-from ..review.markers import FindingMarker, ReviewMarker, Trigger
-from ..review.model import ModelInputs, ModelOptions, PriorFinding, PullContext, ReviewResult, Verdict
+from ..review.output import render
 from ..review.overrule import Overrule, severity_named, withdraw
+from ..review.rounds import decide
+from ..review.rounds.identity import Delta, Scope, delta_of
+from ..review.rounds.markers import FindingMarker, ReviewMarker, Trigger
 from .bot import Bot
 from .decoy import drop_decoy
 from .overrules import recorded_overrules, reported_at, take_reactions

@@ -21,12 +21,12 @@ from ..commands import claims_fix, only_a_command
 from ..config import RepoConfig
 from ..github import GitHubClient, ReviewThread
 from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
-from ..review import decide
-from ..review.identity import renames_in
-from ..review.inert import code, escape
+from ..review.core.model import ChangedFile, Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
+from ..review.engine.inert import code, escape
 from ..review.llm.prompt import hunk_listing, numbered
-from ..review.markers import FindingMarker, carries, encode
-from ..review.model import ChangedFile, Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
+from ..review.rounds import decide
+from ..review.rounds.identity import renames_in
+from ..review.rounds.markers import FindingMarker, carries, encode
 from .bot import Bot
 from .pull import analyse, build_context
 

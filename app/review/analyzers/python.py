@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..codespan import code_span
-from ..lintconfig import LintConfig, RuffInput, governing_paths, ruff_inputs, version_tuple
-from ..model import ChangedFile, Finding, RepoTree, Severity, Skipped
+from ..core.codespan import code_span
+from ..core.lintconfig import LintConfig, RuffInput, governing_paths, ruff_inputs, version_tuple
+from ..core.model import ChangedFile, Finding, RepoTree, Severity, Skipped
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding, is_python, unreadable
 from .ruff_runner import (
     DEFAULT_SELECT,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import unquote
 
-from ..model import ChangedFile, Finding, Severity
+from ..core.model import ChangedFile, Finding, Severity
 from .base import AnalysisInput, AnalyzerOutput, Rule, finding, is_test_path
 
 __all__ = [

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
-from ..diff import PatchLines
+from ..core.diff import PatchLines
 from ..isolation.child import stage
 from ..isolation.limits import Stage, Tripped
 from ..isolation.pool import AnalysisError, Boundary

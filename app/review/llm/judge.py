@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from ..model import ThreadJudgement, ThreadQuestion, ThreadStatus
+from ..core.model import ThreadJudgement, ThreadQuestion, ThreadStatus
 from . import prompt
 from .client import ModelClient, Tally, cache_key
 from .memory import Memory

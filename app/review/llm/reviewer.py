@@ -43,10 +43,8 @@ from pydantic import ValidationError
 
 from ..analyzers import is_python
 from ..analyzers.injection import RULE as INJECTION_RULE
-from ..diff import PatchLines, parse_patch
-from ..engine import BuiltinReviewer, deduplicate, summarise, verdict_for
-from ..inert import code
-from ..model import (
+from ..core.diff import PatchLines, parse_patch
+from ..core.model import (
     ChangedFile,
     FileContent,
     Finding,
@@ -59,7 +57,9 @@ from ..model import (
     ThreadQuestion,
     Verdict,
 )
-from ..selection import matching_pattern
+from ..core.selection import matching_pattern
+from ..engine.builtin import BuiltinReviewer, deduplicate, summarise, verdict_for
+from ..engine.inert import code
 from . import prompt, trust
 from .bounded import ContextJob, FileContext, ImportsJob, Reviewed, settle
 from .checks import check_findings

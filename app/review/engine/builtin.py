@@ -26,14 +26,11 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from ..config import load_analysis_settings
-from .analyzers import LINTERS, Analyzer, default_analyzers, find_tool, is_python
-from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob
-from .diff import base_of
-from .isolation.limits import Budget, Job, Limit, Tripped
-from .isolation.pool import AnalysisError, Boundary, shared_pool
-from .lintconfig import config_paths
-from .model import (
+from ...config import load_analysis_settings
+from ..analyzers import LINTERS, Analyzer, default_analyzers, find_tool, is_python
+from ..core.diff import base_of
+from ..core.lintconfig import config_paths
+from ..core.model import (
     ChangedFile,
     FileContent,
     Finding,
@@ -46,8 +43,11 @@ from .model import (
     Skipped,
     Verdict,
 )
+from ..core.selection import select_files
+from ..isolation.limits import Budget, Job, Limit, Tripped
+from ..isolation.pool import AnalysisError, Boundary, shared_pool
+from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob
 from .ruffpins import RuffPins
-from .selection import select_files
 
 __all__ = ["BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
 

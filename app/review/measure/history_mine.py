@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .analyzers import is_python, is_test_path
+from ..analyzers import is_python, is_test_path
 from .local import GitError, git, read_at
 
 __all__ = [

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..guards import BotIdentity, is_bot_login
+from ...guards import BotIdentity, is_bot_login
+from ..core.model import ReviewResult
+from ..core.selection import REMOVED
 from .identity import Renames, stands
 from .markers import FindingMarker, ReviewMarker
-from .model import ReviewResult
-from .selection import REMOVED
 
 DECIDING = ("CHANGES_REQUESTED", "APPROVED")
 

@@ -28,10 +28,10 @@ from typing import Any
 
 import yaml
 
+from ..core.model import Finding, Reviewer, Severity
 from .local import GitError, context_from_git, git
-from .model import Finding, Reviewer, Severity
 
-DEFAULT_CASES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "review_cases"
+DEFAULT_CASES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "review_cases"
 
 
 @dataclass(frozen=True, slots=True)

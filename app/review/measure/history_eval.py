@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .diff import parse_patch
+from ..core.diff import parse_patch
+from ..core.model import Finding, Reviewer, ReviewResult, Severity
 from .history import History, review_commits
 from .history_mine import Mined, Pair, Target
 from .local import GitError, context_from_git
-from .model import Finding, Reviewer, ReviewResult, Severity
 
 __all__ = ["HistoryReport", "Outcome", "PairResult", "evaluate_history", "hits_of", "score", "shown_lines"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .model import ReviewResult
+from ..core.model import ReviewResult
 
 
 def as_json(result: ReviewResult, *, head_sha: str, event: str | None = None) -> str:

@@ -22,13 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .analyzers.injection import PR_BODY_PATH
-from .analyzers.secrets import redact_secrets
-from .identity import Delta, Recorded, Renames, held, in_delta
-from .inert import code, defuse, escape, neutralise
-from .markers import FindingMarker, ReviewMarker, Trigger, problem_key
-from .model import Finding, ReviewResult, Severity, Verdict
-from .overrule import Overrule
+from ..analyzers.injection import PR_BODY_PATH
+from ..analyzers.secrets import redact_secrets
+from ..core.model import Finding, ReviewResult, Severity, Verdict
+from ..engine.inert import code, defuse, escape, neutralise
+from ..overrule import Overrule
+from ..rounds.identity import Delta, Recorded, Renames, held, in_delta
+from ..rounds.markers import FindingMarker, ReviewMarker, Trigger, problem_key
 
 ANNOTATION_LEVEL = {Severity.BLOCKER: "failure", Severity.CONCERN: "warning", Severity.NIT: "notice"}
 HEADLINE = {
