@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.review.analyzers import finding as make_finding
-from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.core.model import Finding, ReviewResult, Severity, Skipped, ThreadStatus, Verdict
 from app.review.engine.builtin import deduplicate
 from app.review.output import render
 from app.review.overrule import Overrule, withdraw
@@ -208,18 +208,18 @@ def test_a_delta_review_lists_findings_on_unchanged_lines_in_the_body() -> None:
 @pytest.mark.parametrize(
     ("status_of", "renames", "status"),
     [
-        ((), {}, "fixed"),
-        ((found(path="src/core.py"),), RENAMED, "present"),
-        ((found(path="src/core.py"),), {}, "fixed"),
-        ((), RENAMED, "unknown"),  # renamed without changes: not analysed there
+        ((), {}, ThreadStatus.FIXED),
+        ((found(path="src/core.py"),), RENAMED, ThreadStatus.NOT_FIXED),
+        ((found(path="src/core.py"),), {}, ThreadStatus.FIXED),
+        ((), RENAMED, ThreadStatus.CANNOT_TELL),  # renamed without changes: not analysed there
     ],
 )
 def test_thread_status_follows_renames(
-    status_of: tuple[Finding, ...], renames: Mapping[str, str], status: str
+    status_of: tuple[Finding, ...], renames: Mapping[str, str], status: ThreadStatus
 ) -> None:
     skipped = (Skipped("src/core.py", "renamed without changes"),) if not status_of and renames else ()
     result = ReviewResult(Verdict.COMMENT, "s", status_of, skipped=skipped, analysed=("src/core.py",))
-    assert thread_status(RECORDED, result, renames) == status
+    assert thread_status(RECORDED, result, renames) is status
 
 
 def test_an_overrule_follows_its_finding_into_a_renamed_file() -> None:

@@ -266,7 +266,7 @@ def test_is_fixed_knows_the_problem_key_after_the_text_was_edited() -> None:
 
 
 def test_a_thread_on_a_file_the_analysis_skipped_is_left_alone() -> None:
-    from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
+    from app.review.core.model import Finding, ReviewResult, Severity, Skipped, ThreadStatus, Verdict
     from app.review.rounds.decide import thread_status
 
     def result(
@@ -276,9 +276,9 @@ def test_a_thread_on_a_file_the_analysis_skipped_is_left_alone() -> None:
 
     assert (
         thread_status(MARKER, result((Skipped("a.py", "over the limit of 300 files (review.max_files)"),)))
-        == "unknown"
+        is ThreadStatus.CANNOT_TELL
     )
-    assert thread_status(MARKER, result((Skipped("a.py", "file removed"),))) == "fixed"
-    assert thread_status(MARKER, result((), ("a.py",))) == "fixed"
+    assert thread_status(MARKER, result((Skipped("a.py", "file removed"),))) is ThreadStatus.FIXED
+    assert thread_status(MARKER, result((), ("a.py",))) is ThreadStatus.FIXED
     still = Finding("a.py", 2, Severity.BLOCKER, "python/F821", "m", "fp")
-    assert thread_status(MARKER, result((), ("a.py",), still)) == "present"
+    assert thread_status(MARKER, result((), ("a.py",), still)) is ThreadStatus.NOT_FIXED

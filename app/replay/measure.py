@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..demo.harness import BOT, SLUG
+from ..review.core.model import ThreadStatus, Verdict
 from ..review.rounds.decide import thread_status
 from ..review.rounds.markers import FindingMarker, ReviewMarker, decode
 from ..sandbox import Call, FakeGitHub
@@ -42,7 +43,6 @@ from .play import Played
 __all__ = ["TOTAL_KEYS", "Blocker", "PullReport", "measure", "totals"]
 
 READINESS_CHECK = check_name(SLUG)
-BLOCK = "REQUEST_CHANGES"
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,14 +287,16 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
         return renamed[head]
 
     status = {
-        fp: thread_status(m, final, renames_since(flagged_at[fp])) if final else "unknown"
+        fp: thread_status(m, final, renames_since(flagged_at[fp])) if final else ThreadStatus.CANNOT_TELL
         for fp, m in flagged.items()
     }
-    blocking = bool(rounds) and _verdict(rounds[-1]) == BLOCK and rounds[-1].state != "DISMISSED"
+    blocking = (
+        bool(rounds) and _verdict(rounds[-1]) == Verdict.REQUEST_CHANGES and rounds[-1].state != "DISMISSED"
+    )
     blockers = [
         Blocker(m.rule, m.path, m.line)
         for fp, m in flagged.items()
-        if blocking and m.severity == "blocker" and status[fp] != "fixed"
+        if blocking and m.severity == "blocker" and status[fp] is not ThreadStatus.FIXED
     ]
     pull = world.pull(world.repo(repo), played.number)
     threads = [t for t in world.threads_of(pull) if world.review_comments[t.comment_ids[0]].user == BOT]
@@ -310,11 +312,11 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
         comments=sum(per_round),
         reposted=reposted(fake, calls, reviews_path),
         outside_diff=outside,
-        blocks_raised=sum(_verdict(r) == BLOCK for r in rounds),
+        blocks_raised=sum(_verdict(r) == Verdict.REQUEST_CHANGES for r in rounds),
         blocks_dismissed=sum(r.state == "DISMISSED" for r in rounds),
         resolved_verified=sum(t.is_resolved and t.resolved_by == BOT for t in threads),
         flagged=len(flagged),
-        fixed_by_author=sum(s == "fixed" for s in status.values()),
+        fixed_by_author=sum(s is ThreadStatus.FIXED for s in status.values()),
         blockers_at_merge=blockers,
         readiness_updates=updates,
         ready_calls=ready,

@@ -455,7 +455,7 @@ async def dismiss_blocks(
     mine: Sequence[Mapping[str, Any]],
     head_sha: str,
     overruled: bool = False,
-) -> str:
+) -> render.Dismissal:
     """Dismiss every active request for changes of the bot: "dismissed", or "forbidden" when
     GitHub refuses (the installation may not dismiss reviews on this branch)."""
     how = "verified fixed or overruled" if overruled else "verified fixed"
@@ -470,9 +470,9 @@ async def dismiss_blocks(
         except gidgethub.BadRequest as exc:
             if int(exc.status_code) in (403, 404):
                 log.warning("may not dismiss review %s: %s", review.get("id"), exc)
-                return "forbidden"
+                return render.Dismissal.FORBIDDEN
             raise
-    return "dismissed"
+    return render.Dismissal.DISMISSED
 
 
 async def post_review(

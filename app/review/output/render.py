@@ -17,6 +17,7 @@ open an HTML comment is withheld instead (the finding is still posted).
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from typing import Any
 
 from ..analyzers.injection import PR_BODY_PATH
 from ..analyzers.secrets import redact_secrets
-from ..core.model import Finding, ReviewResult, Severity, Verdict
+from ..core.model import MODEL_RULES, Finding, ReviewResult, Severity, Verdict
 from ..engine.inert import code, defuse, escape, neutralise
 from ..overrule import Overrule
 from ..rounds.identity import Delta, Recorded, Renames, held, in_delta
@@ -32,12 +33,11 @@ from ..rounds.markers import FindingMarker, ReviewMarker, Trigger, problem_key
 
 ANNOTATION_LEVEL = {Severity.BLOCKER: "failure", Severity.CONCERN: "warning", Severity.NIT: "notice"}
 HEADLINE = {
-    "REQUEST_CHANGES": "changes requested",
-    "COMMENT": "comments",
-    "APPROVE": "approved",
+    Verdict.REQUEST_CHANGES: "changes requested",
+    Verdict.COMMENT: "comments",
+    Verdict.APPROVE: "approved",
 }
 MAX_CHECK_TEXT = 60_000
-MODEL_RULES = "llm/"  # the language-model reviewer's findings
 INCOMPLETE = "not everything was analysed (the files listed under Not analysed, and the notes above)"
 
 
@@ -52,13 +52,20 @@ class Policy:
     max_nits: int = 5
 
 
+class Dismissal(enum.StrEnum):
+    """What happened to the bot's earlier request for changes when approval is disabled."""
+
+    DISMISSED = "dismissed"
+    FORBIDDEN = "forbidden"  # GitHub answered 403: the installation may not dismiss reviews here
+
+
 @dataclass(frozen=True, slots=True)
 class Rereview:
     """The bot's latest decision on this PR was a request for changes: this review must re-decide.
 
     ``fixed`` and ``still_open`` are the earlier review's blockers (read back from its markers)
     that are gone from, or still in, the current findings. ``dismissal`` is what happened to the
-    earlier block when approval is disabled: "dismissed" or "forbidden" (GitHub answered 403).
+    earlier block when approval is disabled.
     ``overruled``: the earlier blockers someone who may has withdrawn on this PR. ``unconfirmed``:
     blockers no longer reported on a file this analysis could not (fully) look at.
     """
@@ -66,14 +73,14 @@ class Rereview:
     prior_head_sha: str
     fixed: tuple[FindingMarker, ...] = ()
     still_open: tuple[FindingMarker, ...] = ()
-    dismissal: str | None = None
+    dismissal: Dismissal | None = None
     overruled: tuple[Overrule, ...] = ()
     unconfirmed: tuple[FindingMarker, ...] = ()  # gone from the findings, but their file was not analysed
 
 
 @dataclass(frozen=True, slots=True)
 class ReviewPlan:
-    event: str  # APPROVE | REQUEST_CHANGES | COMMENT
+    event: Verdict  # the GitHub review event: the verdict after the policy (``review_event``)
     body: str
     comments: tuple[dict[str, Any], ...]
     inline: tuple[Finding, ...]
@@ -92,7 +99,7 @@ class ReviewPlan:
 
 def review_event(
     verdict: Verdict, policy: Policy, *, rereview: bool = False, withhold_approval: bool = False
-) -> str:
+) -> Verdict:
     """The GitHub review event for a verdict under the deployment's policy.
 
     A re-review never ends in a plain comment while it could decide: GitHub's request for changes
@@ -105,10 +112,10 @@ def review_event(
         verdict = Verdict.APPROVE
     if verdict is Verdict.APPROVE:
         allowed = policy.approve and not policy.pr_by_bot and not withhold_approval
-        return "APPROVE" if allowed else "COMMENT"
+        return Verdict.APPROVE if allowed else Verdict.COMMENT
     if verdict is Verdict.REQUEST_CHANGES and policy.pr_by_bot:
-        return "COMMENT"
-    return verdict.value
+        return Verdict.COMMENT
+    return verdict
 
 
 def _anchor(finding: Finding, commentable: frozenset[int]) -> dict[str, Any] | None:
@@ -278,7 +285,7 @@ def severity_table(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
 def render_body(
     result: ReviewResult,
     *,
-    event: str,
+    event: Verdict,
     inline: list[Finding],
     in_body: list[Finding],
     head_sha: str,
@@ -301,7 +308,7 @@ def render_body(
         lines += ["", *_rereview_lines(rereview, event=event, head_sha=head_sha)]
     if (
         result.withhold_approval is not None
-        and event == "COMMENT"
+        and event is Verdict.COMMENT
         and result.verdict is not (Verdict.REQUEST_CHANGES)
     ):
         stands = (
@@ -310,17 +317,17 @@ def render_body(
             else ""
         )
         lines += ["", f"**Not approving:** {escape(result.withhold_approval)}.{stands}"]
-    elif result.incomplete and event == "COMMENT" and result.verdict is not Verdict.REQUEST_CHANGES:
+    elif result.incomplete and event is Verdict.COMMENT and result.verdict is not Verdict.REQUEST_CHANGES:
         stands = (
             " My earlier request for changes stands until a review can confirm the fixes." if rereview else ""
         )
         lines += ["", f"**Not approving:** {INCOMPLETE}.{stands}"]
-    elif rereview is None and result.verdict is Verdict.APPROVE and event == "COMMENT":
+    elif rereview is None and result.verdict is Verdict.APPROVE and event is Verdict.COMMENT:
         reason = (
             "this pull request was opened by the bot itself" if policy.pr_by_bot else "approval is disabled"
         )
         lines += ["", f"No problems found; not approving because {reason}."]
-    if result.verdict is Verdict.REQUEST_CHANGES and event == "COMMENT":
+    if result.verdict is Verdict.REQUEST_CHANGES and event is Verdict.COMMENT:
         lines += ["", "Blockers found; not requesting changes on a pull request the bot opened itself."]
     if in_threads:
         lines += ["", "**Still open** (discussed in the existing threads):"]
@@ -398,7 +405,7 @@ def _marker_line(marker: FindingMarker) -> str:
     return f"- {code(marker.rule)} {code(f'{marker.path}:{marker.line}')}"
 
 
-def _rereview_lines(rereview: Rereview, *, event: str, head_sha: str) -> list[str]:
+def _rereview_lines(rereview: Rereview, *, event: Verdict, head_sha: str) -> list[str]:
     short = head_sha[:12]
     lines = [f"Re-review: I requested changes at {rereview.prior_head_sha[:12]}; this is {short}."]
     if rereview.fixed:
@@ -417,11 +424,11 @@ def _rereview_lines(rereview: Rereview, *, event: str, head_sha: str) -> list[st
             f"**Not confirmed fixed** at {short} (their files were not fully analysed):",
             *(_marker_line(m) for m in rereview.unconfirmed),
         ]
-    if event == "APPROVE":
+    if event is Verdict.APPROVE:
         lines += ["", "No blockers remain, so this approval replaces my request for changes."]
-    elif event == "COMMENT" and rereview.dismissal == "dismissed":
+    elif event is Verdict.COMMENT and rereview.dismissal is Dismissal.DISMISSED:
         lines += ["", "No blockers remain: I dismissed my request for changes (approval is disabled here)."]
-    elif event == "COMMENT" and rereview.dismissal == "forbidden":
+    elif event is Verdict.COMMENT and rereview.dismissal is Dismissal.FORBIDDEN:
         lines += [
             "",
             "**My earlier request for changes still stands.** No blockers remain at "

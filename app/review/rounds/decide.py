@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ...guards import BotIdentity, is_bot_login
-from ..core.model import ReviewResult
+from ..core.model import MODEL_RULES, ReviewResult, ThreadStatus
 from ..core.selection import REMOVED
 from .identity import Renames, stands
 from .markers import FindingMarker, ReviewMarker
@@ -123,17 +123,19 @@ def unconfirmed(result: ReviewResult) -> frozenset[str]:
     return frozenset(s.path for s in result.skipped if s.reason != REMOVED)
 
 
-def thread_status(marker: FindingMarker, result: ReviewResult, renames: Renames | None = None) -> str:
-    """ "fixed", "present", or "unknown" when the analysis at head did not (fully) look at the
+def thread_status(
+    marker: FindingMarker, result: ReviewResult, renames: Renames | None = None
+) -> ThreadStatus:
+    """Fixed, not fixed, or cannot tell when the analysis at head did not (fully) look at the
     thread's file (or the file it was renamed to): then nothing is concluded."""
     if not is_fixed(marker, result, renames):
-        return "present"
+        return ThreadStatus.NOT_FIXED
     unseen = unconfirmed(result)
     moved = (renames or {}).get(marker.path, marker.path)
-    return "unknown" if marker.path in unseen or moved in unseen else "fixed"
+    return ThreadStatus.CANNOT_TELL if marker.path in unseen or moved in unseen else ThreadStatus.FIXED
 
 
 def verifiable(marker: FindingMarker) -> bool:
     """Findings of the built-in analyzers can be re-checked at head; others (an LLM reviewer's)
     need the engine that made them, and are left alone until it can judge."""
-    return not marker.rule.startswith("llm/")
+    return not marker.rule.startswith(MODEL_RULES)
