@@ -1,7 +1,7 @@
 """Running ruff: once over a set of files, in a directory that looks like a checkout.
 
 Under a fresh temporary directory go the files to lint at their repository paths, the
-configuration files (already re-written by ``lintconfig.ruff_inputs``) and the package layout
+configuration files (already re-written by ``ruffinputs.ruff_inputs``) and the package layout
 (empty stand-ins). A configuration always sits at its root (the repository's, or ours with
 ``select = ["E9", "F"]``), so nothing outside it can leak in. What ruff writes on stderr is never
 passed on: only the name of a setting it does not know. The analyzer is ``python``; the pinned
