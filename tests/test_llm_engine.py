@@ -14,7 +14,8 @@ import pytest
 
 from app.config import Settings
 from app.review.analyzers.injection import scan_text
-from app.review.analyzers.secrets import base62_crc32, redact_secrets
+from app.review.analyzers.secret_tokens import base62_crc32
+from app.review.analyzers.secrets import redact_secrets
 from app.review.core.model import ChangedFile, FileContent, ModelOptions, PullContext, Severity, Verdict
 from app.review.engine.inert import escape
 from app.review.llm import build_reviewer
