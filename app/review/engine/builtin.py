@@ -44,8 +44,8 @@ from ..core.model import (
     Verdict,
 )
 from ..core.selection import select_files
-from ..isolation.limits import Budget, Job, Limit, Tripped
-from ..isolation.pool import AnalysisError, Boundary, shared_pool
+from ..isolation.limits import AnalysisError, Budget, Job, Limit, Tripped
+from ..isolation.pool import Boundary, shared_pool
 from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob
 from .ruffpins import RuffPins
 

@@ -23,8 +23,8 @@ from typing import Protocol, TypeVar
 
 from ..core.diff import PatchLines
 from ..isolation.child import stage
-from ..isolation.limits import Stage, Tripped
-from ..isolation.pool import AnalysisError, Boundary
+from ..isolation.limits import AnalysisError, Stage, Tripped
+from ..isolation.pool import Boundary
 from . import prompt, related
 from .prompt import HeadContext
 from .related import Related
