@@ -16,18 +16,16 @@ import pytest
 
 from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
 from app.review.engine.builtin import BuiltinReviewer
+from app.review.measure.blame import map_back, parse_blame, removed_lines
 from app.review.measure.history_eval import Detection, evaluate_history, hits_of, score, shown_lines
 from app.review.measure.history_mine import (
     Drop,
     Signal,
     Target,
     classify,
-    map_back,
     mine,
     own_pull_number,
     pairs_from_file,
-    parse_blame,
-    removed_lines,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
