@@ -3,7 +3,8 @@
 This module runs a review; the rest of the package holds the parts: ``prompt`` (what the model
 is shown), ``schema`` (what it must answer), ``packing`` (limits, daily budgets, requests),
 ``client`` (the provider behind a gate, its health and usage), ``checks`` (model findings
-checked before posting), ``trust`` (canary, coverage and steering: what may approve),
+checked before posting), ``combine`` (the built-in review and the model's work, one result),
+``trust`` (canary, coverage and steering: what may approve),
 ``judge`` (thread judgement), ``memory`` (answers and usage kept), and ``related`` (what a
 changed function calls and who calls it), found with the head lines shown around each change by
 the jobs of ``bounded``, inside the execution boundary: nothing of the PR is parsed here.
@@ -37,17 +38,15 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from pydantic import ValidationError
 
 from ..analyzers import is_python
-from ..analyzers.injection import RULE as INJECTION_RULE
 from ..core.diff import PatchLines, parse_patch
 from ..core.model import (
     ChangedFile,
     FileContent,
-    Finding,
     ModelInputsReader,
     PullContext,
     Reviewer,
@@ -55,43 +54,21 @@ from ..core.model import (
     Skipped,
     ThreadJudgement,
     ThreadQuestion,
-    Verdict,
 )
 from ..core.selection import matching_pattern
-from ..engine.builtin import BuiltinReviewer, deduplicate, summarise, verdict_for
+from ..engine.builtin import BuiltinReviewer
 from ..engine.inert import code
 from . import prompt, trust
 from .bounded import ContextJob, FileContext, ImportsJob, Reviewed, settle
-from .checks import check_findings
-from .client import ModelClient, Tally, cache_key
+from .client import ModelClient, cache_key
+from .combine import ModelWork, combine
 from .judge import ThreadJudge
 from .memory import InMemory, Memory
 from .packing import Budget, Group, Limits, Section, charges_for, pack, plan
 from .providers import Provider, ProviderError, estimate_tokens
-from .schema import FINDINGS_SCHEMA, ModelAnswer, ModelFinding, parse
+from .schema import FINDINGS_SCHEMA, ModelAnswer, parse
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class ModelWork:
-    """What one review's model work produced."""
-
-    findings: list[ModelFinding] = field(default_factory=list)
-    not_reviewed: list[Skipped] = field(default_factory=list)
-    reviewed: int = 0
-    outside: int = 0  # findings on a file the request did not show: dropped
-    cached: int = 0
-    tally: Tally = field(default_factory=Tally)  # the requests sent and their tokens
-    today: str = ""  # the installation's usage today, for the footer
-    line_counts: dict[str, int] = field(default_factory=dict)  # path -> lines at head, when read
-    given: list[str] = field(default_factory=list)  # the files the model was to review
-    confirmed: set[str] = field(default_factory=set)  # ... that it said "reviewed, nothing found" for
-    reported: set[str] = field(default_factory=set)  # ... that it said "findings" for, with some
-    injection: list[Finding] = field(default_factory=list)  # untrusted answers, steering reports
-    untrusted: int = 0  # answers without their request's canary
-    related_cut: int = 0  # related definitions and call sites left out of the prompts (budget)
-    shown: set[tuple[str, int]] = field(default_factory=set)  # what the model reviewed was shown
 
 
 def skip_reason(context: PullContext) -> str | None:
@@ -166,10 +143,12 @@ class LlmReviewer(Reviewer):
             reason = await self.budget.over(context.installation_id, charges)
         if reason is not None:
             log.info("model review skipped: %s", reason)
-            return self._combine(
+            return combine(
                 context,
                 base,
                 ModelWork(),
+                model=self.provider.model,
+                usage=(),
                 notes=[f"the model did not review this pull request: {reason}"],
                 skipped=reason,
             )
@@ -204,7 +183,7 @@ class LlmReviewer(Reviewer):
         )
         if work.tally.requests or work.cached:
             work.today = await self.budget.today(context.installation_id)
-        return self._combine(context, base, work, notes=notes)
+        return combine(context, base, work, model=self.provider.model, usage=self._usage(work), notes=notes)
 
     async def _sections(
         self, context: PullContext, base: ReviewResult, work: ModelWork, notes: list[str]
@@ -422,96 +401,6 @@ class LlmReviewer(Reviewer):
             trust.steering_finding(report, paths=paths, line_counts=work.line_counts)
             for report in answer.steering
         ]
-
-    def _combine(
-        self,
-        context: PullContext,
-        base: ReviewResult,
-        work: ModelWork,
-        *,
-        notes: list[str],
-        skipped: str | None = None,
-    ) -> ReviewResult:
-        """``skipped``: why the model did not review the pull request at all."""
-        checked, dropped, merged = check_findings(
-            work.findings,
-            files=context.files,
-            builtin=base.findings,
-            line_counts=work.line_counts,
-            blockers=context.model.blockers,
-        )
-        dropped += work.outside
-        checked.sort(key=lambda item: (-item[1].severity, -item[0], item[1].path, item[1].line))
-        cap = context.model.max_findings
-        shown = [f for _, f in checked[:cap]]
-        extra: list[str] = []
-        if work.reviewed:
-            cached = f", {work.cached} from cache" if work.cached else ""
-            extra.append(
-                f"the model ({self.provider.model}) reviewed {work.reviewed} file"
-                f"{'s' if work.reviewed != 1 else ''}{cached}"
-            )
-        if len(checked) > cap:
-            extra.append(
-                f"{len(checked) - cap} more model findings not shown (review.llm.max_findings: {cap})"
-            )
-        if merged:
-            extra.append(f"{merged} model finding{'s' if merged != 1 else ''} merged into built-in ones")
-        if dropped:
-            extra.append(f"{dropped} model finding{'s' if dropped != 1 else ''} dropped by the checks")
-        if work.not_reviewed:
-            extra.append(
-                f"{len(work.not_reviewed)} file{'s' if len(work.not_reviewed) != 1 else ''} "
-                "not reviewed by the model (listed below)"
-            )
-        if work.related_cut:
-            extra.append(
-                f"{work.related_cut} related definition{'s' if work.related_cut != 1 else ''} or call "
-                "sites not shown to the model (LLM_MAX_INPUT_TOKENS)"
-            )
-        order = {f.path: i for i, f in enumerate(context.files)}
-        findings = deduplicate(
-            sorted(
-                [*base.findings, *shown, *work.injection],  # injection reports: never capped
-                key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule),
-            )
-        )
-        incomplete = base.verdict is not verdict_for(base.findings)
-        verdict = verdict_for(findings, incomplete=incomplete)
-        injected = trust.injection_withheld(
-            {f.rule for f in findings}, model_read=work.reviewed > 0, tripwire=INJECTION_RULE
-        )
-        # A file it reported on counts only while a finding stands on it (not dropped).
-        reported = work.reported & {f.path for f in findings}
-        withhold = injected or trust.approval_withheld(
-            skipped=skipped, given=work.given, confirmed=work.confirmed, reported=reported
-        )
-        if withhold is not None and verdict is Verdict.APPROVE:
-            verdict = Verdict.COMMENT
-        all_notes = [*base.notes, *notes, *extra]
-        return ReviewResult(
-            verdict=verdict,
-            summary=summarise(
-                findings,
-                changed=len(context.files),
-                analysed=base.analysed,
-                skipped=base.skipped,
-                notes=all_notes,
-            ),
-            findings=tuple(findings),
-            skipped=base.skipped,
-            analysed=base.analysed,
-            notes=tuple(all_notes),
-            withhold_approval=withhold,
-            withheld_holds_block=injected is not None
-            or trust.holds_block(
-                skipped=skipped, given=work.given, confirmed=work.confirmed, reported=reported
-            ),
-            incomplete=incomplete,
-            model_skipped=tuple(work.not_reviewed),
-            usage=self._usage(work),
-            prompt_lines=frozenset(work.shown),
-        )
 
     def _usage(self, work: ModelWork) -> tuple[str, ...]:
         tally = work.tally
