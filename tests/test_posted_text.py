@@ -16,6 +16,7 @@ import pytest
 
 from app.review.core.model import Finding, ReviewResult, Severity, Verdict
 from app.review.output import render
+from app.review.output.comments import postable_suggestion
 from app.review.rounds.markers import (
     FindingMarker,
     ReviewMarker,
@@ -106,7 +107,7 @@ def nit(suggestion: str) -> Finding:
     ],
 )
 def test_a_suggestion_is_posted_verbatim_or_withheld(suggestion: str, posted: bool) -> None:
-    assert render.postable_suggestion(suggestion) is posted
+    assert postable_suggestion(suggestion) is posted
     result = ReviewResult(verdict=Verdict.COMMENT, summary="s", findings=(nit(suggestion),))
     plan = render.plan_review(
         result,
