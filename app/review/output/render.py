@@ -146,30 +146,21 @@ def plan_review(
         rereview=rereview is not None,
         withhold_approval=result.withhold_approval is not None or result.incomplete,
     )
+    held_by = _carried(result, threads, renames)
     placed = _place(
-        result,
-        head_sha=head_sha,
-        commentable=commentable,
-        policy=policy,
-        changed=changed,
-        held_by=_carried(result, threads, renames),
-        delta=delta,
+        result, head_sha, policy, commentable=commentable, changed=changed, held_by=held_by, delta=delta
     )
     body = render_body(
         result,
-        event=event,
-        inline=placed.inline,
-        in_body=placed.in_body,
+        placed,
+        event,
+        policy,
+        rereview,
         head_sha=head_sha,
         trigger=trigger,
         bot_name=bot_name,
-        policy=policy,
-        rereview=rereview,
-        in_threads=placed.in_threads,
         issued_at=issued_at,
-        unchanged=placed.unchanged,
         scope_note=delta.note if delta is not None else None,
-        quieted=placed.quieted,
     )
     return ReviewPlan(
         event=event,
@@ -184,7 +175,7 @@ def plan_review(
 
 
 @dataclass(slots=True)
-class _Placement:
+class Placement:
     """Where each finding of a review goes (``ReviewPlan`` has the same lists, frozen)."""
 
     inline: list[Finding] = field(default_factory=list)
@@ -204,15 +195,15 @@ def _carried(result: ReviewResult, threads: Sequence[Recorded], renames: Renames
 
 def _place(
     result: ReviewResult,
-    *,
     head_sha: str,
-    commentable: Mapping[str, frozenset[int]],
     policy: Policy,
+    *,
+    commentable: Mapping[str, frozenset[int]],
     changed: Mapping[str, frozenset[int]] | None,
     held_by: set[int],
     delta: Delta | None,
-) -> _Placement:
-    placed = _Placement()
+) -> Placement:
+    placed = Placement()
     for finding in most_severe_first(result.findings):
         if id(finding) in held_by:
             placed.in_threads.append(finding)
@@ -256,21 +247,19 @@ def severity_table(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
 
 def render_body(
     result: ReviewResult,
-    *,
+    placed: Placement,
     event: Verdict,
-    inline: list[Finding],
-    in_body: list[Finding],
+    policy: Policy,
+    rereview: Rereview | None = None,
+    *,
     head_sha: str,
     trigger: Trigger,
     bot_name: str,
-    policy: Policy,
-    rereview: Rereview | None = None,
-    in_threads: list[Finding] | None = None,
     issued_at: float = 0.0,
-    unchanged: Sequence[Finding] = (),
     scope_note: str | None = None,
-    quieted: list[Finding] | None = None,
 ) -> str:
+    inline, in_body, in_threads = placed.inline, placed.in_body, placed.in_threads
+    unchanged, quieted = placed.unchanged, placed.quieted
     lines = [f"### {escape(bot_name)}: {HEADLINE[event]}", "", escape(result.summary)]
     if scope_note is not None:
         lines += ["", scope_note]
@@ -285,7 +274,7 @@ def render_body(
     if unchanged:
         lines += ["", "**On lines unchanged since my last review** (not commented inline again):"]
         lines += [_finding_line(f) for f in unchanged]
-    budget = set(quieted or ())
+    budget = set(quieted)
     listed = [f for f in in_body if f.inline and f not in budget]
     summarised = [f for f in in_body if not f.inline]
     if quieted:
@@ -309,7 +298,7 @@ def render_body(
     )
     lines += ["", f"<sub>Reviewed at {head_sha[:12]}.</sub>", marker.encode()]
     # Every finding this review lists carries its marker (a later re-review reads them back).
-    lines += [finding_marker(f, head_sha) for f in (*in_body, *unchanged, *(in_threads or ()))]
+    lines += [finding_marker(f, head_sha) for f in (*in_body, *unchanged, *in_threads)]
     return "\n".join(lines)
 
 
