@@ -30,7 +30,7 @@ from .review.isolation.limits import Confinement
 from .store import SCHEMA_VERSION, JobStatus, deliveries, read_only_engine, schema_version
 
 if TYPE_CHECKING:
-    from .review.isolation.pool import Isolation
+    from .review.isolation.process import Isolation
 
 Level = Literal["ok", "warn", "FAIL"]
 LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
@@ -242,7 +242,8 @@ def isolation_check(isolation: Isolation) -> Check:
 
 async def check_analysis(settings: AnalysisSettings) -> Check:
     """One analysis process started as ``serve`` starts them: does it, and what is it kept from?"""
-    from .review.isolation.pool import AnalysisError, pool_of
+    from .review.isolation.limits import AnalysisError
+    from .review.isolation.pool import pool_of
 
     pool = pool_of(settings, workers=1)
     try:

@@ -55,6 +55,14 @@ class ReviewState(enum.StrEnum):
     DISMISSED = "DISMISSED"
     PENDING = "PENDING"
 
+    @classmethod
+    def parse(cls, value: object) -> ReviewState | None:
+        """The state of a REST review, or of a webhook's (lower case); None for another value."""
+        if not isinstance(value, str):
+            return None
+        found = cls._value2member_map_.get(value.upper())
+        return found if isinstance(found, ReviewState) else None
+
 
 class FlattenError(ValueError):
     """A payload is not shaped like the event it claims to be.

@@ -18,10 +18,10 @@ from pathlib import Path
 from .config import ReviewerSettings
 from .github import GitHubClient
 from .guards import BotIdentity
+from .review.core.model import Reviewer, ReviewResult
 from .review.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
 from .review.llm import configured_reviewer
-from .review.markers import Trigger
-from .review.model import Reviewer, ReviewResult
+from .review.rounds.markers import Trigger
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .usecases.review import Reviewing, run
 from .usecases.review.publish import RecordingPublisher

@@ -16,7 +16,7 @@ MAX_INSTRUCTIONS_CHARS = 4_000
 
 
 class SeverityName(enum.StrEnum):
-    """A finding's severity as the settings name it: the labels of ``app.review.model.Severity``
+    """A finding's severity as the settings name it: the labels of ``app.review.core.model.Severity``
     (the settings sit below the engine in the layers, so they name it rather than import it)."""
 
     NIT = "nit"

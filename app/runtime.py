@@ -41,8 +41,8 @@ from .pacing import AckFirst, backoff_delay
 from .proxy import WebhookProxy, start_proxy
 from .ratelimit import Pacer
 from .recovery import DeliveryRecovery
+from .review.core.model import Reviewer
 from .review.learnings import DatabaseLearnings
-from .review.model import Reviewer
 from .store import Ledger, Store, describe_database
 from .store.backend import root_cause
 from .tasks import bounded, cancel_and_wait

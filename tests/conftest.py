@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import inspect
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,11 +17,18 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.dburl import async_database_url
 from app.store import Store
+from tests.rule_catalogue import checked_analysers
 
 PG_ENV = "DATABASE_URL_TEST_PG"
 
 # The eval corpus (tests/fixtures/review_cases) holds code under review, not tests of revbot.
 collect_ignore_glob = ["fixtures/*"]
+
+
+@pytest.fixture(autouse=True)
+def catalogued_rules(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every finding a built-in analyzer reports in a test names a rule of the catalogue."""
+    yield from checked_analysers(monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.review.analyzers import AnalysisInput, AnalyzerOutput, Rule
+from app.review.core.model import ChangedFile
 from app.review.isolation.child import stage
-from app.review.model import ChangedFile
 
 
 @dataclass(frozen=True, slots=True)

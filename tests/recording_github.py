@@ -22,9 +22,9 @@ import aiohttp
 from app.config import Settings
 from app.github import GitHubClient
 from app.guards import BotIdentity
-from app.review.engine import BuiltinReviewer
+from app.review.core.model import Reviewer
+from app.review.engine.builtin import BuiltinReviewer
 from app.review.learnings import InMemoryLearnings
-from app.review.model import Reviewer
 from app.usecases.bot import Bot
 from app.usecases.pull import AnalysisCache, RepoConfigs
 

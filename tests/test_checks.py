@@ -14,8 +14,8 @@ from app.auth import AppJWT
 from app.config import default_graphql_url
 from app.github import GitHubClient, RetryLater
 from app.github_app import AppClient
-from app.review import render
-from app.review.model import Finding, ReviewResult, Severity, Verdict
+from app.review.core.model import Finding, ReviewResult, Severity, Verdict
+from app.review.output import render
 from app.review.overrule import Overrule
 from app.sandbox import FakeGitHub
 from app.sandbox.state import CheckRun
@@ -104,7 +104,7 @@ def result(*findings: Finding) -> ReviewResult:
 
 
 PLAN = render.ReviewPlan(
-    event="COMMENT", body="What I found.\n<!-- revbot:review {} -->", comments=(), inline=(), in_body=()
+    event=Verdict.COMMENT, body="What I found.\n<!-- revbot:review {} -->", comments=(), inline=(), in_body=()
 )
 
 

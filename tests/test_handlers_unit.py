@@ -18,7 +18,7 @@ from app.guards import may_ask
 from app.handlers import router
 from app.handlers.context import Context
 from app.handlers.review import on_opened, on_push, on_rerun, on_review_requested
-from app.review.markers import encode
+from app.review.rounds.markers import encode
 from app.routing import handler_name, select_handlers
 from app.usecases.commands import answer_command
 from app.usecases.decoy import drop_decoy

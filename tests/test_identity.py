@@ -1,5 +1,5 @@
 """A finding's identity across rounds and a re-review's scope: the pure decisions, table-driven
-(``app.review.identity``, and where the renderer, the thread check and overruling use them)."""
+(``app.review.rounds.identity``, and where the renderer, the thread check and overruling use them)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from app.review import render
 from app.review.analyzers import finding as make_finding
-from app.review.decide import last_reviewed_head, thread_status
-from app.review.engine import deduplicate
-from app.review.identity import Delta, Scope, delta_of, held, in_delta, matches, renames_in
-from app.review.markers import FindingMarker, ReviewMarker, Trigger, problem_key
-from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.core.model import Finding, ReviewResult, Severity, Skipped, ThreadStatus, Verdict
+from app.review.engine.builtin import deduplicate
+from app.review.output import render
 from app.review.overrule import Overrule, withdraw
+from app.review.rounds.decide import last_reviewed_head, thread_status
+from app.review.rounds.identity import Delta, Scope, delta_of, held, in_delta, matches, renames_in
+from app.review.rounds.markers import FindingMarker, ReviewMarker, Trigger, problem_key
 
 OLD, NEW = "a" * 40, "b" * 40
 TEXT = "    return undefined_thing + 1"
@@ -208,18 +208,18 @@ def test_a_delta_review_lists_findings_on_unchanged_lines_in_the_body() -> None:
 @pytest.mark.parametrize(
     ("status_of", "renames", "status"),
     [
-        ((), {}, "fixed"),
-        ((found(path="src/core.py"),), RENAMED, "present"),
-        ((found(path="src/core.py"),), {}, "fixed"),
-        ((), RENAMED, "unknown"),  # renamed without changes: not analysed there
+        ((), {}, ThreadStatus.FIXED),
+        ((found(path="src/core.py"),), RENAMED, ThreadStatus.NOT_FIXED),
+        ((found(path="src/core.py"),), {}, ThreadStatus.FIXED),
+        ((), RENAMED, ThreadStatus.CANNOT_TELL),  # renamed without changes: not analysed there
     ],
 )
 def test_thread_status_follows_renames(
-    status_of: tuple[Finding, ...], renames: Mapping[str, str], status: str
+    status_of: tuple[Finding, ...], renames: Mapping[str, str], status: ThreadStatus
 ) -> None:
     skipped = (Skipped("src/core.py", "renamed without changes"),) if not status_of and renames else ()
     result = ReviewResult(Verdict.COMMENT, "s", status_of, skipped=skipped, analysed=("src/core.py",))
-    assert thread_status(RECORDED, result, renames) == status
+    assert thread_status(RECORDED, result, renames) is status
 
 
 def test_an_overrule_follows_its_finding_into_a_renamed_file() -> None:

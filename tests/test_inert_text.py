@@ -17,16 +17,17 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from app.review import inert, render
-from app.review.engine import summarise
+from app.review.core.lintconfig import Exclusion, lint_config
+from app.review.core.model import ChangedFile, FileContent, Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.engine import inert
+from app.review.engine.builtin import summarise
 from app.review.learnings import Learning
-from app.review.lintconfig import Exclusion, lint_config
 from app.review.llm.checks import check_findings
 from app.review.llm.schema import ModelFinding
-from app.review.markers import Trigger
-from app.review.model import ChangedFile, FileContent, Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.output import render
 from app.review.overrule import Overrule
 from app.review.readiness import Check, CheckState, MergeState, Settings, Snapshot, decide
+from app.review.rounds.markers import Trigger
 from app.usecases.overrules import overrule_text
 from app.usecases.pull import LoadedConfig
 from app.usecases.threads import model_answers

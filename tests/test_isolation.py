@@ -25,7 +25,7 @@ import pytest
 from app.config import load_analysis_settings
 from app.doctor import check_analysis, isolation_check
 from app.review.analyzers import default_analyzers
-from app.review.engine import BuiltinReviewer
+from app.review.engine.builtin import BuiltinReviewer
 from app.review.isolation.limits import Confinement, Limit, Limits, Tripped
 from app.review.isolation.pool import ProcessPool
 from tests.harness import REPO, SECRET, BotHarness
@@ -413,7 +413,7 @@ async def test_serve_answers_deliveries_while_a_hostile_review_is_held_and_then_
 async def test_ruffs_stderr_reaches_neither_the_log_nor_the_review(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from app.review.local import context_from_git
+    from app.review.measure.local import context_from_git
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -15,9 +15,9 @@ import pytest
 
 from app.config import load_llm_settings, load_reviewer_settings
 from app.offline import offline
-from app.review.diff import parse_patch
-from app.review.evaluate import DEFAULT_CASES, evaluate, load_cases
+from app.review.core.diff import parse_patch
 from app.review.llm import build_reviewer
+from app.review.measure.evaluate import DEFAULT_CASES, evaluate, load_cases
 from tests.fake_llm import Asked, FakeModelServer, Reply, answer, proposed
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,14 +18,14 @@ from typing import Any, NoReturn
 
 import pytest
 
-from app.review.diff import PatchLines, parse_patch
-from app.review.engine import BuiltinReviewer
+from app.review.core.diff import PatchLines, parse_patch
+from app.review.engine.builtin import BuiltinReviewer
 from app.review.isolation.limits import Limits
 from app.review.isolation.pool import ProcessPool
 from app.review.llm import LlmReviewer, build_reviewer, related
 from app.review.llm.bounded import ContextJob, Reviewed, file_stage, unparsable
 from app.review.llm.related import Index, imported_modules, parse, related_context, wanted_paths
-from app.review.local import context_from_git
+from app.review.measure.local import context_from_git
 from app.sandbox import Call
 from tests.fake_llm import Asked, FakeModelServer, Reply, answer, proposed
 from tests.harness import REPO, BotHarness

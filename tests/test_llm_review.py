@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.review.llm import LlmReviewer
-from app.review.markers import FindingMarker
+from app.review.rounds.markers import FindingMarker
 from app.sandbox import Call
 from app.usecases.pull import AnalysisCache
 from tests.fake_llm import Asked, FakeModelServer, Reply, answer, flag_marked_lines, no_findings, proposed

@@ -17,7 +17,7 @@ import pytest
 
 from app.review.analyzers.injection import RULE as TRIPWIRE
 from app.review.llm.trust import STEERING_RULE, UNTRUSTED_RULE
-from app.review.markers import FindingMarker
+from app.review.rounds.markers import FindingMarker
 from tests.fake_llm import Asked, FakeModelServer, Reply, answer
 from tests.test_llm_review import llm_env, model, review_once, reviews_posted, start_bot
 

@@ -8,7 +8,7 @@ import pytest
 
 from app.review.analyzers.injection import PR_BODY_PATH
 from app.review.analyzers.injection import RULE as TRIPWIRE
-from app.review.inert import escape
+from app.review.engine.inert import escape
 from app.review.llm.schema import ModelAnswer, Steering
 from app.review.llm.trust import (
     STEERING_RULE,

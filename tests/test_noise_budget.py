@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from app.repoconfig import RepoConfig, SeverityName, parse_repo_config
-from app.review import render
-from app.review.markers import Trigger
-from app.review.model import Finding, ReviewResult, Severity, Verdict
+from app.review.core.model import Finding, ReviewResult, Severity, Verdict
+from app.review.output import render
 from app.review.overrule import severity_named
+from app.review.rounds.markers import Trigger
 from tests.harness import REPO, BotHarness
 
 AUTHOR = "alice"

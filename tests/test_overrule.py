@@ -11,9 +11,8 @@ import pytest
 
 from app.__main__ import main
 from app.commands import Command, Dispute, claims_fix, parse_command, parse_dispute, parse_forget
+from app.review.core.model import Finding, ReviewResult, Severity, Verdict
 from app.review.learnings import DatabaseLearnings, InMemoryLearnings, Learning, Learnings, prompt_context
-from app.review.markers import problem_key
-from app.review.model import Finding, ReviewResult, Severity, Verdict
 from app.review.overrule import (
     LearningKey,
     Overrule,
@@ -24,6 +23,7 @@ from app.review.overrule import (
     severity_named,
     withdraw,
 )
+from app.review.rounds.markers import problem_key
 from app.store import Store
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.guards import BotIdentity
-from app.review.markers import decode
+from app.review.rounds.markers import decode
 from app.sandbox import Call
 from app.usecases.pause import pause_marker, paused_by
 from tests.conftest import FakeClock

@@ -14,9 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from app.review import render
-from app.review.markers import FindingMarker, ReviewMarker, Trigger, carries, decode_all, encode, trailer
-from app.review.model import Finding, ReviewResult, Severity, Verdict
+from app.review.core.model import Finding, ReviewResult, Severity, Verdict
+from app.review.output import render
+from app.review.output.comments import postable_suggestion
+from app.review.rounds.markers import (
+    FindingMarker,
+    ReviewMarker,
+    Trigger,
+    carries,
+    decode_all,
+    encode,
+    trailer,
+)
 from tests.harness import REPO, BotHarness, harness_with_decoy
 
 AUTHOR = "alice"
@@ -98,7 +107,7 @@ def nit(suggestion: str) -> Finding:
     ],
 )
 def test_a_suggestion_is_posted_verbatim_or_withheld(suggestion: str, posted: bool) -> None:
-    assert render.postable_suggestion(suggestion) is posted
+    assert postable_suggestion(suggestion) is posted
     result = ReviewResult(verdict=Verdict.COMMENT, summary="s", findings=(nit(suggestion),))
     plan = render.plan_review(
         result,

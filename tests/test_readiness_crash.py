@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app import github_graphql
-from app.review.markers import decode
+from app.review.rounds.markers import decode
 from tests.conformance import validate_graphql
 from tests.conftest import until
 from tests.harness import BOT, REPO, BotHarness

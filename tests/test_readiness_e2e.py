@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.review.markers import decode
+from app.review.rounds.markers import decode
 from tests.conftest import FakeClock
 from tests.harness import BOT, REPO, BotHarness
 

@@ -14,8 +14,8 @@ from app.replay.history import MergedPull, Push, _title_and_body, changes, merge
 from app.replay.measure import in_diff, measure, reposted
 from app.replay.play import Played, login_of, replay_config
 from app.repoconfig import RepoConfig
-from app.review.markers import FindingMarker, ReviewMarker, Trigger
-from app.review.model import Finding, ReviewResult, Severity, Verdict
+from app.review.core.model import Finding, ReviewResult, Severity, Verdict
+from app.review.rounds.markers import FindingMarker, ReviewMarker, Trigger
 from app.sandbox import Call, FakeGitHub
 from app.sandbox.diff import diff_trees
 from app.sandbox.state import ReviewComment

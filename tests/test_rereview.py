@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.review.markers import ReviewMarker
+from app.review.rounds.markers import ReviewMarker
 from app.sandbox import Call
 from tests.harness import BOT, REPO, BotHarness
 

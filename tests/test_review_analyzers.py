@@ -24,10 +24,11 @@ from app.review.analyzers.debug import DebugAnalyzer, is_print_exempt
 from app.review.analyzers.hygiene import HygieneAnalyzer
 from app.review.analyzers.python import PythonAnalyzer, severity_for, single_line_fix
 from app.review.analyzers.ruff_runner import RuffUnavailableError, find_ruff, run_ruff
-from app.review.analyzers.secrets import SecretsAnalyzer, base62_crc32, redact, scan_lines, shannon_entropy
-from app.review.diff import PatchLines, parse_patch
-from app.review.lintconfig import lint_config
-from app.review.model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, Severity
+from app.review.analyzers.secret_tokens import base62_crc32, shannon_entropy
+from app.review.analyzers.secrets import SecretsAnalyzer, redact, scan_lines
+from app.review.core.diff import PatchLines, parse_patch
+from app.review.core.lintconfig import lint_config
+from app.review.core.model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, Severity
 from tests.test_review_diff import git_patch
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -18,9 +18,9 @@ from app.review.analyzers.api import (
     is_public_module,
     module_name,
 )
-from app.review.engine import BuiltinReviewer
-from app.review.local import context_from_git
-from app.review.model import RepoTree, Severity
+from app.review.core.model import RepoTree, Severity
+from app.review.engine.builtin import BuiltinReviewer
+from app.review.measure.local import context_from_git
 
 BASE = '''\
 """A module."""

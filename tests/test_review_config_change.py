@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from app.review import render
 from app.review.analyzers import AnalysisInput, FileUnderReview
 from app.review.analyzers.config_change import EXCLUDES, RULES_OFF, SETTINGS, ConfigChangeAnalyzer
-from app.review.diff import parse_patch
-from app.review.lintconfig import lint_config
-from app.review.markers import Trigger
-from app.review.model import FileContent, ReviewResult, ReviewSettings, Verdict
+from app.review.core.diff import parse_patch
+from app.review.core.lintconfig import lint_config
+from app.review.core.model import FileContent, ReviewResult, ReviewSettings, Verdict
+from app.review.output import render
+from app.review.rounds.markers import Trigger
 from tests.test_review_analyzers import changed
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.review.diff import PatchLines, base_of, is_anchorable, parse_patch
+from app.review.core.diff import PatchLines, base_of, is_anchorable, parse_patch
 
 GIT_ENV = {
     **os.environ,

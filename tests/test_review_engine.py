@@ -9,11 +9,7 @@ from typing import TypeVar
 import pytest
 
 from app.review.analyzers import AnalysisInput, AnalyzerOutput, Rule, default_analyzers
-from app.review.bounded import Evaluation, cap_findings
-from app.review.engine import BuiltinReviewer, deduplicate, incomplete_analysis, summarise, verdict_for
-from app.review.isolation.limits import Budget, Job, Limits, Tripped
-from app.review.isolation.pool import ProcessPool
-from app.review.model import (
+from app.review.core.model import (
     ChangedFile,
     FileContent,
     Finding,
@@ -26,7 +22,23 @@ from app.review.model import (
     Skipped,
     Verdict,
 )
-from app.review.selection import PATCH_OMITTED, glob_match, looks_generated, matching_pattern, select_files
+from app.review.core.selection import (
+    PATCH_OMITTED,
+    glob_match,
+    looks_generated,
+    matching_pattern,
+    select_files,
+)
+from app.review.engine.bounded import Evaluation, cap_findings
+from app.review.engine.builtin import (
+    BuiltinReviewer,
+    deduplicate,
+    incomplete_analysis,
+    summarise,
+    verdict_for,
+)
+from app.review.isolation.limits import Budget, Job, Limits, Tripped
+from app.review.isolation.pool import ProcessPool
 from tests.isolation_jobs import Stall
 from tests.test_review_analyzers import changed, ruff_version_text
 

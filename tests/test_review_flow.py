@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.review.markers import FindingMarker, ReviewMarker
+from app.review.rounds.markers import FindingMarker, ReviewMarker
 from app.sandbox import Call
 from tests.harness import BOT, REPO, BotHarness
 

@@ -14,21 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from app.review.engine import BuiltinReviewer
-from app.review.history_eval import Outcome, evaluate_history, hits_of, score, shown_lines
-from app.review.history_mine import (
+from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.engine.builtin import BuiltinReviewer
+from app.review.measure.blame import map_back, parse_blame, removed_lines
+from app.review.measure.history_eval import Detection, evaluate_history, hits_of, score, shown_lines
+from app.review.measure.history_mine import (
     Drop,
     Signal,
     Target,
     classify,
-    map_back,
     mine,
     own_pull_number,
     pairs_from_file,
-    parse_blame,
-    removed_lines,
 )
-from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -176,12 +174,12 @@ async def test_mines_the_pairs_and_scores_the_builtin_reviewer_exactly(tmp_path:
     report = await evaluate_history(repo.path, mined, BuiltinReviewer(), label="builtin", commits=3)
     outcomes = {(r.pair.intro, r.pair.fix): r for r in report.results}
     assert {k: r.outcome for k, r in outcomes.items()} == {
-        (c["print"], c["print-fix"]): Outcome.HIT,
-        (c["mean"], c["mean-fix"]): Outcome.MISSED,  # its print is 17 lines away
-        (c["limit"], c["revert"]): Outcome.MISSED,
-        (c["moved-intro"], c["moved-fix"]): Outcome.HIT,
-        (c["ws-intro"], c["ws-fix"]): Outcome.MISSED,
-        (c["widget"], c["other-fix"]): Outcome.NOT_VISIBLE,
+        (c["print"], c["print-fix"]): Detection.HIT,
+        (c["mean"], c["mean-fix"]): Detection.MISSED,  # its print is 17 lines away
+        (c["limit"], c["revert"]): Detection.MISSED,
+        (c["moved-intro"], c["moved-fix"]): Detection.HIT,
+        (c["ws-intro"], c["ws-fix"]): Detection.MISSED,
+        (c["widget"], c["other-fix"]): Detection.NOT_VISIBLE,
     }
     hit = outcomes[c["print"], c["print-fix"]]
     assert [(f.path, f.line, f.rule) for f in hit.hits] == [("pkg/core.py", 3, "debug/print")]
@@ -350,19 +348,19 @@ def finding(
 @pytest.mark.parametrize(
     ("found", "outcome"),
     [
-        ([finding(10)], Outcome.HIT),
-        ([finding(13)], Outcome.HIT),  # within the tolerance of 3
-        ([finding(14)], Outcome.MISSED),
-        ([finding(20, start=6)], Outcome.HIT),  # a range across the target
-        ([finding(10, Severity.NIT)], Outcome.MISSED),  # nits do not count
-        ([finding(10, path="q.py")], Outcome.MISSED),
-        ([], Outcome.MISSED),
+        ([finding(10)], Detection.HIT),
+        ([finding(13)], Detection.HIT),  # within the tolerance of 3
+        ([finding(14)], Detection.MISSED),
+        ([finding(20, start=6)], Detection.HIT),  # a range across the target
+        ([finding(10, Severity.NIT)], Detection.MISSED),  # nits do not count
+        ([finding(10, path="q.py")], Detection.MISSED),
+        ([], Detection.MISSED),
     ],
 )
-def test_score(found: list[Finding], outcome: Outcome) -> None:
+def test_score(found: list[Finding], outcome: Detection) -> None:
     shown = {"p.py": frozenset(range(8, 13))}
     assert score([Target("p.py", 10)], found, shown, tolerance=3)[0] is outcome
     # the same target outside what was shown: not visible, whatever was found nearby... unless hit
     hidden = score([Target("p.py", 10)], found, {"p.py": frozenset({1})}, tolerance=3)[0]
-    assert hidden is (Outcome.HIT if outcome is Outcome.HIT else Outcome.NOT_VISIBLE)
-    assert len(hits_of(found, [Target("p.py", 10)], 3)) == (outcome is Outcome.HIT)
+    assert hidden is (Detection.HIT if outcome is Detection.HIT else Detection.NOT_VISIBLE)
+    assert len(hits_of(found, [Target("p.py", 10)], 3)) == (outcome is Detection.HIT)

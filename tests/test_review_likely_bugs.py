@@ -11,10 +11,10 @@ import pytest
 
 from app.review.analyzers import AnalysisInput, FileUnderReview
 from app.review.analyzers.likely_bugs import LikelyBugAnalyzer, likely_bug_findings
-from app.review.diff import parse_patch
-from app.review.engine import BuiltinReviewer
-from app.review.local import context_from_git
-from app.review.model import ChangedFile, FileContent, Severity
+from app.review.core.diff import parse_patch
+from app.review.core.model import ChangedFile, FileContent, Severity
+from app.review.engine.builtin import BuiltinReviewer
+from app.review.measure.local import context_from_git
 
 
 def added_file(path: str, text: str) -> FileUnderReview:

@@ -20,9 +20,9 @@ from app.review.analyzers.dockerfile import DockerfileAnalyzer, posix_shell
 from app.review.analyzers.external import MAX_INPUT_BYTES
 from app.review.analyzers.shell import ShellAnalyzer
 from app.review.analyzers.workflows import INVALID_RULE, WorkflowAnalyzer, pr_code_checkouts, zizmor_severity
-from app.review.diff import parse_patch
-from app.review.model import Severity
-from app.review.toolconfig import (
+from app.review.core.diff import parse_patch
+from app.review.core.model import Severity
+from app.review.core.toolconfig import (
     hadolint_config,
     is_dockerfile,
     is_shell_candidate,
@@ -182,7 +182,7 @@ def test_the_linters_configurations_are_read_with_the_lint_configuration() -> No
         "scripts/.shellcheckrc",
         "scripts/ci/.shellcheckrc",
     }
-    from app.review.lintconfig import config_paths
+    from app.review.core.lintconfig import config_paths
 
     assert set(wanted) <= set(
         config_paths([".github/workflows/ci.yml", "docker/Dockerfile", "scripts/ci/run.sh"], None)

@@ -1,13 +1,14 @@
-"""Pull-request patterns, YAML and configuration paths, bounded (app/review/patterns.py and
-lintconfig's ``ruff_inputs``): table-driven, pure."""
+"""Pull-request patterns, YAML and configuration paths, bounded (app/review/core/patterns.py and
+``ruffinputs``): table-driven, pure."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.review.lintconfig import lint_config, ruff_glob_match, ruff_inputs
-from app.review.model import FileContent
-from app.review.patterns import YamlRefused, compile_regex, load_yaml, strip_verbose
+from app.review.core.lintconfig import lint_config, ruff_glob_match
+from app.review.core.model import FileContent
+from app.review.core.patterns import YamlRefused, compile_regex, load_yaml, strip_verbose
+from app.review.core.ruffinputs import ruff_inputs
 
 
 @pytest.mark.parametrize(

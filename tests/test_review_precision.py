@@ -16,10 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from app.review.engine import BuiltinReviewer
-from app.review.history import History, review_commits
-from app.review.isolation.pool import ProcessPool
-from app.review.lintconfig import (
+from app.review.core.lintconfig import (
     Exclusion,
     LintConfig,
     RuffConfigFile,
@@ -28,9 +25,12 @@ from app.review.lintconfig import (
     missing_extends,
     ruff_glob_match,
 )
-from app.review.local import context_from_git
-from app.review.model import FileContent, ReviewResult, Severity
-from app.review.ruffpins import RuffPins
+from app.review.core.model import FileContent, ReviewResult, Severity
+from app.review.engine.builtin import BuiltinReviewer
+from app.review.engine.ruffpins import RuffPins
+from app.review.isolation.pool import ProcessPool
+from app.review.measure.history import History, review_commits
+from app.review.measure.local import context_from_git
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -542,7 +542,7 @@ async def test_one_version_is_one_install_and_at_most_keep_versions_stay(
     tmp_path: Path, labels: tuple[str, ...]
 ) -> None:
     from app.review.analyzers.ruff_runner import find_ruff
-    from app.review.lintconfig import RuffPin, version_tuple
+    from app.review.core.lintconfig import RuffPin, version_tuple
 
     installs = tmp_path / "installs.log"
     script = fake_installer(tmp_path, find_ruff()[0])
@@ -569,7 +569,7 @@ async def test_one_version_is_one_install_and_at_most_keep_versions_stay(
 
 async def test_a_pinned_ruff_larger_than_the_bound_is_not_kept(tmp_path: Path) -> None:
     from app.review.analyzers.ruff_runner import find_ruff
-    from app.review.lintconfig import RuffPin
+    from app.review.core.lintconfig import RuffPin
 
     pins = RuffPins(tmp_path / "ruffs", installer=fake_installer(tmp_path, find_ruff()[0]), max_bytes=10)
     async with pins.lease(RuffPin((0, 5), "pyproject.toml")) as command:
@@ -578,7 +578,7 @@ async def test_a_pinned_ruff_larger_than_the_bound_is_not_kept(tmp_path: Path) -
 
 
 def pin(label: str) -> RuffPin:
-    from app.review.lintconfig import version_tuple
+    from app.review.core.lintconfig import version_tuple
 
     version = version_tuple(label)
     assert version is not None
@@ -663,8 +663,8 @@ async def test_one_install_runs_at_a_time(tmp_path: Path) -> None:
 
 
 def test_a_truncated_tree_does_not_hide_config_files() -> None:
-    from app.review.lintconfig import config_paths
-    from app.review.model import RepoTree
+    from app.review.core.lintconfig import config_paths
+    from app.review.core.model import RepoTree
 
     complete = RepoTree.of(["a/b.py", "pyproject.toml"])
     assert config_paths(["a/b.py"], complete) == ["pyproject.toml"]

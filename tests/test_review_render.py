@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from app.repoconfig import RepoConfig, parse_repo_config
-from app.review import inert, render
-from app.review.markers import FindingMarker, ReviewMarker, Trigger, decode_all, encode
-from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
+from app.review.engine import inert
+from app.review.output import render
 from app.review.overrule import Overrule
+from app.review.rounds.markers import FindingMarker, ReviewMarker, Trigger, decode_all, encode
 
 HEAD = "a" * 40
 

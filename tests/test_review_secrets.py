@@ -17,14 +17,9 @@ from collections.abc import Callable
 
 import pytest
 
-from app.review.analyzers.secrets import (
-    TOKEN_RULES,
-    SecretsAnalyzer,
-    base62_crc32,
-    redact_secrets,
-    scan_lines,
-)
-from app.review.model import Severity
+from app.review.analyzers.secret_tokens import TOKEN_RULES, base62_crc32
+from app.review.analyzers.secrets import SecretsAnalyzer, redact_secrets, scan_lines
+from app.review.core.model import Severity
 from tests.test_review_analyzers import run, under_review
 
 _RNG = random.Random(20261130)

@@ -7,8 +7,8 @@ import ast
 import functools
 from pathlib import Path
 
-from app.review.engine import BuiltinReviewer
-from app.review.model import ModelInputs, PullContext, ThreadQuestion
+from app.review.core.model import ModelInputs, PullContext, ThreadQuestion
+from app.review.engine.builtin import BuiltinReviewer
 
 APP = Path(__file__).resolve().parent.parent / "app"
 PROBES = {"isinstance", "getattr", "hasattr"}

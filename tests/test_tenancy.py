@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from app import tenancy
-from app.review.isolation.limits import Limits
-from app.review.isolation.pool import AnalysisError, ProcessPool
+from app.review.isolation.limits import AnalysisError, Limits
+from app.review.isolation.pool import ProcessPool
 from app.tenancy import Turns
 from tests.isolation_jobs import Echo, Held
 

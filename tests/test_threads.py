@@ -10,9 +10,9 @@ import pytest
 
 from app.commands import claims_fix
 from app.guards import BotIdentity, is_bot_author
-from app.review.decide import is_fixed
-from app.review.markers import FindingMarker, problem_key
-from app.review.model import Finding, ReviewResult, Severity, Verdict
+from app.review.core.model import Finding, ReviewResult, Severity, Verdict
+from app.review.rounds.decide import is_fixed
+from app.review.rounds.markers import FindingMarker, problem_key
 from app.sandbox import Call
 from tests.harness import BOT, REPO, BotHarness
 
@@ -266,8 +266,8 @@ def test_is_fixed_knows_the_problem_key_after_the_text_was_edited() -> None:
 
 
 def test_a_thread_on_a_file_the_analysis_skipped_is_left_alone() -> None:
-    from app.review.decide import thread_status
-    from app.review.model import Finding, ReviewResult, Severity, Skipped, Verdict
+    from app.review.core.model import Finding, ReviewResult, Severity, Skipped, ThreadStatus, Verdict
+    from app.review.rounds.decide import thread_status
 
     def result(
         skipped: tuple[Skipped, ...] = (), analysed: tuple[str, ...] = (), *findings: Finding
@@ -276,9 +276,9 @@ def test_a_thread_on_a_file_the_analysis_skipped_is_left_alone() -> None:
 
     assert (
         thread_status(MARKER, result((Skipped("a.py", "over the limit of 300 files (review.max_files)"),)))
-        == "unknown"
+        is ThreadStatus.CANNOT_TELL
     )
-    assert thread_status(MARKER, result((Skipped("a.py", "file removed"),))) == "fixed"
-    assert thread_status(MARKER, result((), ("a.py",))) == "fixed"
+    assert thread_status(MARKER, result((Skipped("a.py", "file removed"),))) is ThreadStatus.FIXED
+    assert thread_status(MARKER, result((), ("a.py",))) is ThreadStatus.FIXED
     still = Finding("a.py", 2, Severity.BLOCKER, "python/F821", "m", "fp")
-    assert thread_status(MARKER, result((), ("a.py",), still)) == "present"
+    assert thread_status(MARKER, result((), ("a.py",), still)) is ThreadStatus.NOT_FIXED

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from app.config import load_analysis_settings
-from app.review.engine import BuiltinReviewer
+from app.review.engine.builtin import BuiltinReviewer
+from app.review.engine.ruffpins import RuffPins
 from app.review.isolation.pool import pool_of
-from app.review.ruffpins import RuffPins
 from app.sandbox import Call
 from tests.harness import REPO, BotHarness, harness_with_decoy
 

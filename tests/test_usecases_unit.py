@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.review.markers import ReviewMarker, Trigger
+from app.review.rounds.markers import ReviewMarker, Trigger
 from app.usecases.pause import pause_marker
 from app.usecases.review import review_pull
 from tests.recording_github import IDENTITY, REPO, RecordingGitHub, make_bot, pull, repo_config

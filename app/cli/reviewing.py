@@ -19,15 +19,15 @@ from ..config import ConfigError
 from .common import EXIT_CONFIG, reviewer_settings
 
 if TYPE_CHECKING:
-    from ..review.evaluate import Case
-    from ..review.model import Reviewer
+    from ..review.core.model import Reviewer
+    from ..review.measure.evaluate import Case
     from ..usecases.review.publish import RecordingPublisher
     from .common import Commands
 
 
 def _print_review(published: RecordingPublisher, *, label: str, output: str) -> int:
     """What the bot would post (``--format json``: the event, body and comments it posts)."""
-    from ..review.report import as_json, as_text
+    from ..review.output.report import as_json, as_text
 
     plan, review = published.plan, published.review
     if output == "json":
@@ -82,8 +82,8 @@ async def _review_remote(target: str, output: str) -> int:
 
 async def _review_local(revisions: str, repo_path: str, output: str) -> int:
     from ..offline import offline
-    from ..review.local import GitError
-    from ..review.model import Verdict
+    from ..review.core.model import Verdict
+    from ..review.measure.local import GitError
 
     base, dots, head = revisions.partition("..")
     if not dots or not base or not head.lstrip("."):
@@ -107,9 +107,9 @@ async def _review_local(revisions: str, repo_path: str, output: str) -> int:
 async def _review_history(tip: str, count: int, repo_path: str, output: str) -> int:
     import json
 
-    from ..review.engine import BuiltinReviewer
-    from ..review.history import History, review_commits
-    from ..review.local import GitError
+    from ..review.engine.builtin import BuiltinReviewer
+    from ..review.measure.history import History, review_commits
+    from ..review.measure.local import GitError
 
     history = History()
     try:
@@ -159,7 +159,7 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    from ..review.rules import rules_markdown
+    from ..review.engine.rules import rules_markdown
 
     print(rules_markdown(), end="")
     return 0
@@ -168,7 +168,7 @@ def _rules(args: argparse.Namespace) -> int:
 def _eval_reviewer(reviewer_name: str) -> tuple[Reviewer, str] | None:
     """The reviewer ``eval`` measures and its label; None after a configuration error (said)."""
     from ..config import load_llm_settings
-    from ..review.engine import BuiltinReviewer
+    from ..review.engine.builtin import BuiltinReviewer
 
     if reviewer_name != "llm":
         return BuiltinReviewer(), "builtin"
@@ -184,7 +184,7 @@ def _eval_reviewer(reviewer_name: str) -> tuple[Reviewer, str] | None:
 
 async def _eval_run(reviewer_name: str, cases: Sequence[Case], output: str) -> int:
     from ..offline import offline
-    from ..review.evaluate import evaluate
+    from ..review.measure.evaluate import evaluate
 
     settings = reviewer_settings()
     chosen = _eval_reviewer(reviewer_name)
@@ -205,7 +205,7 @@ def _eval(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     if args.history is not None:
         return _eval_history(args, name)
-    from ..review.evaluate import load_cases
+    from ..review.measure.evaluate import load_cases
 
     if not args.cases.is_dir():
         print(f"revbot: --cases: {args.cases} is not a directory", file=sys.stderr)
@@ -218,9 +218,9 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 async def _eval_history_run(args: argparse.Namespace, reviewer_name: str) -> int:
-    from ..review.history_eval import evaluate_history
-    from ..review.history_mine import mine, pairs_from_file
-    from ..review.local import GitError
+    from ..review.measure.history_eval import evaluate_history
+    from ..review.measure.history_mine import mine, pairs_from_file
+    from ..review.measure.local import GitError
 
     repo: Path = args.history
     try:
@@ -330,7 +330,7 @@ def add_commands(commands: Commands) -> None:
     )
     review.add_argument("--format", choices=("text", "json"), default="text")
     review.set_defaults(run=_review)
-    from ..review.evaluate import DEFAULT_CASES
+    from ..review.measure.evaluate import DEFAULT_CASES
 
     commands.add_parser("rules", help="list the rules the built-in reviewer reports").set_defaults(run=_rules)
     evaluation = commands.add_parser(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import github
 from ..events import ReviewEvent
 from ..guards import is_bot_login
-from ..review.markers import ReviewMarker, Trigger
+from ..review.rounds.markers import ReviewMarker, Trigger
 from ..usecases.decoy import drop_decoy
 from .concern import OrderedRouter
 from .context import Context, accepts_own_events

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import github
 from ..events import CheckRunEvent, PullRequestEvent
-from ..review.markers import Trigger
+from ..review.rounds.markers import Trigger
 from ..usecases.checks import CheckKind, check_name
 from ..usecases.review import review_pull
 from .concern import OrderedRouter

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..review.local import GitError, git
+from ..review.measure.local import GitError, git
 
 __all__ = ["GitError", "GitTrees", "MergedPull", "Push", "merged_pulls"]
 

@@ -32,8 +32,9 @@ from typing import Any
 from ..demo.harness import BOT, SLUG
 from ..events import ReviewState
 from ..guards import BotIdentity
-from ..review.decide import thread_status
-from ..review.markers import FindingMarker, ReviewMarker, decode
+from ..review.core.model import ThreadStatus
+from ..review.rounds.decide import thread_status
+from ..review.rounds.markers import FindingMarker, ReviewMarker, decode
 from ..sandbox import Call, FakeGitHub
 from ..sandbox.diff import FileDiff, diff_trees
 from ..sandbox.state import Review, ReviewComment
@@ -289,14 +290,14 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
         return renamed[head]
 
     status = {
-        fp: thread_status(m, final, renames_since(flagged_at[fp])) if final else "unknown"
+        fp: thread_status(m, final, renames_since(flagged_at[fp])) if final else ThreadStatus.CANNOT_TELL
         for fp, m in flagged.items()
     }
     blocking = bool(rounds) and _verdict(rounds[-1]) == BLOCK and rounds[-1].state != ReviewState.DISMISSED
     blockers = [
         Blocker(m.rule, m.path, m.line)
         for fp, m in flagged.items()
-        if blocking and m.severity == "blocker" and status[fp] != "fixed"
+        if blocking and m.severity == "blocker" and status[fp] is not ThreadStatus.FIXED
     ]
     pull = world.pull(world.repo(repo), played.number)
     threads = [t for t in world.threads_of(pull) if world.review_comments[t.comment_ids[0]].user == BOT]
@@ -316,7 +317,7 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
         blocks_dismissed=sum(r.state == ReviewState.DISMISSED for r in rounds),
         resolved_verified=sum(t.is_resolved and t.resolved_by == BOT for t in threads),
         flagged=len(flagged),
-        fixed_by_author=sum(s == "fixed" for s in status.values()),
+        fixed_by_author=sum(s is ThreadStatus.FIXED for s in status.values()),
         blockers_at_merge=blockers,
         readiness_updates=updates,
         ready_calls=ready,

@@ -32,7 +32,7 @@ import yaml
 from .. import github
 from ..demo.harness import APP_ID, INSTALLATION, SLUG, BotAndFake
 from ..repoconfig import RepoConfig, parse_repo_config
-from ..review.model import ReviewResult
+from ..review.core.model import ReviewResult
 from ..sandbox import FakeGitHub
 from ..usecases.pull import analyse, build_context
 from .history import GitTrees, MergedPull, Push, changes

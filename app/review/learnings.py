@@ -24,7 +24,7 @@ from sqlalchemy import delete, select
 from ..store.backend import Backend
 from ..store.schema import learnings as table
 from .analyzers.secrets import redact_secrets
-from .inert import code
+from .engine.inert import code
 from .overrule import LearningKey, PathPattern, normalised_line
 
 MAX_EXAMPLE_CHARS = 200

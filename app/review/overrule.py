@@ -17,10 +17,10 @@ import posixpath
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 
-from .engine import summarise, verdict_for
-from .identity import Renames, matches
-from .markers import decode_all, encode
-from .model import Finding, ReviewResult, Severity
+from .core.model import Finding, ReviewResult, Severity
+from .engine.builtin import summarise, verdict_for
+from .rounds.identity import Renames, matches
+from .rounds.markers import decode_all, encode
 
 OVERRULED_KIND = "overruled"
 MAX_REASON_CHARS = 300

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from ..config import Settings
 from ..guards import BotIdentity
+from ..review.core.model import Reviewer
 from ..review.learnings import Learnings
-from ..review.model import Reviewer
 from .pull import AnalysisCache, RepoConfigs
 from .timers import Timers
 

@@ -21,8 +21,8 @@ from typing import Any
 from .. import github
 from ..github import GitHubClient
 from ..guards import BotIdentity
-from ..review import render
-from ..review.model import ReviewResult
+from ..review.core.model import ReviewResult
+from ..review.output import render
 from ..review.overrule import Overrule
 from .bot import Bot
 from .pause import paused_headline

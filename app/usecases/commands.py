@@ -17,7 +17,7 @@ from ..commands import HELP_TEXT, Command, parse_command, parse_forget
 from ..events import IssueCommentEvent, ReviewCommentEvent
 from ..github import GitHubClient
 from ..guards import is_bot_login, may_ask
-from ..review.markers import Trigger, carries, encode
+from ..review.rounds.markers import Trigger, carries, encode
 from .bot import Bot
 from .disputes import forget_text, learnings_text, take_thumbs_down
 from .pause import pause_text

@@ -18,10 +18,10 @@ import logging
 from .. import github
 from ..commands import Dispute
 from ..github import GitHubClient
-from ..review.inert import escape
-from ..review.markers import Trigger
-from ..review.model import Severity
+from ..review.core.model import Severity
+from ..review.engine.inert import escape
 from ..review.overrule import Role, may_overrule, severity_named
+from ..review.rounds.markers import Trigger
 from .bot import Bot
 from .overrules import PendingOverrule, patch_of, record_overrule, role_on, take_reactions
 from .review import review_pull

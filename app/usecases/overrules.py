@@ -21,10 +21,9 @@ from typing import Any
 from .. import github, metrics
 from ..github import GitHubClient
 from ..guards import BotIdentity, is_bot_login
-from ..review.diff import parse_patch
-from ..review.inert import code, escape
+from ..review.core.diff import parse_patch
+from ..review.engine.inert import code, escape
 from ..review.learnings import Learning
-from ..review.markers import FindingMarker
 from ..review.overrule import (
     Overrule,
     Role,
@@ -33,6 +32,7 @@ from ..review.overrule import (
     role_of,
     severity_named,
 )
+from ..review.rounds.markers import FindingMarker
 from .bot import Bot
 from .threads import OpenThread, open_bot_threads
 

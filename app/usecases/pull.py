@@ -16,8 +16,7 @@ from cachetools import LRUCache, TTLCache
 from .. import github
 from ..github import GitHubClient, get_file_text
 from ..repoconfig import RepoConfig, parse_repo_config
-from ..review.inert import code, escape
-from ..review.model import (
+from ..review.core.model import (
     ChangedFile,
     FileContent,
     PullContext,
@@ -26,6 +25,7 @@ from ..review.model import (
     ReviewResult,
     ReviewSettings,
 )
+from ..review.engine.inert import code, escape
 
 log = logging.getLogger(__name__)
 

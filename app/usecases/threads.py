@@ -21,12 +21,12 @@ from ..commands import claims_fix, only_a_command
 from ..github import GitHubClient, ReviewThread
 from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
 from ..repoconfig import RepoConfig
-from ..review import decide
-from ..review.identity import renames_in
-from ..review.inert import code, escape
+from ..review.core.model import ChangedFile, Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
+from ..review.engine.inert import code, escape
 from ..review.llm.prompt import hunk_listing, numbered
-from ..review.markers import FindingMarker, carries, encode
-from ..review.model import ChangedFile, Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
+from ..review.rounds import decide
+from ..review.rounds.identity import renames_in
+from ..review.rounds.markers import FindingMarker, carries, encode
 from .bot import Bot
 from .pull import analyse, build_context
 
@@ -153,11 +153,11 @@ async def verify_threads(
     earlier_replies: list[dict[str, Any]] | None = None
     for item in threads:
         status = decide.thread_status(item.finding, result, renames)
-        if status == "unknown":
+        if status is ThreadStatus.CANNOT_TELL:
             where = (item.thread.node_id, item.finding.path, head_sha[:12])
             log.info("thread %s: %s was not analysed at %s; leaving it", *where)
             continue
-        if status != "fixed" and claimed and earlier_replies is None:
+        if status is not ThreadStatus.FIXED and claimed and earlier_replies is None:
             earlier_replies = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
         await conclude(
             gh,
@@ -166,7 +166,7 @@ async def verify_threads(
             pr_number=pr_number,
             item=item,
             head_sha=head_sha,
-            fixed=status == "fixed",
+            fixed=status is ThreadStatus.FIXED,
             claimed=claimed,
             acknowledge=acknowledge,
             fixed_text=f"Verified fixed at {head_sha[:12]}.",

@@ -23,8 +23,8 @@ from pathlib import Path, PurePosixPath
 
 import griffe
 
-from ..codespan import code_span
-from ..model import ChangedFile, Finding, RepoTree, Severity
+from ..core.codespan import code_span
+from ..core.model import ChangedFile, Finding, RepoTree, Severity
 from .base import AnalysisInput, AnalyzerOutput, Rule, finding, is_python, is_test_path
 
 __all__ = [

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Protocol
 
-from ..diff import PatchLines
-from ..lintconfig import LintConfig
-from ..model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, Severity, Skipped
+from ..core.diff import PatchLines
+from ..core.lintconfig import LintConfig
+from ..core.model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, Severity, Skipped
 
 __all__ = [
     "AnalysisInput",

@@ -19,9 +19,9 @@ import yaml
 from pydantic import ValidationError
 
 from ...repoconfig import RepoConfig
-from ..lintconfig import PRE_COMMIT, RUFF_CONFIGS, LintConfig, RuffConfigFile, lint_config
-from ..model import ChangedFile, FileContent, Finding, ReviewSettings, Severity
-from ..patterns import YamlRefused, load_yaml
+from ..core.lintconfig import PRE_COMMIT, RUFF_CONFIGS, LintConfig, RuffConfigFile, lint_config
+from ..core.model import ChangedFile, FileContent, Finding, ReviewSettings, Severity
+from ..core.patterns import YamlRefused, load_yaml
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
 from .ruff_runner import DEFAULT_SELECT
 

@@ -19,7 +19,7 @@ import tokenize
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
-from ..model import ChangedFile, Finding, Severity
+from ..core.model import ChangedFile, Finding, Severity
 from .base import (
     AnalysisInput,
     AnalyzerOutput,

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..codespan import code_span
-from ..model import ChangedFile, Finding, Severity
-from ..toolconfig import hadolint_config, is_dockerfile
+from ..core.codespan import code_span
+from ..core.model import ChangedFile, Finding, Severity
+from ..core.toolconfig import hadolint_config, is_dockerfile
 from .base import AnalysisInput, AnalyzerOutput, Rule
 from .external import TOOL_TIMEOUT, Tool, ToolError, collect, command_for, run_tool, tool_tree, unavailable
 from .shell import diagnostic_findings, diagnostics, shellcheck_link

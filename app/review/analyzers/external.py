@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model import Severity, Skipped
+from ..core.model import Severity, Skipped
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, safe_relative, unreadable
 
 __all__ = [

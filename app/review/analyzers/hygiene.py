@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..diff import PatchLines
-from ..model import ChangedFile, Finding, Severity
+from ..core.diff import PatchLines
+from ..core.model import ChangedFile, Finding, Severity
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
 
 __all__ = [

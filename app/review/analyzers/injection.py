@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from ..model import ChangedFile, Finding, Severity
+from ..core.model import ChangedFile, Finding, Severity
 from .base import AnalysisInput, AnalyzerOutput, Rule, finding
 
 __all__ = [

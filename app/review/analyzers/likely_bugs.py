@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..model import ChangedFile, Finding, Severity
+from ..core.model import ChangedFile, Finding, Severity
 from .base import AnalysisInput, AnalyzerOutput, Rule, finding, is_python, is_test_path
 from .python import is_syntax_error
 from .ruff_runner import RUFF_TIMEOUT, RuffError, RuffUnavailableError, find_ruff, run_ruff, safe_relative

@@ -19,7 +19,7 @@ stable). The summary says which ruff and which configuration ran.
 
 This runs inside the execution boundary (``isolation``): ruff gets the boundary's scrubbed
 environment and limits, and the configuration it reads is the repository's re-written with its
-path settings kept inside the repository (``lintconfig.ruff_inputs``). What ruff writes on stderr
+path settings kept inside the repository (``ruffinputs.ruff_inputs``). What ruff writes on stderr
 is never passed on: only the name of a setting it does not know, when the configuration has it.
 """
 
@@ -28,9 +28,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..codespan import code_span
-from ..lintconfig import LintConfig, RuffInput, governing_paths, ruff_inputs, version_tuple
-from ..model import ChangedFile, Finding, RepoTree, Severity, Skipped
+from ..core.codespan import code_span
+from ..core.lintconfig import LintConfig, governing_paths, version_tuple
+from ..core.model import ChangedFile, Finding, RepoTree, Severity, Skipped
+from ..core.ruffinputs import RuffInput, ruff_inputs
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding, is_python, unreadable
 from .ruff_runner import (
     DEFAULT_SELECT,

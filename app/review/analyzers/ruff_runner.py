@@ -1,11 +1,11 @@
 """Running ruff: once over a set of files, in a directory that looks like a checkout.
 
 Under a fresh temporary directory go the files to lint at their repository paths, the
-configuration files (already re-written by ``lintconfig.ruff_inputs``) and the package layout
+configuration files (already re-written by ``ruffinputs.ruff_inputs``) and the package layout
 (empty stand-ins). A configuration always sits at its root (the repository's, or ours with
 ``select = ["E9", "F"]``), so nothing outside it can leak in. What ruff writes on stderr is never
 passed on: only the name of a setting it does not know. The analyzer is ``python``; the pinned
-versions are installed by ``review/ruffpins.py``.
+versions are installed by ``review/engine/ruffpins.py``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..lintconfig import RUFF_CONFIGS, version_tuple
+from ..core.lintconfig import RUFF_CONFIGS, version_tuple
 from .base import safe_relative
 
 __all__ = [

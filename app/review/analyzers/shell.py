@@ -15,9 +15,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..codespan import code_span
-from ..model import ChangedFile, Finding
-from ..toolconfig import is_shell_candidate, looks_like_shell, shellcheck_configs
+from ..core.codespan import code_span
+from ..core.model import ChangedFile, Finding
+from ..core.toolconfig import is_shell_candidate, looks_like_shell, shellcheck_configs
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
 from .external import (
     LEVELS,

@@ -25,11 +25,11 @@ from typing import Any
 
 import yaml
 
-from ..codespan import code_span
-from ..diff import base_of
-from ..model import ChangedFile, Finding, Severity
-from ..patterns import YamlRefused, load_yaml
-from ..toolconfig import is_workflow, zizmor_config
+from ..core.codespan import code_span
+from ..core.diff import base_of
+from ..core.model import ChangedFile, Finding, Severity
+from ..core.patterns import YamlRefused, load_yaml
+from ..core.toolconfig import is_workflow, zizmor_config
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
 from .external import TOOL_TIMEOUT, Tool, ToolError, collect, command_for, run_tool, tool_tree, unavailable
 

@@ -7,5 +7,6 @@ private temporary directory as its whole world, resource limits and a wall-clock
 which its process group is killed and it is replaced. A limit that trips is an answer
 (``limits.Tripped``), which the engine reports in the review; it is never retried.
 
-``limits`` holds the vocabulary, ``pool`` the serving side, ``child`` the child's side.
+``limits`` holds the vocabulary; ``pool`` the serving side, and ``process`` its handle on one child;
+``child`` the child's side, and ``confine`` what a child may see.
 """

@@ -1,4 +1,5 @@
-"""The execution boundary's vocabulary: its limits, a job, and what a tripped limit says."""
+"""The execution boundary's vocabulary: its limits, a job, what a tripped limit says, and the error
+of a boundary that could not run a job at all."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-__all__ = ["Budget", "Confinement", "Job", "Limit", "Limits", "Stage", "Tripped"]
+__all__ = ["AnalysisError", "Budget", "Confinement", "Job", "Limit", "Limits", "Stage", "Tripped"]
 
 R_co = TypeVar("R_co", covariant=True)
+
+
+class AnalysisError(RuntimeError):
+    """The boundary could not run a job at all (a child that did not start, an answer of the wrong
+    shape, a closed pool). A job's own error is an answer: ``Tripped`` with ``Limit.FAILED``."""
 
 
 @dataclass(frozen=True, slots=True)

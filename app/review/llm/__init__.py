@@ -11,7 +11,7 @@ from .reviewer import LlmReviewer
 if TYPE_CHECKING:
     from ...config import LlmSettings, ReviewerSettings
     from ...store import Store
-    from ..model import Reviewer
+    from ..core.model import Reviewer
     from .providers import Sleep
 
 __all__ = ["Limits", "LlmReviewer", "build_reviewer", "configured_reviewer", "limits_from"]
@@ -47,6 +47,6 @@ def configured_reviewer(settings: ReviewerSettings, *, store: Store | None = Non
     """The engine ``REVIEWER`` names, chosen the same way for the bot and the command line."""
     if settings.reviewer == "llm":
         return build_reviewer(settings, store=store)
-    from ..engine import BuiltinReviewer
+    from ..engine.builtin import BuiltinReviewer
 
     return BuiltinReviewer()

@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
-from ..diff import PatchLines
+from ..core.diff import PatchLines
 from ..isolation.child import stage
-from ..isolation.limits import Stage, Tripped
-from ..isolation.pool import AnalysisError, Boundary
+from ..isolation.limits import AnalysisError, Stage, Tripped
+from ..isolation.pool import Boundary
 from . import prompt, related
 from .prompt import HeadContext
 from .related import Related

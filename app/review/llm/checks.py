@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from ..analyzers import finding as make_finding
 from ..analyzers.secrets import redact_secrets
-from ..diff import PatchLines, parse_patch
-from ..model import ChangedFile, Finding, Severity
+from ..core.diff import PatchLines, parse_patch
+from ..core.model import MODEL_RULES, ChangedFile, Finding, Severity
 from .schema import CATEGORIES, ModelFinding
 
 MAX_MESSAGE_CHARS = 600
@@ -75,7 +75,7 @@ def check_findings(
                     m.path,
                     last,
                     severity,
-                    f"llm/{category}",
+                    f"{MODEL_RULES}{category}",
                     f"{message} (confidence {round(m.confidence * 100)}%)",
                     flagged,
                     start_line=first if first < last else None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from ..model import ThreadJudgement, ThreadQuestion, ThreadStatus
+from ..core.model import ThreadJudgement, ThreadQuestion, ThreadStatus
 from . import prompt
 from .client import ModelClient, Tally, cache_key
 from .memory import Memory
@@ -21,6 +21,12 @@ from .schema import THREAD_SCHEMA, ThreadAnswer, parse
 log = logging.getLogger(__name__)
 
 MAX_OUTPUT_TOKENS = 512
+# The model's words (``THREAD_SCHEMA``) for the bot's: the prompt and the cached answers keep them.
+ANSWERED = {
+    "fixed": ThreadStatus.FIXED,
+    "not_fixed": ThreadStatus.NOT_FIXED,
+    "cannot_tell": ThreadStatus.CANNOT_TELL,
+}
 
 
 class ThreadJudge:
@@ -32,7 +38,7 @@ class ThreadJudge:
     async def judge(self, question: ThreadQuestion) -> ThreadJudgement | None:
         """Fixed / not fixed / cannot tell; None when there is no usable answer."""
         answer = await self._answer(question)
-        return None if answer is None else ThreadJudgement(ThreadStatus(answer.status), answer.reason)
+        return None if answer is None else ThreadJudgement(ANSWERED[answer.status], answer.reason)
 
     async def _answer(self, question: ThreadQuestion) -> ThreadAnswer | None:
         provider = self.client.provider

@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from ..model import ChangedFile, Skipped
+from ..core.model import ChangedFile, Skipped
 from .client import Tally
 from .memory import Charge, Memory, SpendScope
 from .providers import ProviderError

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..analyzers.secrets import redact_secrets
-from ..diff import PatchLines
-from ..model import Finding, PriorFinding
+from ..core.diff import PatchLines
+from ..core.model import Finding, PriorFinding
 from .related import Definition
 from .schema import CATEGORIES, OutputSchema
 

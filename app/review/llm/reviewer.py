@@ -3,7 +3,8 @@
 This module runs a review; the rest of the package holds the parts: ``prompt`` (what the model
 is shown), ``schema`` (what it must answer), ``packing`` (limits, daily budgets, requests),
 ``client`` (the provider behind a gate, its health and usage), ``checks`` (model findings
-checked before posting), ``trust`` (canary, coverage and steering: what may approve),
+checked before posting), ``combine`` (the built-in review and the model's work, one result),
+``trust`` (canary, coverage and steering: what may approve),
 ``judge`` (thread judgement), ``memory`` (answers and usage kept), and ``related`` (what a
 changed function calls and who calls it), found with the head lines shown around each change by
 the jobs of ``bounded``, inside the execution boundary: nothing of the PR is parsed here.
@@ -37,19 +38,15 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from pydantic import ValidationError
 
 from ..analyzers import is_python
-from ..analyzers.injection import RULE as INJECTION_RULE
-from ..diff import PatchLines, parse_patch
-from ..engine import BuiltinReviewer, deduplicate, summarise, verdict_for
-from ..inert import code
-from ..model import (
+from ..core.diff import PatchLines, parse_patch
+from ..core.model import (
     ChangedFile,
     FileContent,
-    Finding,
     ModelInputsReader,
     PullContext,
     Reviewer,
@@ -57,41 +54,21 @@ from ..model import (
     Skipped,
     ThreadJudgement,
     ThreadQuestion,
-    Verdict,
 )
-from ..selection import matching_pattern
+from ..core.selection import matching_pattern
+from ..engine.builtin import BuiltinReviewer
+from ..engine.inert import code
 from . import prompt, trust
 from .bounded import ContextJob, FileContext, ImportsJob, Reviewed, settle
-from .checks import check_findings
-from .client import ModelClient, Tally, cache_key
+from .client import ModelClient, cache_key
+from .combine import ModelWork, combine
 from .judge import ThreadJudge
 from .memory import InMemory, Memory
 from .packing import Budget, Group, Limits, Section, charges_for, pack, plan
 from .providers import Provider, ProviderError, estimate_tokens
-from .schema import FINDINGS_SCHEMA, ModelAnswer, ModelFinding, parse
+from .schema import FINDINGS_SCHEMA, ModelAnswer, parse
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What one review's model work produced."""
-
-    findings: list[ModelFinding] = field(default_factory=list)
-    not_reviewed: list[Skipped] = field(default_factory=list)
-    reviewed: int = 0
-    outside: int = 0  # findings on a file the request did not show: dropped
-    cached: int = 0
-    tally: Tally = field(default_factory=Tally)  # the requests sent and their tokens
-    today: str = ""  # the installation's usage today, for the footer
-    line_counts: dict[str, int] = field(default_factory=dict)  # path -> lines at head, when read
-    given: list[str] = field(default_factory=list)  # the files the model was to review
-    confirmed: set[str] = field(default_factory=set)  # ... that it said "reviewed, nothing found" for
-    reported: set[str] = field(default_factory=set)  # ... that it said "findings" for, with some
-    injection: list[Finding] = field(default_factory=list)  # untrusted answers, steering reports
-    untrusted: int = 0  # answers without their request's canary
-    related_cut: int = 0  # related definitions and call sites left out of the prompts (budget)
-    shown: set[tuple[str, int]] = field(default_factory=set)  # what the model reviewed was shown
 
 
 def skip_reason(context: PullContext) -> str | None:
@@ -166,18 +143,20 @@ class LlmReviewer(Reviewer):
             reason = await self.budget.over(context.installation_id, charges)
         if reason is not None:
             log.info("model review skipped: %s", reason)
-            return self._combine(
+            return combine(
                 context,
                 base,
-                Outcome(),
+                ModelWork(),
+                model=self.provider.model,
+                usage=(),
                 notes=[f"the model did not review this pull request: {reason}"],
                 skipped=reason,
             )
-        outcome = Outcome()
+        work = ModelWork()
         notes: list[str] = []
-        sections = await self._sections(context, base, outcome, notes)
-        outcome.given = [s.file.path for s in sections]
-        pending = await self._cached(sections, outcome)
+        sections = await self._sections(context, base, work, notes)
+        work.given = [s.file.path for s in sections]
+        pending = await self._cached(sections, work)
         overhead = self._request(context, [])
         groups = await pack(
             pending,
@@ -188,26 +167,26 @@ class LlmReviewer(Reviewer):
         planned, left_out = plan(
             groups, self.limits, await self.budget.allowance(context.installation_id, charges)
         )
-        outcome.not_reviewed += left_out
-        results = await asyncio.gather(*(self._ask(context, group, outcome) for group in planned))
+        work.not_reviewed += left_out
+        results = await asyncio.gather(*(self._ask(context, group, work) for group in planned))
         failures = [note for note in results if note]
         notes += failures
-        await self.budget.spend(context.installation_id, outcome.tally, charges)
+        await self.budget.spend(context.installation_id, work.tally, charges)
         log.info(
             "model review: %d files (%d cached) in %d requests, %d input + %d output tokens, %d not reviewed",
-            outcome.reviewed,
-            outcome.cached,
-            outcome.tally.requests,
-            outcome.tally.input_tokens,
-            outcome.tally.output_tokens,
-            len(outcome.not_reviewed),
+            work.reviewed,
+            work.cached,
+            work.tally.requests,
+            work.tally.input_tokens,
+            work.tally.output_tokens,
+            len(work.not_reviewed),
         )
-        if outcome.tally.requests or outcome.cached:
-            outcome.today = await self.budget.today(context.installation_id)
-        return self._combine(context, base, outcome, notes=notes)
+        if work.tally.requests or work.cached:
+            work.today = await self.budget.today(context.installation_id)
+        return combine(context, base, work, model=self.provider.model, usage=self._usage(work), notes=notes)
 
     async def _sections(
-        self, context: PullContext, base: ReviewResult, outcome: Outcome, notes: list[str]
+        self, context: PullContext, base: ReviewResult, work: ModelWork, notes: list[str]
     ) -> list[Section]:
         analysed = set(base.analysed)
         files: list[ChangedFile] = []
@@ -216,7 +195,7 @@ class LlmReviewer(Reviewer):
                 continue
             pattern = matching_pattern(context.model.skip_paths, f.path)
             if pattern is not None:
-                outcome.not_reviewed.append(Skipped(f.path, f"review.llm.skip.paths ({code(pattern)})"))
+                work.not_reviewed.append(Skipped(f.path, f"review.llm.skip.paths ({code(pattern)})"))
                 continue
             files.append(f)
         contents = dict(await context.read([f.path for f in files])) if files else {}
@@ -229,11 +208,11 @@ class LlmReviewer(Reviewer):
             lines = patches[f.path]
             prior = [p for p in context.prior if p.path == f.path]
             if text is not None:
-                outcome.line_counts[f.path] = len(text.splitlines())
+                work.line_counts[f.path] = len(text.splitlines())
             file_context = found.get(f.path) or FileContext(
                 f.path, head=prompt.head_context(lines, text) if text is not None else prompt.HeadContext()
             )
-            outcome.related_cut += file_context.related.cut
+            work.related_cut += file_context.related.cut
             rendered = prompt.render_file(
                 path=f.path,
                 status=f.status,
@@ -313,7 +292,7 @@ class LlmReviewer(Reviewer):
         notes += found.notes
         return {item.path: item for item in found.files}
 
-    async def _cached(self, sections: Sequence[Section], outcome: Outcome) -> list[Section]:
+    async def _cached(self, sections: Sequence[Section], work: ModelWork) -> list[Section]:
         pending: list[Section] = []
         for section in sections:
             stored = await self.memory.answer(section.key)
@@ -325,10 +304,10 @@ class LlmReviewer(Reviewer):
             except ValidationError:
                 pending.append(section)
                 continue
-            outcome.cached += 1
-            outcome.reviewed += 1
-            outcome.shown |= section.shown
-            self._take(outcome, answer, [section])
+            work.cached += 1
+            work.reviewed += 1
+            work.shown |= section.shown
+            self._take(work, answer, [section])
         return pending
 
     def _request(
@@ -353,7 +332,7 @@ class LlmReviewer(Reviewer):
         )
         return counted if counted is not None else estimate_tokens(request.system + request.user)
 
-    async def _ask(self, context: PullContext, group: Group, outcome: Outcome) -> str | None:
+    async def _ask(self, context: PullContext, group: Group, work: ModelWork) -> str | None:
         """One request (and at most one repair); a note for the summary when it failed."""
         canary, request_id = secrets.token_hex(8), uuid.uuid4().hex[:12]
         request = self._request(context, group.sections, canary)
@@ -361,23 +340,21 @@ class LlmReviewer(Reviewer):
             f" and {len(group.paths) - 5} more" if len(group.paths) > 5 else ""
         )
         try:
-            reply = await self.client.ask(
-                request, FINDINGS_SCHEMA, self.limits.max_output_tokens, outcome.tally
-            )
+            reply = await self.client.ask(request, FINDINGS_SCHEMA, self.limits.max_output_tokens, work.tally)
             answer, problem = parse(reply.text, ModelAnswer)
             if answer is None:
                 log.warning("model answer invalid (%s); asking once to repair it", problem)
                 repair = prompt.repair_request(request, reply.text, problem)
                 reply = await self.client.ask(
-                    repair, FINDINGS_SCHEMA, self.limits.max_output_tokens, outcome.tally
+                    repair, FINDINGS_SCHEMA, self.limits.max_output_tokens, work.tally
                 )
                 answer, problem = parse(reply.text, ModelAnswer)
         except ProviderError as exc:
-            outcome.not_reviewed += [Skipped(p, f"the model request failed ({exc})") for p in group.paths]
+            work.not_reviewed += [Skipped(p, f"the model request failed ({exc})") for p in group.paths]
             return f"the model request for {names} failed ({exc})"
         if answer is None:
             log.warning("model answer still invalid after one repair (%s); skipping %s", problem, names)
-            outcome.not_reviewed += [
+            work.not_reviewed += [
                 Skipped(p, "the model's answer was invalid twice (skipped)") for p in group.paths
             ]
             return f"the model's answer for {names} was invalid even after one repair, so it was skipped"
@@ -389,16 +366,16 @@ class LlmReviewer(Reviewer):
                 self.provider.model,
                 names,
             )
-            outcome.untrusted += 1
-            outcome.injection.append(trust.untrusted_finding(group.paths, request_id))
-            outcome.not_reviewed += [
+            work.untrusted += 1
+            work.injection.append(trust.untrusted_finding(group.paths, request_id))
+            work.not_reviewed += [
                 Skipped(p, f"the model's answer was not trustworthy (request {request_id})")
                 for p in group.paths
             ]
             return f"the model's answer for {names} was not trustworthy (request {request_id})"
-        outcome.reviewed += len(group.sections)
-        outcome.shown.update(line for section in group.sections for line in section.shown)
-        self._take(outcome, answer, group.sections)
+        work.reviewed += len(group.sections)
+        work.shown.update(line for section in group.sections for line in section.shown)
+        self._take(work, answer, group.sections)
         matched = trust.covers(answer, group.paths)  # else nothing is confirmed
         for section in group.sections:
             path = section.file.path
@@ -411,124 +388,33 @@ class LlmReviewer(Reviewer):
         return None
 
     @staticmethod
-    def _take(outcome: Outcome, answer: ModelAnswer, sections: Sequence[Section]) -> None:
+    def _take(work: ModelWork, answer: ModelAnswer, sections: Sequence[Section]) -> None:
         paths = [s.file.path for s in sections]
         for f in answer.findings:
             if f.path in paths:
-                outcome.findings.append(f)
+                work.findings.append(f)
             else:
-                outcome.outside += 1
-        outcome.confirmed |= trust.confirmed(answer, paths)
-        outcome.reported |= trust.reported(answer, paths)
-        outcome.injection += [
-            trust.steering_finding(report, paths=paths, line_counts=outcome.line_counts)
+                work.outside += 1
+        work.confirmed |= trust.confirmed(answer, paths)
+        work.reported |= trust.reported(answer, paths)
+        work.injection += [
+            trust.steering_finding(report, paths=paths, line_counts=work.line_counts)
             for report in answer.steering
         ]
 
-    def _combine(
-        self,
-        context: PullContext,
-        base: ReviewResult,
-        outcome: Outcome,
-        *,
-        notes: list[str],
-        skipped: str | None = None,
-    ) -> ReviewResult:
-        """``skipped``: why the model did not review the pull request at all."""
-        checked, dropped, merged = check_findings(
-            outcome.findings,
-            files=context.files,
-            builtin=base.findings,
-            line_counts=outcome.line_counts,
-            blockers=context.model.blockers,
-        )
-        dropped += outcome.outside
-        checked.sort(key=lambda item: (-item[1].severity, -item[0], item[1].path, item[1].line))
-        cap = context.model.max_findings
-        shown = [f for _, f in checked[:cap]]
-        extra: list[str] = []
-        if outcome.reviewed:
-            cached = f", {outcome.cached} from cache" if outcome.cached else ""
-            extra.append(
-                f"the model ({self.provider.model}) reviewed {outcome.reviewed} file"
-                f"{'s' if outcome.reviewed != 1 else ''}{cached}"
-            )
-        if len(checked) > cap:
-            extra.append(
-                f"{len(checked) - cap} more model findings not shown (review.llm.max_findings: {cap})"
-            )
-        if merged:
-            extra.append(f"{merged} model finding{'s' if merged != 1 else ''} merged into built-in ones")
-        if dropped:
-            extra.append(f"{dropped} model finding{'s' if dropped != 1 else ''} dropped by the checks")
-        if outcome.not_reviewed:
-            extra.append(
-                f"{len(outcome.not_reviewed)} file{'s' if len(outcome.not_reviewed) != 1 else ''} "
-                "not reviewed by the model (listed below)"
-            )
-        if outcome.related_cut:
-            extra.append(
-                f"{outcome.related_cut} related definition{'s' if outcome.related_cut != 1 else ''} or call "
-                "sites not shown to the model (LLM_MAX_INPUT_TOKENS)"
-            )
-        order = {f.path: i for i, f in enumerate(context.files)}
-        findings = deduplicate(
-            sorted(
-                [*base.findings, *shown, *outcome.injection],  # injection reports: never capped
-                key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule),
-            )
-        )
-        incomplete = base.verdict is not verdict_for(base.findings)
-        verdict = verdict_for(findings, incomplete=incomplete)
-        injected = trust.injection_withheld(
-            {f.rule for f in findings}, model_read=outcome.reviewed > 0, tripwire=INJECTION_RULE
-        )
-        # A file it reported on counts only while a finding stands on it (not dropped).
-        reported = outcome.reported & {f.path for f in findings}
-        withhold = injected or trust.approval_withheld(
-            skipped=skipped, given=outcome.given, confirmed=outcome.confirmed, reported=reported
-        )
-        if withhold is not None and verdict is Verdict.APPROVE:
-            verdict = Verdict.COMMENT
-        all_notes = [*base.notes, *notes, *extra]
-        return ReviewResult(
-            verdict=verdict,
-            summary=summarise(
-                findings,
-                changed=len(context.files),
-                analysed=base.analysed,
-                skipped=base.skipped,
-                notes=all_notes,
-            ),
-            findings=tuple(findings),
-            skipped=base.skipped,
-            analysed=base.analysed,
-            notes=tuple(all_notes),
-            withhold_approval=withhold,
-            withheld_holds_block=injected is not None
-            or trust.holds_block(
-                skipped=skipped, given=outcome.given, confirmed=outcome.confirmed, reported=reported
-            ),
-            incomplete=incomplete,
-            model_skipped=tuple(outcome.not_reviewed),
-            usage=self._usage(outcome),
-            prompt_lines=frozenset(outcome.shown),
-        )
-
-    def _usage(self, outcome: Outcome) -> tuple[str, ...]:
-        tally = outcome.tally
-        if not (tally.requests or outcome.cached):
+    def _usage(self, work: ModelWork) -> tuple[str, ...]:
+        tally = work.tally
+        if not (tally.requests or work.cached):
             return ()
         lines = [
             f"model: {self.provider.name} {self.provider.model}",
-            f"requests: {tally.requests} ({outcome.cached} file"
-            f"{'s' if outcome.cached != 1 else ''} from cache)",
+            f"requests: {tally.requests} ({work.cached} file{'s' if work.cached != 1 else ''} from cache)",
             f"tokens: {tally.input_tokens:,} input, {tally.output_tokens:,} output",
         ]
         price_in, price_out = self.limits.price_input_per_mtok, self.limits.price_output_per_mtok
         if price_in or price_out:
             cost = (tally.input_tokens * price_in + tally.output_tokens * price_out) / 1_000_000
             lines.append(f"cost: ${cost:.4f}")
-        if outcome.today:
-            lines.append(outcome.today)
+        if work.today:
+            lines.append(work.today)
         return tuple(lines)

@@ -23,8 +23,8 @@ from collections.abc import Set as AbstractSet
 
 from ..analyzers import finding as make_finding
 from ..analyzers.injection import PR_BODY_PATH
-from ..inert import code
-from ..model import Finding, Severity
+from ..core.model import Finding, Severity
+from ..engine.inert import code
 from .checks import clean_message
 from .schema import Coverage, ModelAnswer, Steering
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...review import readiness as rd
-from ...review.markers import encode
+from ...review.rounds.markers import encode
 
 MARKER = "readiness"
 HISTORY = 20  # heads and failures kept in the marker

@@ -22,7 +22,7 @@ from ...github import GitHubClient
 from ...guards import BotIdentity, is_bot_login
 from ...repoconfig import ReadinessConfig
 from ...review import readiness as rd
-from ...review.markers import decode
+from ...review.rounds.markers import decode
 from ..bot import Bot
 from ..checks import CheckKind, check_name
 from ..pause import paused_by

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from ...guards import BotIdentity
 from ...review import readiness as rd
-from ...review.inert import code
-from ...review.markers import decode
+from ...review.engine.inert import code
+from ...review.rounds.markers import decode
 from ..checks import CheckKind, check_name
 from .read import Reading
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from ...github import GitHubClient
 from ...guards import BotIdentity
-from ...review.markers import Trigger
-from ...review.model import Reviewer
+from ...review.core.model import Reviewer
+from ...review.rounds.markers import Trigger
 from ..bot import Bot
 from ..pull import AnalysisCache
 from . import decide

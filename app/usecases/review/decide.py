@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import enum
 
-from ...review import decide
-from ...review.markers import Trigger
+from ...review.rounds import decide
+from ...review.rounds.markers import Trigger
 from .read import Head
 
 

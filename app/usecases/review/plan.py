@@ -10,10 +10,11 @@ from dataclasses import dataclass, replace
 
 from ...guards import BotIdentity, is_bot_login
 from ...repoconfig import RepoConfig
-from ...review import decide, render
-from ...review.markers import FindingMarker, ReviewMarker, Trigger
-from ...review.model import PullContext, ReviewResult, Verdict
+from ...review.core.model import PullContext, ReviewResult, ThreadStatus, Verdict
+from ...review.output import render
 from ...review.overrule import Overrule, severity_named
+from ...review.rounds import decide
+from ...review.rounds.markers import FindingMarker, ReviewMarker, Trigger
 from .decide import ReviewMode
 from .read import PullState
 
@@ -48,7 +49,7 @@ class Plan:
     post: bool
     dismiss: bool
 
-    def review(self, dismissal: str | None = None, *, inline: bool = True) -> render.ReviewPlan:
+    def review(self, dismissal: render.Dismissal | None = None, *, inline: bool = True) -> render.ReviewPlan:
         """The review; ``inline=False`` puts every finding in the body (the fallback for a review
         GitHub refused)."""
         rereview = self.rereview if self.rereview is None else replace(self.rereview, dismissal=dismissal)
@@ -81,7 +82,7 @@ def plan_review(
         post=not (mode.only_to_unblock and stays),
         dismiss=False,
     )
-    dismiss = rereview is not None and plan.review().event == "COMMENT" and not result.holds_block
+    dismiss = rereview is not None and plan.review().event is Verdict.COMMENT and not result.holds_block
     # An approval withheld for the model's silence or steering keeps the block: a person should look.
     return replace(plan, dismiss=dismiss)
 
@@ -112,14 +113,18 @@ def rereview_of(state: PullState, result: ReviewResult) -> render.Rereview:
     blockers = decide.prior_blockers(block.get("body"), (c.get("body") for c in state.block_comments))
     marker = ReviewMarker.read(block.get("body"))
     withdrawn = {m.fingerprint: o for m in blockers for o in state.overruled if overrules_marker(o, m)}
-    # "unknown": not reported, but its file (or the one it was renamed to) was not looked at either
+    # CANNOT_TELL: not reported, but its file (or the one it was renamed to) was not looked at either
     status = {m.fingerprint: decide.thread_status(m, result, state.renames) for m in blockers}
-    gone = [m for m in blockers if m.fingerprint not in withdrawn and status[m.fingerprint] != "present"]
+    gone = [
+        m
+        for m in blockers
+        if m.fingerprint not in withdrawn and status[m.fingerprint] is not ThreadStatus.NOT_FIXED
+    ]
     return render.Rereview(
         prior_head_sha=marker.head_sha if marker else str(block.get("commit_id") or ""),
-        fixed=tuple(m for m in gone if status[m.fingerprint] == "fixed"),
-        still_open=tuple(m for m in blockers if status[m.fingerprint] == "present"),
-        unconfirmed=tuple(m for m in gone if status[m.fingerprint] == "unknown"),
+        fixed=tuple(m for m in gone if status[m.fingerprint] is ThreadStatus.FIXED),
+        still_open=tuple(m for m in blockers if status[m.fingerprint] is ThreadStatus.NOT_FIXED),
+        unconfirmed=tuple(m for m in gone if status[m.fingerprint] is ThreadStatus.CANNOT_TELL),
         overruled=tuple(withdrawn.values()),
     )
 

@@ -21,8 +21,9 @@ import gidgethub
 
 from ... import github, metrics
 from ...github import GitHubClient
-from ...review import decide, render
-from ...review.markers import Trigger
+from ...review.output import render
+from ...review.rounds import decide
+from ...review.rounds.markers import Trigger
 from ..bot import Bot
 from ..checks import (
     CheckKind,
@@ -200,7 +201,7 @@ class RecordingPublisher:
             self.said.append("an overrule leaves the verdict as it was; nothing to post")
             return
         # What the bot posts once GitHub has dismissed the block (as it does, unless forbidden).
-        self.review = plan.review("dismissed" if plan.dismiss else None)
+        self.review = plan.review(render.Dismissal.DISMISSED if plan.dismiss else None)
 
 
 async def dismiss_blocks(
@@ -211,9 +212,9 @@ async def dismiss_blocks(
     mine: Sequence[Mapping[str, Any]],
     head_sha: str,
     overruled: bool = False,
-) -> str:
-    """Dismiss every active request for changes of the bot: "dismissed", or "forbidden" when
-    GitHub refuses (the installation may not dismiss reviews on this branch)."""
+) -> render.Dismissal:
+    """Dismiss every active request for changes of the bot: DISMISSED, or FORBIDDEN when GitHub
+    refuses (the installation may not dismiss reviews on this branch)."""
     how = "verified fixed or overruled" if overruled else "verified fixed"
     message = (
         f"The blockers of this review are {how} at {head_sha[:12]}; dismissing it (approval is disabled)."
@@ -226,9 +227,9 @@ async def dismiss_blocks(
         except gidgethub.BadRequest as exc:
             if int(exc.status_code) in (403, 404):
                 log.warning("may not dismiss review %s: %s", review.get("id"), exc)
-                return "forbidden"
+                return render.Dismissal.FORBIDDEN
             raise
-    return "dismissed"
+    return render.Dismissal.DISMISSED
 
 
 async def post_review(

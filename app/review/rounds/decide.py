@@ -12,15 +12,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..guards import BotIdentity, is_bot_login
+from ...events import ReviewState
+from ...guards import BotIdentity, is_bot_login
+from ..core.model import MODEL_RULES, ReviewResult, ThreadStatus
+from ..core.selection import REMOVED
 from .identity import Renames, stands
 from .markers import FindingMarker, ReviewMarker
-from .model import ReviewResult
-from .selection import REMOVED
 
-DECIDING = ("CHANGES_REQUESTED", "APPROVED")
+DECIDING = (ReviewState.CHANGES_REQUESTED, ReviewState.APPROVED)
 
 Review = Mapping[str, Any]
+
+
+def state_of(review: Review) -> ReviewState | None:
+    """A review's state as REST gives it (upper case; a webhook's lower case is read the same)."""
+    return ReviewState.parse(review.get("state"))
 
 
 def submitted_at(review: Review) -> float:
@@ -37,21 +43,21 @@ def bot_reviews(reviews: Iterable[Review], identity: BotIdentity) -> list[Review
 
 
 def latest_decision(mine: Sequence[Review]) -> Review | None:
-    deciding = [r for r in mine if str(r.get("state", "")).upper() in DECIDING]
+    deciding = [r for r in mine if state_of(r) in DECIDING]
     return deciding[-1] if deciding else None
 
 
 def blocking_review(mine: Sequence[Review]) -> Review | None:
     """The bot's review that blocks the PR now, if its latest decision requested changes."""
     latest = latest_decision(mine)
-    if latest is not None and str(latest.get("state", "")).upper() == "CHANGES_REQUESTED":
+    if latest is not None and state_of(latest) is ReviewState.CHANGES_REQUESTED:
         return latest
     return None
 
 
 def active_blocks(mine: Sequence[Review]) -> list[Review]:
     """Every request for changes of the bot that was not dismissed: all must go to unblock."""
-    return [r for r in mine if str(r.get("state", "")).upper() == "CHANGES_REQUESTED"]
+    return [r for r in mine if state_of(r) is ReviewState.CHANGES_REQUESTED]
 
 
 def review_of_head(mine: Sequence[Review], head_sha: str) -> Review | None:
@@ -123,17 +129,19 @@ def unconfirmed(result: ReviewResult) -> frozenset[str]:
     return frozenset(s.path for s in result.skipped if s.reason != REMOVED)
 
 
-def thread_status(marker: FindingMarker, result: ReviewResult, renames: Renames | None = None) -> str:
-    """ "fixed", "present", or "unknown" when the analysis at head did not (fully) look at the
+def thread_status(
+    marker: FindingMarker, result: ReviewResult, renames: Renames | None = None
+) -> ThreadStatus:
+    """Fixed, not fixed, or cannot tell when the analysis at head did not (fully) look at the
     thread's file (or the file it was renamed to): then nothing is concluded."""
     if not is_fixed(marker, result, renames):
-        return "present"
+        return ThreadStatus.NOT_FIXED
     unseen = unconfirmed(result)
     moved = (renames or {}).get(marker.path, marker.path)
-    return "unknown" if marker.path in unseen or moved in unseen else "fixed"
+    return ThreadStatus.CANNOT_TELL if marker.path in unseen or moved in unseen else ThreadStatus.FIXED
 
 
 def verifiable(marker: FindingMarker) -> bool:
     """Findings of the built-in analyzers can be re-checked at head; others (an LLM reviewer's)
     need the engine that made them, and are left alone until it can judge."""
-    return not marker.rule.startswith("llm/")
+    return not marker.rule.startswith(MODEL_RULES)

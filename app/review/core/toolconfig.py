@@ -1,6 +1,6 @@
 """Which files the workflow, shell and Dockerfile linters review, and their configuration as the
 repository wrote it, re-written so that nothing in it reaches outside the tree. Pure; the
-re-writing runs inside the execution boundary, like ``lintconfig.ruff_inputs``.
+re-writing runs inside the execution boundary, like ``ruffinputs.ruff_inputs``.
 
 - ``zizmor.yml`` (or ``.github/zizmor.yml``): its ``rules`` (per audit: ``ignore``, ``disable``,
   ``config``), read with the bounded YAML loader (``patterns.load_yaml``), written back as plain

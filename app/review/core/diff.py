@@ -59,10 +59,7 @@ def parse_patch(patch: str | None) -> PatchLines:
     included) is read as if it used LF."""
     if not patch:
         return PatchLines()
-    raw_lines = patch.split("\n")
-    headers = [line for line in raw_lines if line.startswith("@@")]
-    if headers and all(line.endswith("\r") for line in headers):
-        raw_lines = [line[:-1] if line.endswith("\r") else line for line in raw_lines]
+    raw_lines = _lines_of(patch)
 
     right: set[int] = set()
     added: set[int] = set()
@@ -132,6 +129,15 @@ def parse_patch(patch: str | None) -> PatchLines:
         crlf_lines=frozenset(crlf),
         tail_added=tuple(tail),
     )
+
+
+def _lines_of(patch: str) -> list[str]:
+    """The patch's lines; one whose hunk headers all end with CRLF used CRLF throughout: as LF."""
+    raw_lines = patch.split("\n")
+    headers = [line for line in raw_lines if line.startswith("@@")]
+    if headers and all(line.endswith("\r") for line in headers):
+        raw_lines = [line[:-1] if line.endswith("\r") else line for line in raw_lines]
+    return raw_lines
 
 
 def base_of(head: str, patch: str | None) -> str | None:

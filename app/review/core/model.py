@@ -20,9 +20,12 @@ class Severity(enum.IntEnum):
         return self.name.lower()
 
 
+MODEL_RULES = "llm/"  # the prefix of every rule of the language-model reviewer's own findings
+
+
 class Verdict(enum.StrEnum):
-    """The review's decision, before policy (approval disabled, the bot's own PR) maps it to a
-    GitHub review event."""
+    """The review's decision; the policy (approval disabled, the bot's own PR) maps it to the
+    GitHub review event posted, a verdict too (``output.render.review_event``)."""
 
     REQUEST_CHANGES = "REQUEST_CHANGES"
     COMMENT = "COMMENT"
@@ -225,9 +228,13 @@ ModelInputsReader = Callable[[], Awaitable[ModelInputs]]
 
 
 class ThreadStatus(enum.StrEnum):
+    """Whether the finding an open thread of the bot holds is fixed at head: re-checked by the
+    analyzers that made it (``rounds.decide.thread_status``) or judged by the model
+    (``llm.judge``, which maps the model's own words, ``llm.schema.ThreadAnswer``)."""
+
     FIXED = "fixed"
-    NOT_FIXED = "not_fixed"
-    CANNOT_TELL = "cannot_tell"
+    NOT_FIXED = "present"  # the finding is still there
+    CANNOT_TELL = "unknown"  # its file was not (fully) analysed, or the model cannot tell
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,18 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .diff import parse_patch
+from ..core.diff import parse_patch
+from ..core.model import Finding, Reviewer, ReviewResult, Severity
 from .history import History, review_commits
 from .history_mine import Mined, Pair, Target
 from .local import GitError, context_from_git
-from .model import Finding, Reviewer, ReviewResult, Severity
 
-__all__ = ["HistoryReport", "Outcome", "PairResult", "evaluate_history", "hits_of", "score", "shown_lines"]
+__all__ = ["Detection", "HistoryReport", "PairResult", "evaluate_history", "hits_of", "score", "shown_lines"]
 
 DEFAULT_TOLERANCE = 3
 
 
-class Outcome(enum.StrEnum):
+class Detection(enum.StrEnum):
+    """Whether the review of a pair's introducing commit flagged the regression's lines."""
+
     HIT = "hit"
     MISSED = "missed"
     NOT_VISIBLE = "not visible"
@@ -75,19 +77,19 @@ def score(
     shown: Mapping[str, frozenset[int]],
     *,
     tolerance: int = DEFAULT_TOLERANCE,
-) -> tuple[Outcome, list[Finding], int]:
+) -> tuple[Detection, list[Finding], int]:
     """The pair's outcome, the hitting findings, and how many targets were shown."""
     visible = sum(1 for t in targets if t.line in shown.get(t.path, frozenset()))
     hits = hits_of(findings, targets, tolerance)
     if hits:
-        return Outcome.HIT, hits, visible
-    return (Outcome.MISSED if visible else Outcome.NOT_VISIBLE), [], visible
+        return Detection.HIT, hits, visible
+    return (Detection.MISSED if visible else Detection.NOT_VISIBLE), [], visible
 
 
 @dataclass(frozen=True, slots=True)
 class PairResult:
     pair: Pair
-    outcome: Outcome
+    outcome: Detection
     hits: tuple[Finding, ...] = ()
     findings: int = 0  # concern or above, anywhere in the introducing commit
     visible: int = 0  # targets shown to the reviewer
@@ -140,12 +142,12 @@ class HistoryReport:
     results: list[PairResult] = field(default_factory=list)
     precision: History = field(default_factory=History)
 
-    def count(self, outcome: Outcome) -> int:
+    def count(self, outcome: Detection) -> int:
         return sum(1 for r in self.results if r.outcome is outcome)
 
     def totals(self) -> dict[str, Any]:
-        hit, missed = self.count(Outcome.HIT), self.count(Outcome.MISSED)
-        pairs = len(self.results) - self.count(Outcome.ERROR)
+        hit, missed = self.count(Detection.HIT), self.count(Detection.MISSED)
+        pairs = len(self.results) - self.count(Detection.ERROR)
         by_rule: Counter[str] = Counter(rule for r in self.results for rule in {f.rule for f in r.hits})
         by_severity: Counter[str] = Counter(
             max(f.severity for f in r.hits).label for r in self.results if r.hits
@@ -159,8 +161,8 @@ class HistoryReport:
             "dropped": {reason.name.lower(): n for reason, n in sorted(self.mined.dropped.items())},
             "hit": hit,
             "missed": missed,
-            "not_visible": self.count(Outcome.NOT_VISIBLE),
-            "errors": self.count(Outcome.ERROR),
+            "not_visible": self.count(Detection.NOT_VISIBLE),
+            "errors": self.count(Detection.ERROR),
             "recall": round(hit / pairs, 4) if pairs else 0.0,
             "recall_of_visible": round(hit / (hit + missed), 4) if hit + missed else 0.0,
             "hits_by_rule": dict(sorted(by_rule.items(), key=lambda item: (-item[1], item[0]))),
@@ -224,10 +226,10 @@ async def review_pair(repo: Path, pair: Pair, reviewer: Reviewer, *, tolerance: 
         context = await context_from_git(repo, f"{pair.intro}^1", pair.intro)
         result = await reviewer.review(context)
     except GitError as exc:
-        return PairResult(pair, Outcome.ERROR, seconds=time.perf_counter() - started, error=str(exc))
+        return PairResult(pair, Detection.ERROR, seconds=time.perf_counter() - started, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - one pair the reviewer fails on is reported, not fatal
         error = f"the reviewer failed: {type(exc).__name__}: {exc}"
-        return PairResult(pair, Outcome.ERROR, seconds=time.perf_counter() - started, error=error)
+        return PairResult(pair, Detection.ERROR, seconds=time.perf_counter() - started, error=error)
     seconds = time.perf_counter() - started
     shown = shown_lines(result, {f.path: f.patch for f in context.files})
     outcome, hits, visible = score(pair.targets, result.findings, shown, tolerance=tolerance)

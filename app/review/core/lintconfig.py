@@ -11,7 +11,8 @@ The bot lints what the repository lints, with the rules it chose, at the version
   ``files`` patterns count the same way: a path they do not match is left out.)
 - **Configs.** Every ruff configuration file on an analysed file's path, so ruff resolves them the
   way it does in a checkout (``config_paths`` lists what to read; ``extend`` targets inside the
-  repository are read in a second round, ``missing_extends``).
+  repository are read in a second round, ``missing_extends``). What ruff is given of them, path
+  settings confined to the repository, is ``ruffinputs``.
 - **Pin.** The ruff version the repository pins (pre-commit ``rev``, or ``ruff==X`` in a dev
   dependency list), so rules newer than it are not reported.
 
@@ -21,10 +22,6 @@ in ``/`` + the path. None of them is trusted (anyone may install the App on a re
 own, and its base is as hostile as a pull request): they are evaluated with bounds
 (``patterns``), inside the execution boundary, each file's patterns one stage (``pattern_sources``)
 that ``without`` leaves out when it took too long.
-
-**Inside the repository.** ``ruff_inputs`` re-writes the ruff configurations ruff will read, keeping
-every path-valued setting (``extend``, ``src``, ...) only where it resolves inside the repository's
-tree, and names the file and setting of each one it dropped.
 """
 
 from __future__ import annotations
@@ -37,7 +34,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-import tomli_w
 import yaml
 from packaging.version import InvalidVersion, Version
 
@@ -55,13 +51,11 @@ __all__ = [
     "LintConfig",
     "PatternSource",
     "RuffConfigFile",
-    "RuffInput",
     "RuffPin",
     "config_paths",
     "forget_matches",
     "lint_config",
     "missing_extends",
-    "ruff_inputs",
     "version_tuple",
 ]
 
@@ -76,10 +70,6 @@ _RUFF_REQUIREMENT = re.compile(r"""(?im)(?:^|["'\s,\[])ruff\s*(?:\[[^\]]*\])?\s*
 _FROZEN = re.compile(r"#\s*frozen:\s*v?(\d+(?:\.\d+)+)")
 MAX_EXTEND_DEPTH = 3
 EXCLUDES_LOST = "its excludes were not applied"
-# Ruff settings that name a file or directory ruff reads or writes; each must stay inside the
-# repository (``cache-dir`` and ``output-file`` never: ruff runs with --no-cache, its output is ours).
-PATH_SETTINGS = ("extend", "src", "namespace-packages")
-NEVER_SETTINGS = ("cache-dir", "output-file")
 
 
 def version_tuple(text: str) -> tuple[int, ...] | None:
@@ -508,93 +498,3 @@ def governing_paths(config: LintConfig, paths: Sequence[str]) -> list[str]:
             governing = config.ruff_configs.get(target) if target else None
             depth += 1
     return sorted(used)
-
-
-@dataclass(frozen=True, slots=True)
-class RuffInput:
-    """A configuration file as ruff will read it: only what ruff reads from it (its ruff table,
-    a ``pyproject.toml``'s ``requires-python``), re-written, never the pull request's text."""
-
-    path: str
-    settings: Mapping[str, Any] | None  # None: a pyproject.toml without [tool.ruff]
-    requires_python: str | None = None
-
-    def without(self, name: str) -> RuffInput:
-        """Without the setting ``name``, at the top or in a sub-table (``[lint]``)."""
-
-        def drop(table: Mapping[str, Any]) -> dict[str, Any]:
-            return {k: drop(v) if isinstance(v, dict) else v for k, v in table.items() if k != name}
-
-        return replace(self, settings=None if self.settings is None else drop(self.settings))
-
-    @property
-    def text(self) -> str:
-        if PurePosixPath(self.path).name != "pyproject.toml":
-            return tomli_w.dumps(dict(self.settings or {}))
-        document: dict[str, Any] = {}
-        if self.requires_python is not None:
-            document["project"] = {"requires-python": self.requires_python}
-        if self.settings is not None:
-            document["tool"] = {"ruff": dict(self.settings)}
-        return tomli_w.dumps(document)
-
-
-def _checked_settings(
-    config: RuffConfigFile, known: Mapping[str, RuffConfigFile]
-) -> tuple[dict[str, Any], list[str]]:
-    """The ruff table without the path settings that leave the repository; the notes for them."""
-    table = dict(config.table)
-    notes: list[str] = []
-
-    def dropped(name: str, why: str) -> None:
-        notes.append(f"{code_span(config.path)}: the ruff setting {code_span(name)} {why}; it was dropped")
-
-    for name in NEVER_SETTINGS:
-        if table.pop(name, None) is not None:
-            dropped(name, "is not used by revbot")
-    extend = table.get("extend")
-    if extend is not None:
-        target = inside_tree(config.directory, extend) if isinstance(extend, str) else None
-        if target is None or target not in known:
-            del table["extend"]
-            dropped("extend", "does not name a configuration file inside the repository")
-    for name in PATH_SETTINGS[1:]:
-        value = table.get(name)
-        if value is None:
-            continue
-        entries = value if isinstance(value, list) else [value]
-        kept = [e for e in entries if isinstance(e, str) and inside_tree(config.directory, e) is not None]
-        if len(kept) != len(entries):
-            dropped(name, "names a path outside the repository")
-            table[name] = kept
-    return table, notes
-
-
-def ruff_inputs(
-    config: LintConfig, contents: Mapping[str, FileContent | None]
-) -> tuple[list[RuffInput], list[str]]:
-    """The files ruff reads (every ruff configuration, and the other ``pyproject.toml`` files on
-    the paths for their ``requires-python``), path settings confined to the repository; and a
-    note for every setting dropped."""
-    inputs: list[RuffInput] = []
-    notes: list[str] = []
-    for path in sorted(
-        set(config.ruff_configs) | {p for p in contents if PurePosixPath(p).name == "pyproject.toml"}
-    ):
-        content = contents.get(path)
-        requires: str | None = None
-        if PurePosixPath(path).name == "pyproject.toml" and content is not None and content.text is not None:
-            try:
-                project = tomllib.loads(content.text).get("project")
-            except tomllib.TOMLDecodeError:
-                continue
-            value = project.get("requires-python") if isinstance(project, dict) else None
-            requires = value if isinstance(value, str) else None
-        governing = config.ruff_configs.get(path)
-        if governing is None:
-            inputs.append(RuffInput(path, None, requires))
-            continue
-        table, dropped = _checked_settings(governing, config.ruff_configs)
-        notes += dropped
-        inputs.append(RuffInput(path, table, requires))
-    return inputs, notes

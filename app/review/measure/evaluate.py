@@ -29,10 +29,10 @@ from typing import Any
 
 import yaml
 
+from ..core.model import Finding, Reviewer, ReviewResult, Severity
 from .local import GitError, git
-from .model import Finding, Reviewer, ReviewResult, Severity
 
-DEFAULT_CASES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "review_cases"
+DEFAULT_CASES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "review_cases"
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
-from .lintconfig import RuffPin
+from ..core.lintconfig import RuffPin
 
 __all__ = ["MIN_PINNED_RUFF", "RuffPins", "install_environment"]
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 
-from .analyzers.secrets import redact_secrets
-from .codespan import code_span
+from ..analyzers.secrets import redact_secrets
+from ..core.codespan import code_span
 
 WORD_JOINER = "\u2060"  # invisible; ends a mention, an autolink or a reference where it stands
 ZERO_WIDTH_SPACE = "\u200b"

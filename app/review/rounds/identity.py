@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .diff import parse_patch
+from ..core.diff import parse_patch
+from ..core.model import Finding
 from .markers import problem_key
-from .model import Finding
 
 Renames = Mapping[str, str]
 """Old path -> new path, for the files renamed in the pull request or since the last review."""

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.model import Finding, Reviewer, Severity
 from .local import GitError, context_from_git, git
-from .model import Finding, Reviewer, Severity
 
 __all__ = ["CommitReview", "History", "first_parent_commits", "review_commits"]
 

@@ -3,41 +3,42 @@ check run's conclusion and annotations. Pure: no I/O.
 
 Anchoring: GitHub accepts an inline comment only on a RIGHT-side line inside a hunk of the PR's
 diff (otherwise the whole review is refused with 422), so every comment is checked against the
-commentable lines first; a finding anywhere else is listed in the review body. At most
-``max_comments`` findings are inline, the most severe first; the rest go to the body too. The
-repository's noise budget (``Policy.inline_min_severity``, ``Policy.max_nits``) keeps minor
-findings out of the inline comments: they are a short collapsed list in the body.
+commentable lines first (``comments``, which also writes each comment); a finding anywhere else
+is listed in the review body. At most ``max_comments`` findings are inline, the most severe
+first; the rest go to the body too. The repository's noise budget (``Policy.inline_min_severity``,
+``Policy.max_nits``) keeps minor findings out of the inline comments: they are a short collapsed
+list in the body.
 
 Everything the PR controls (paths, messages quoting code, the model's words) passes ``inert``'s
 ``code`` or ``escape`` before it reaches Markdown, so it can neither quote a secret, break the
-layout, ping anyone, show a live link nor forge a hidden marker. A suggestion is code GitHub
-applies with one click, so it cannot be altered to defuse it: one that would quote a secret or
-open an HTML comment is withheld instead (the finding is still posted).
+layout, ping anyone, show a live link nor forge a hidden marker (a suggestion, which cannot be
+altered, is withheld instead: ``comments``).
 """
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .analyzers.injection import PR_BODY_PATH
-from .analyzers.secrets import redact_secrets
-from .identity import Delta, Recorded, Renames, held, in_delta
-from .inert import code, defuse, escape, neutralise
-from .markers import FindingMarker, ReviewMarker, Trigger, problem_key
-from .model import Finding, ReviewResult, Severity, Verdict
-from .overrule import Overrule
+from ..analyzers.injection import PR_BODY_PATH
+from ..analyzers.secrets import redact_secrets
+from ..core.model import MODEL_RULES, Finding, ReviewResult, Severity, Verdict
+from ..engine.inert import code, escape, neutralise
+from ..overrule import Overrule
+from ..rounds.identity import Delta, Recorded, Renames, held, in_delta
+from ..rounds.markers import FindingMarker, ReviewMarker, Trigger
+from .comments import anchor, comment_body, finding_marker, location, most_severe_first
 
 ANNOTATION_LEVEL = {Severity.BLOCKER: "failure", Severity.CONCERN: "warning", Severity.NIT: "notice"}
 HEADLINE = {
-    "REQUEST_CHANGES": "changes requested",
-    "COMMENT": "comments",
-    "APPROVE": "approved",
+    Verdict.REQUEST_CHANGES: "changes requested",
+    Verdict.COMMENT: "comments",
+    Verdict.APPROVE: "approved",
 }
 MAX_CHECK_TEXT = 60_000
-MODEL_RULES = "llm/"  # the language-model reviewer's findings
 INCOMPLETE = "not everything was analysed (the files listed under Not analysed, and the notes above)"
 
 
@@ -52,13 +53,20 @@ class Policy:
     max_nits: int = 5
 
 
+class Dismissal(enum.StrEnum):
+    """What happened to the bot's earlier request for changes when approval is disabled."""
+
+    DISMISSED = "dismissed"
+    FORBIDDEN = "forbidden"  # GitHub answered 403: the installation may not dismiss reviews here
+
+
 @dataclass(frozen=True, slots=True)
 class Rereview:
     """The bot's latest decision on this PR was a request for changes: this review must re-decide.
 
     ``fixed`` and ``still_open`` are the earlier review's blockers (read back from its markers)
     that are gone from, or still in, the current findings. ``dismissal`` is what happened to the
-    earlier block when approval is disabled: "dismissed" or "forbidden" (GitHub answered 403).
+    earlier block when approval is disabled.
     ``overruled``: the earlier blockers someone who may has withdrawn on this PR. ``unconfirmed``:
     blockers no longer reported on a file this analysis could not (fully) look at.
     """
@@ -66,14 +74,14 @@ class Rereview:
     prior_head_sha: str
     fixed: tuple[FindingMarker, ...] = ()
     still_open: tuple[FindingMarker, ...] = ()
-    dismissal: str | None = None
+    dismissal: Dismissal | None = None
     overruled: tuple[Overrule, ...] = ()
     unconfirmed: tuple[FindingMarker, ...] = ()  # gone from the findings, but their file was not analysed
 
 
 @dataclass(frozen=True, slots=True)
 class ReviewPlan:
-    event: str  # APPROVE | REQUEST_CHANGES | COMMENT
+    event: Verdict  # the GitHub review event: the verdict after the policy (``review_event``)
     body: str
     comments: tuple[dict[str, Any], ...]
     inline: tuple[Finding, ...]
@@ -92,7 +100,7 @@ class ReviewPlan:
 
 def review_event(
     verdict: Verdict, policy: Policy, *, rereview: bool = False, withhold_approval: bool = False
-) -> str:
+) -> Verdict:
     """The GitHub review event for a verdict under the deployment's policy.
 
     A re-review never ends in a plain comment while it could decide: GitHub's request for changes
@@ -105,71 +113,10 @@ def review_event(
         verdict = Verdict.APPROVE
     if verdict is Verdict.APPROVE:
         allowed = policy.approve and not policy.pr_by_bot and not withhold_approval
-        return "APPROVE" if allowed else "COMMENT"
+        return Verdict.APPROVE if allowed else Verdict.COMMENT
     if verdict is Verdict.REQUEST_CHANGES and policy.pr_by_bot:
-        return "COMMENT"
-    return verdict.value
-
-
-def _anchor(finding: Finding, commentable: frozenset[int]) -> dict[str, Any] | None:
-    if not finding.inline or finding.line not in commentable:
-        return None
-    comment: dict[str, Any] = {"path": finding.path, "line": finding.line, "side": "RIGHT"}
-    start = finding.start_line
-    if start is not None and start < finding.line:
-        if all(n in commentable for n in range(start, finding.line + 1)):
-            comment.update(start_line=start, start_side="RIGHT")
-        elif finding.suggestion is not None:
-            return None  # a multi-line suggestion cannot be shortened safely
-    return comment
-
-
-def postable_suggestion(suggestion: str) -> bool:
-    """Whether a suggested replacement may be posted as it is: it quotes no secret and can
-    neither open nor close an HTML comment (a suggestion is applied verbatim, so it is never
-    altered to make it safe)."""
-    return redact_secrets(suggestion) == suggestion and defuse(suggestion) == suggestion
-
-
-def _suggestion_block(suggestion: str) -> str:
-    fence = "```"
-    while fence in suggestion:
-        fence += "`"
-    text = suggestion if suggestion.endswith("\n") or not suggestion else suggestion + "\n"
-    return f"{fence}suggestion\n{text}{fence}"
-
-
-def _marker(finding: Finding, head_sha: str) -> str:
-    return FindingMarker(
-        head_sha=head_sha,
-        rule=finding.rule,
-        fingerprint=finding.fingerprint,
-        path=finding.path,
-        line=finding.line,
-        severity=finding.severity.label,
-        key=problem_key(finding.rule, finding.path, finding.message),
-        content=finding.content,
-    ).encode()
-
-
-def comment_body(finding: Finding, head_sha: str) -> str:
-    lines = [f"**{finding.severity.label}** · {code(finding.rule)} · {escape(finding.message)}"]
-    if finding.suggestion is not None and postable_suggestion(finding.suggestion):
-        lines += ["", _suggestion_block(finding.suggestion)]
-    elif finding.suggestion is not None:
-        lines += ["", "_A suggested fix is withheld: it would quote a secret or an HTML comment._"]
-    lines += ["", _marker(finding, head_sha)]
-    return "\n".join(lines)
-
-
-def _location(finding: Finding) -> str:
-    if finding.start_line is not None and finding.start_line < finding.line:
-        return code(f"{finding.path}:{finding.start_line}-{finding.line}")
-    return code(f"{finding.path}:{finding.line}")
-
-
-def _ordered(findings: tuple[Finding, ...]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (-f.severity, f.path, f.line, f.rule))
+        return Verdict.COMMENT
+    return verdict
 
 
 def plan_review(
@@ -199,61 +146,84 @@ def plan_review(
         rereview=rereview is not None,
         withhold_approval=result.withhold_approval is not None or result.incomplete,
     )
-    inline: list[Finding] = []
-    comments: list[dict[str, Any]] = []
-    in_body: list[Finding] = []
-    in_threads: list[Finding] = []
-    unchanged: list[Finding] = []
-    quieted: list[Finding] = []
-    ordered = _ordered(result.findings)
-    commentable_kind = [f for f in ordered if f.inline]
-    holds = held(commentable_kind, threads, renames or {})
-    carried = {id(f) for f, taken in zip(commentable_kind, holds, strict=True) if taken}
-    for finding in ordered:
-        if id(finding) in carried:
-            in_threads.append(finding)
-            continue
-        lines = commentable.get(finding.path, frozenset())
-        if changed is not None and finding.rule.startswith(MODEL_RULES):
-            lines = lines & changed.get(finding.path, frozenset())
-        anchor = _anchor(finding, lines)
-        if anchor is not None and delta is not None and not in_delta(finding, delta):
-            unchanged.append(finding)
-        elif anchor is not None and over_budget(finding, inline, policy):
-            quieted.append(finding)
-            in_body.append(finding)
-        elif anchor is not None and len(inline) < policy.max_comments:
-            anchor["body"] = comment_body(finding, head_sha)
-            comments.append(anchor)
-            inline.append(finding)
-        else:
-            in_body.append(finding)
+    held_by = _carried(result, threads, renames)
+    placed = _place(
+        result, head_sha, policy, commentable=commentable, changed=changed, held_by=held_by, delta=delta
+    )
     body = render_body(
         result,
-        event=event,
-        inline=inline,
-        in_body=in_body,
+        placed,
+        event,
+        policy,
+        rereview,
         head_sha=head_sha,
         trigger=trigger,
         bot_name=bot_name,
-        policy=policy,
-        rereview=rereview,
-        in_threads=in_threads,
         issued_at=issued_at,
-        unchanged=unchanged,
         scope_note=delta.note if delta is not None else None,
-        quieted=quieted,
     )
     return ReviewPlan(
         event=event,
         body=body,
-        comments=tuple(comments),
-        inline=tuple(inline),
-        in_body=tuple(in_body),
-        in_threads=tuple(in_threads),
-        unchanged=tuple(unchanged),
-        quieted=tuple(quieted),
+        comments=tuple(placed.comments),
+        inline=tuple(placed.inline),
+        in_body=tuple(placed.in_body),
+        in_threads=tuple(placed.in_threads),
+        unchanged=tuple(placed.unchanged),
+        quieted=tuple(placed.quieted),
     )
+
+
+@dataclass(slots=True)
+class Placement:
+    """Where each finding of a review goes (``ReviewPlan`` has the same lists, frozen)."""
+
+    inline: list[Finding] = field(default_factory=list)
+    comments: list[dict[str, Any]] = field(default_factory=list)  # the inline ones, anchored
+    in_body: list[Finding] = field(default_factory=list)
+    in_threads: list[Finding] = field(default_factory=list)
+    unchanged: list[Finding] = field(default_factory=list)
+    quieted: list[Finding] = field(default_factory=list)
+
+
+def _carried(result: ReviewResult, threads: Sequence[Recorded], renames: Renames | None) -> set[int]:
+    """The findings (by ``id``) an open thread of the bot already holds (``identity.held``)."""
+    commentable_kind = [f for f in most_severe_first(result.findings) if f.inline]
+    holds = held(commentable_kind, threads, renames or {})
+    return {id(f) for f, taken in zip(commentable_kind, holds, strict=True) if taken}
+
+
+def _place(
+    result: ReviewResult,
+    head_sha: str,
+    policy: Policy,
+    *,
+    commentable: Mapping[str, frozenset[int]],
+    changed: Mapping[str, frozenset[int]] | None,
+    held_by: set[int],
+    delta: Delta | None,
+) -> Placement:
+    placed = Placement()
+    for finding in most_severe_first(result.findings):
+        if id(finding) in held_by:
+            placed.in_threads.append(finding)
+            continue
+        lines = commentable.get(finding.path, frozenset())
+        if changed is not None and finding.rule.startswith(MODEL_RULES):
+            lines = lines & changed.get(finding.path, frozenset())
+        where = anchor(finding, lines)
+        if where is not None and delta is not None and not in_delta(finding, delta):
+            placed.unchanged.append(finding)
+        elif where is not None and over_budget(finding, placed.inline, policy):
+            placed.quieted.append(finding)
+            placed.in_body.append(finding)
+        elif where is not None and len(placed.inline) < policy.max_comments:
+            where["body"] = comment_body(finding, head_sha)
+            placed.comments.append(where)
+            placed.inline.append(finding)
+        else:
+            placed.in_body.append(finding)
+    return placed
 
 
 def over_budget(finding: Finding, inline: Sequence[Finding], policy: Policy) -> bool:
@@ -277,21 +247,19 @@ def severity_table(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:
 
 def render_body(
     result: ReviewResult,
+    placed: Placement,
+    event: Verdict,
+    policy: Policy,
+    rereview: Rereview | None = None,
     *,
-    event: str,
-    inline: list[Finding],
-    in_body: list[Finding],
     head_sha: str,
     trigger: Trigger,
     bot_name: str,
-    policy: Policy,
-    rereview: Rereview | None = None,
-    in_threads: list[Finding] | None = None,
     issued_at: float = 0.0,
-    unchanged: Sequence[Finding] = (),
     scope_note: str | None = None,
-    quieted: list[Finding] | None = None,
 ) -> str:
+    inline, in_body, in_threads = placed.inline, placed.in_body, placed.in_threads
+    unchanged, quieted = placed.unchanged, placed.quieted
     lines = [f"### {escape(bot_name)}: {HEADLINE[event]}", "", escape(result.summary)]
     if scope_note is not None:
         lines += ["", scope_note]
@@ -299,40 +267,14 @@ def render_body(
         lines += ["", *severity_table(result.findings)]
     if rereview is not None:
         lines += ["", *_rereview_lines(rereview, event=event, head_sha=head_sha)]
-    if (
-        result.withhold_approval is not None
-        and event == "COMMENT"
-        and result.verdict is not (Verdict.REQUEST_CHANGES)
-    ):
-        stands = (
-            " My earlier request for changes stands until a maintainer dismisses it."
-            if rereview and result.holds_block
-            else ""
-        )
-        lines += ["", f"**Not approving:** {escape(result.withhold_approval)}.{stands}"]
-    elif result.incomplete and event == "COMMENT" and result.verdict is not Verdict.REQUEST_CHANGES:
-        stands = (
-            " My earlier request for changes stands until a review can confirm the fixes." if rereview else ""
-        )
-        lines += ["", f"**Not approving:** {INCOMPLETE}.{stands}"]
-    elif rereview is None and result.verdict is Verdict.APPROVE and event == "COMMENT":
-        reason = (
-            "this pull request was opened by the bot itself" if policy.pr_by_bot else "approval is disabled"
-        )
-        lines += ["", f"No problems found; not approving because {reason}."]
-    if result.verdict is Verdict.REQUEST_CHANGES and event == "COMMENT":
-        lines += ["", "Blockers found; not requesting changes on a pull request the bot opened itself."]
+    lines += _policy_lines(result, event=event, rereview=rereview, policy=policy)
     if in_threads:
         lines += ["", "**Still open** (discussed in the existing threads):"]
-        lines += [
-            f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in in_threads
-        ]
+        lines += [_finding_line(f) for f in in_threads]
     if unchanged:
         lines += ["", "**On lines unchanged since my last review** (not commented inline again):"]
-        lines += [
-            f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in unchanged
-        ]
-    budget = set(quieted or ())
+        lines += [_finding_line(f) for f in unchanged]
+    budget = set(quieted)
     listed = [f for f in in_body if f.inline and f not in budget]
     summarised = [f for f in in_body if not f.inline]
     if quieted:
@@ -340,9 +282,7 @@ def render_body(
     if listed:
         why = "outside the diff or over the limit of inline comments" if inline else "outside the diff"
         lines += ["", f"**Findings not commented inline** ({why}):"]
-        lines += [
-            f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in listed
-        ]
+        lines += [_finding_line(f) for f in listed]
     if summarised:
         lines += ["", "**Housekeeping** (summarised):"]
         lines += [f"- {code(f.rule)} {code(f.path)}: {escape(f.message)}" for f in summarised]
@@ -358,8 +298,46 @@ def render_body(
     )
     lines += ["", f"<sub>Reviewed at {head_sha[:12]}.</sub>", marker.encode()]
     # Every finding this review lists carries its marker (a later re-review reads them back).
-    lines += [_marker(f, head_sha) for f in (*in_body, *unchanged, *(in_threads or ()))]
+    lines += [finding_marker(f, head_sha) for f in (*in_body, *unchanged, *in_threads)]
     return "\n".join(lines)
+
+
+def _policy_lines(
+    result: ReviewResult, *, event: Verdict, rereview: Rereview | None, policy: Policy
+) -> list[str]:
+    """Why the event is not the verdict: an approval withheld (by the analysis or the policy), or
+    a block not asserted on the bot's own pull request."""
+    lines: list[str] = []
+    if (
+        result.withhold_approval is not None
+        and event is Verdict.COMMENT
+        and result.verdict is not (Verdict.REQUEST_CHANGES)
+    ):
+        stands = (
+            " My earlier request for changes stands until a maintainer dismisses it."
+            if rereview and result.holds_block
+            else ""
+        )
+        lines += ["", f"**Not approving:** {escape(result.withhold_approval)}.{stands}"]
+    elif result.incomplete and event is Verdict.COMMENT and result.verdict is not Verdict.REQUEST_CHANGES:
+        stands = (
+            " My earlier request for changes stands until a review can confirm the fixes." if rereview else ""
+        )
+        lines += ["", f"**Not approving:** {INCOMPLETE}.{stands}"]
+    elif rereview is None and result.verdict is Verdict.APPROVE and event is Verdict.COMMENT:
+        reason = (
+            "this pull request was opened by the bot itself" if policy.pr_by_bot else "approval is disabled"
+        )
+        lines += ["", f"No problems found; not approving because {reason}."]
+    if result.verdict is Verdict.REQUEST_CHANGES and event is Verdict.COMMENT:
+        lines += ["", "Blockers found; not requesting changes on a pull request the bot opened itself."]
+    return lines
+
+
+def _finding_line(finding: Finding) -> str:
+    return (
+        f"- **{finding.severity.label}** {code(finding.rule)} {location(finding)}: {escape(finding.message)}"
+    )
 
 
 def _quieted_lines(quieted: list[Finding], policy: Policy) -> list[str]:
@@ -375,7 +353,7 @@ def _quieted_lines(quieted: list[Finding], policy: Policy) -> list[str]:
     why = "; ".join(reasons)
     count = len(quieted)
     lines = ["", f"<details><summary>{count} minor finding{'s' if count != 1 else ''} ({why})</summary>", ""]
-    lines += [f"- **{f.severity.label}** {code(f.rule)} {_location(f)}: {escape(f.message)}" for f in quieted]
+    lines += [_finding_line(f) for f in quieted]
     return [*lines, "", "</details>"]
 
 
@@ -398,7 +376,7 @@ def _marker_line(marker: FindingMarker) -> str:
     return f"- {code(marker.rule)} {code(f'{marker.path}:{marker.line}')}"
 
 
-def _rereview_lines(rereview: Rereview, *, event: str, head_sha: str) -> list[str]:
+def _rereview_lines(rereview: Rereview, *, event: Verdict, head_sha: str) -> list[str]:
     short = head_sha[:12]
     lines = [f"Re-review: I requested changes at {rereview.prior_head_sha[:12]}; this is {short}."]
     if rereview.fixed:
@@ -417,11 +395,11 @@ def _rereview_lines(rereview: Rereview, *, event: str, head_sha: str) -> list[st
             f"**Not confirmed fixed** at {short} (their files were not fully analysed):",
             *(_marker_line(m) for m in rereview.unconfirmed),
         ]
-    if event == "APPROVE":
+    if event is Verdict.APPROVE:
         lines += ["", "No blockers remain, so this approval replaces my request for changes."]
-    elif event == "COMMENT" and rereview.dismissal == "dismissed":
+    elif event is Verdict.COMMENT and rereview.dismissal is Dismissal.DISMISSED:
         lines += ["", "No blockers remain: I dismissed my request for changes (approval is disabled here)."]
-    elif event == "COMMENT" and rereview.dismissal == "forbidden":
+    elif event is Verdict.COMMENT and rereview.dismissal is Dismissal.FORBIDDEN:
         lines += [
             "",
             "**My earlier request for changes still stands.** No blockers remain at "
@@ -485,7 +463,7 @@ def check_summary(plan: ReviewPlan) -> str:
 
 def check_annotations(result: ReviewResult) -> list[dict[str, Any]]:
     out = []
-    for finding in _ordered(result.findings):
+    for finding in most_severe_first(result.findings):
         if finding.path == PR_BODY_PATH:
             continue  # not a file: annotations need one
         start = finding.start_line if finding.start_line is not None else finding.line

@@ -16,13 +16,20 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, file_level_rules
-from .diff import PatchLines, parse_patch
+from ..analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, file_level_rules
+from ..core.diff import PatchLines, parse_patch
+from ..core.lintconfig import (
+    EXCLUDES_LOST,
+    RuffPin,
+    forget_matches,
+    governing_paths,
+    lint_config,
+    missing_extends,
+)
+from ..core.model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, SkipCause, Skipped
+from ..core.selection import looks_generated
+from ..isolation.child import stage
 from .inert import code
-from .isolation.child import stage
-from .lintconfig import EXCLUDES_LOST, RuffPin, forget_matches, governing_paths, lint_config, missing_extends
-from .model import ChangedFile, FileContent, Finding, RepoTree, ReviewSettings, SkipCause, Skipped
-from .selection import looks_generated
 
 __all__ = ["GENERATED_HEADER", "EvaluateJob", "Evaluation", "Scope", "ScopeJob", "cap_findings"]
 

@@ -3,7 +3,7 @@ rules``; the README's table is this output, checked by ``tests/test_review_rules
 
 from __future__ import annotations
 
-from .analyzers import Analyzer, catalogue
+from ..analyzers import Analyzer, catalogue
 
 __all__ = ["rules_markdown"]
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .model import ChangedFile, FileContent, PullContext, RepoTree, ReviewSettings
+from ..core.model import ChangedFile, FileContent, PullContext, RepoTree, ReviewSettings
 
 STATUS = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "C": "copied", "T": "changed"}
 _DIFF_HEADER = re.compile(r"^diff --git ", re.MULTILINE)

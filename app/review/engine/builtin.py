@@ -22,19 +22,17 @@ import contextlib
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from ..config import load_analysis_settings
-from .analyzers import LINTERS, Analyzer, default_analyzers, find_tool, is_python
-from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob
-from .diff import base_of
-from .isolation.limits import Budget, Job, Limit, Tripped
-from .isolation.pool import AnalysisError, Boundary, shared_pool
-from .lintconfig import config_paths
-from .model import (
+from ...config import load_analysis_settings
+from ..analyzers import LINTERS, Analyzer, default_analyzers, find_tool, is_python
+from ..core.diff import base_of
+from ..core.lintconfig import config_paths
+from ..core.model import (
     ChangedFile,
+    ContentReader,
     FileContent,
     Finding,
     PullContext,
@@ -46,8 +44,11 @@ from .model import (
     Skipped,
     Verdict,
 )
+from ..core.selection import select_files
+from ..isolation.limits import AnalysisError, Budget, Job, Limit, Tripped
+from ..isolation.pool import Boundary, shared_pool
+from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob
 from .ruffpins import RuffPins
-from .selection import select_files
 
 __all__ = ["BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
 
@@ -115,22 +116,7 @@ class BuiltinReviewer(Reviewer):
         if scope.extends and read_base is not None:
             base_configs.update(await read_base(list(scope.extends)))
 
-        # The base side of the changed Python files the base had (the API check compares them):
-        # rebuilt from the head and the patch, so at the merge base, as the diff is; read from
-        # the base only where that fails.
-        base: dict[str, FileContent | None] = {}
-        unbuilt: list[str] = []
-        for f in selection.analysable:
-            if f.status not in ("modified", "renamed") or not is_python(f.path):
-                continue
-            head = contents.get(f.path)
-            text = base_of(head.text, f.patch) if head is not None and head.text is not None else None
-            if text is None:
-                unbuilt.append(f.previous_path or f.path)
-            else:
-                base[f.previous_path or f.path] = FileContent(text=text, size=len(text.encode()))
-        if read_base is not None and unbuilt:
-            base.update(await read_base(unbuilt))
+        base = await _base_sides(selection.analysable, contents, read_base)
         async with self._tools(scope, notes) as tools:
             job = EvaluateJob(
                 tuple(self.analyzers),
@@ -148,37 +134,7 @@ class BuiltinReviewer(Reviewer):
             )
             evaluation = await self._evaluate(job, notes, budget)
 
-        order = {f.path: index for index, f in enumerate(context.files)}
-        findings = deduplicate(
-            sorted(
-                evaluation.findings,
-                key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule),
-            )
-        )
-        skipped.extend(evaluation.skipped)
-        skipped.sort(key=lambda s: order.get(s.path, len(order)))
-        notes = [*evaluation.notes, *notes]
-        if context.files_truncated:
-            listed = len(context.files)
-            notes.insert(
-                0, f"GitHub listed only the first {listed} changed files; the rest were not reviewed"
-            )
-        incomplete = incomplete_analysis(evaluation, skipped, truncated=context.files_truncated)
-        return ReviewResult(
-            verdict=verdict_for(findings, incomplete=incomplete),
-            summary=summarise(
-                findings,
-                changed=len(context.files),
-                analysed=evaluation.analysed,
-                skipped=skipped,
-                notes=notes,
-            ),
-            findings=tuple(findings),
-            skipped=tuple(skipped),
-            analysed=evaluation.analysed,
-            notes=tuple(notes),
-            incomplete=incomplete,
-        )
+        return _result_of(context, evaluation, skipped, notes)
 
     async def _run(self, job: Job[R], budget: Budget) -> R | Tripped:
         """``boundary.run``, where even a boundary that cannot run the job is an answer."""
@@ -236,6 +192,66 @@ class BuiltinReviewer(Reviewer):
             skipped=tuple(Skipped(f.path, reason) for f in (*job.analysable, *job.unpatched)),
             incomplete=True,
         )
+
+
+async def _base_sides(
+    analysable: Sequence[ChangedFile],
+    contents: Mapping[str, FileContent | None],
+    read_base: ContentReader | None,
+) -> dict[str, FileContent | None]:
+    """The base side of the changed Python files the base had (the API check compares them):
+    rebuilt from the head and the patch, so at the merge base, as the diff is; read from the
+    base only where that fails."""
+    base: dict[str, FileContent | None] = {}
+    unbuilt: list[str] = []
+    for f in analysable:
+        if f.status not in ("modified", "renamed") or not is_python(f.path):
+            continue
+        head = contents.get(f.path)
+        text = base_of(head.text, f.patch) if head is not None and head.text is not None else None
+        if text is None:
+            unbuilt.append(f.previous_path or f.path)
+        else:
+            base[f.previous_path or f.path] = FileContent(text=text, size=len(text.encode()))
+    if read_base is not None and unbuilt:
+        base.update(await read_base(unbuilt))
+    return base
+
+
+def _result_of(
+    context: PullContext, evaluation: Evaluation, skipped: list[Skipped], notes: list[str]
+) -> ReviewResult:
+    """The review's result from what the analysis found: findings in the order of the pull
+    request's files, deduplicated; what was not analysed; the verdict."""
+    order = {f.path: index for index, f in enumerate(context.files)}
+    findings = deduplicate(
+        sorted(
+            evaluation.findings,
+            key=lambda f: (order.get(f.path, len(order)), f.path, f.line, -f.severity, f.rule),
+        )
+    )
+    skipped.extend(evaluation.skipped)
+    skipped.sort(key=lambda s: order.get(s.path, len(order)))
+    notes = [*evaluation.notes, *notes]
+    if context.files_truncated:
+        listed = len(context.files)
+        notes.insert(0, f"GitHub listed only the first {listed} changed files; the rest were not reviewed")
+    incomplete = incomplete_analysis(evaluation, skipped, truncated=context.files_truncated)
+    return ReviewResult(
+        verdict=verdict_for(findings, incomplete=incomplete),
+        summary=summarise(
+            findings,
+            changed=len(context.files),
+            analysed=evaluation.analysed,
+            skipped=skipped,
+            notes=notes,
+        ),
+        findings=tuple(findings),
+        skipped=tuple(skipped),
+        analysed=evaluation.analysed,
+        notes=tuple(notes),
+        incomplete=incomplete,
+    )
 
 
 def base_config_paths(

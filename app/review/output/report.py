@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .model import ReviewResult
+from ..core.model import ReviewResult
 from .render import ReviewPlan
 
 

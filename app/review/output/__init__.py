@@ -1,0 +1,2 @@
+"""What a review's result becomes: the review and check run GitHub is sent (``render``; each
+inline comment, ``comments``), and the command line's text and JSON (``report``). Pure: no I/O."""

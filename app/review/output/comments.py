@@ -1,0 +1,80 @@
+"""One inline comment of a review: where GitHub accepts it, and its body (the finding, its
+suggestion, its marker). Pure.
+
+GitHub accepts an inline comment only on a RIGHT-side line inside a hunk of the PR's diff
+(``anchor`` says where, from the commentable lines). A suggestion is code GitHub applies with one
+click, so it cannot be altered to defuse it: one that would quote a secret or open an HTML
+comment is withheld instead (``postable_suggestion``; the finding is still posted).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analyzers.secrets import redact_secrets
+from ..core.model import Finding
+from ..engine.inert import code, defuse, escape
+from ..rounds.markers import FindingMarker, problem_key
+
+__all__ = ["anchor", "comment_body", "finding_marker", "location", "most_severe_first", "postable_suggestion"]
+
+
+def anchor(finding: Finding, commentable: frozenset[int]) -> dict[str, Any] | None:
+    if not finding.inline or finding.line not in commentable:
+        return None
+    comment: dict[str, Any] = {"path": finding.path, "line": finding.line, "side": "RIGHT"}
+    start = finding.start_line
+    if start is not None and start < finding.line:
+        if all(n in commentable for n in range(start, finding.line + 1)):
+            comment.update(start_line=start, start_side="RIGHT")
+        elif finding.suggestion is not None:
+            return None  # a multi-line suggestion cannot be shortened safely
+    return comment
+
+
+def postable_suggestion(suggestion: str) -> bool:
+    """Whether a suggested replacement may be posted as it is: it quotes no secret and can
+    neither open nor close an HTML comment (a suggestion is applied verbatim, so it is never
+    altered to make it safe)."""
+    return redact_secrets(suggestion) == suggestion and defuse(suggestion) == suggestion
+
+
+def _suggestion_block(suggestion: str) -> str:
+    fence = "```"
+    while fence in suggestion:
+        fence += "`"
+    text = suggestion if suggestion.endswith("\n") or not suggestion else suggestion + "\n"
+    return f"{fence}suggestion\n{text}{fence}"
+
+
+def finding_marker(finding: Finding, head_sha: str) -> str:
+    return FindingMarker(
+        head_sha=head_sha,
+        rule=finding.rule,
+        fingerprint=finding.fingerprint,
+        path=finding.path,
+        line=finding.line,
+        severity=finding.severity.label,
+        key=problem_key(finding.rule, finding.path, finding.message),
+        content=finding.content,
+    ).encode()
+
+
+def comment_body(finding: Finding, head_sha: str) -> str:
+    lines = [f"**{finding.severity.label}** · {code(finding.rule)} · {escape(finding.message)}"]
+    if finding.suggestion is not None and postable_suggestion(finding.suggestion):
+        lines += ["", _suggestion_block(finding.suggestion)]
+    elif finding.suggestion is not None:
+        lines += ["", "_A suggested fix is withheld: it would quote a secret or an HTML comment._"]
+    lines += ["", finding_marker(finding, head_sha)]
+    return "\n".join(lines)
+
+
+def location(finding: Finding) -> str:
+    if finding.start_line is not None and finding.start_line < finding.line:
+        return code(f"{finding.path}:{finding.start_line}-{finding.line}")
+    return code(f"{finding.path}:{finding.line}")
+
+
+def most_severe_first(findings: tuple[Finding, ...]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (-f.severity, f.path, f.line, f.rule))
