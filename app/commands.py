@@ -16,7 +16,9 @@ class Command(enum.StrEnum):
     REVIEW = "review"
     HELP = "help"
     RESOLVE = "resolve"
-    DISMISS = "dismiss"  # in a thread of the bot: overrule its finding (usecases.disputes)
+    # "dismiss" is the word people type in a thread of the bot to overrule its finding
+    # (usecases.disputes); dismissing a review is GitHub's, which no command does.
+    OVERRULE = "dismiss"
     LEARNINGS = "learnings"
     FORGET = "forget"
     STATUS = "status"
@@ -95,7 +97,7 @@ def parse_command(body: str | None, slug: str) -> Command | None:
         return Command.HELP
     if first == "resolve":
         return Command.RESOLVE
-    if first in (Command.DISMISS, Command.LEARNINGS, Command.FORGET, Command.PAUSE, Command.RESUME):
+    if first in (Command.OVERRULE, Command.LEARNINGS, Command.FORGET, Command.PAUSE, Command.RESUME):
         return Command(first)
     if first == "status":
         return Command.STATUS
@@ -159,7 +161,7 @@ def parse_dispute(body: str | None, slug: str) -> Dispute | None:
     if found is not None:
         after = text[found.end() :].lstrip(" \t:,;-")
         word, _, rest = after.partition(" ")
-        if word.strip(".,:;!?").lower() == Command.DISMISS:
+        if word.strip(".,:;!?").lower() == Command.OVERRULE:
             always = bool(_ALWAYS.search(rest))
             reason = " ".join(_ALWAYS.sub(" ", rest).split())[:MAX_DISPUTE_REASON]
             return Dispute(reason=reason, always=always)

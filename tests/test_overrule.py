@@ -103,7 +103,7 @@ def test_parse_dispute(body: str, dispute: Dispute | None) -> None:
         ("@revbot forget 3", Command.FORGET, 3),
         ("@revbot forget #12 please", Command.FORGET, 12),
         ("@revbot forget it", Command.FORGET, None),
-        ("@revbot dismiss, we check this elsewhere", Command.DISMISS, None),  # not a review request
+        ("@revbot dismiss, we check this elsewhere", Command.OVERRULE, None),  # not a review request
     ],
 )
 def test_learning_commands(body: str, command: Command, number: int | None) -> None:

@@ -7,15 +7,19 @@ import ast
 import functools
 from pathlib import Path
 
-from app.review.core.model import ModelInputs, PullContext, ThreadQuestion
+import pytest
+
+from app.config import load_llm_settings
+from app.review.core.model import ModelInputs, PullContext, Reviewer, ReviewResult, ThreadQuestion
 from app.review.engine.builtin import BuiltinReviewer
+from app.review.llm import build_reviewer
 
 APP = Path(__file__).resolve().parent.parent / "app"
 PROBES = {"isinstance", "getattr", "hasattr"}
 ENGINES = {"BuiltinReviewer", "LlmReviewer"}
 # Where an engine may be named: the modules that choose one (the runtime, the command line, the
 # model reviewer's own package) and the built-in engine's module.
-CHOOSERS = {"runtime.py", "cli/reviewing.py", "review/engine.py", "review/llm"}
+CHOOSERS = {"runtime.py", "cli/reviewing.py", "review/engine/builtin.py", "review/llm"}
 
 
 @functools.cache
@@ -98,3 +102,22 @@ async def test_the_builtin_reviewer_has_honest_defaults() -> None:
     assert reviewer.health() is None
     assert reviewer.tokens_used() == 0
     await reviewer.aclose()
+
+
+async def test_an_engine_declares_the_id_its_analyses_are_cached_by() -> None:
+    """The analysis cache is keyed by the engine's declared id (never its class name): an engine
+    that declares none cannot be made, and two engines never share an analysis."""
+
+    class Undeclared(Reviewer):
+        async def review(self, context: PullContext) -> ReviewResult:
+            raise AssertionError("never reviewed")
+
+    with pytest.raises(TypeError, match="id"):
+        Undeclared()  # type: ignore[abstract]
+    where = {"LLM_BASE_URL": "http://127.0.0.1:9", "LLM_API_KEY": "k"}  # never asked
+    models = [build_reviewer(load_llm_settings({**where, "LLM_MODEL": name})) for name in ("a", "b")]
+    try:
+        assert len({BuiltinReviewer().id, *(m.id for m in models)}) == 3
+    finally:
+        for m in models:
+            await m.aclose()

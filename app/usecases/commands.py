@@ -45,7 +45,7 @@ async def answer_command(
     command = parse_command(comment.body, bot.identity.slug)
     if command is None:
         return
-    if command is Command.DISMISS and thread_root is not None:
+    if command is Command.OVERRULE and thread_root is not None:
         return  # a dispute in a thread: the threads concern answers it (usecases.disputes)
     if not await may_ask_here(gh, bot, comment, repo=repo, pr_number=pr_number):
         return
@@ -73,7 +73,7 @@ async def answer_command(
         case Command.STATUS:
             await answer_status(gh, bot, comment, repo=repo, pr_number=pr_number, thread_root=thread_root)
             return
-        case Command.DISMISS:
+        case Command.OVERRULE:
             text = f"To overrule a finding, reply `@{slug} dismiss <reason>` in its thread."
             where = None
         case Command.LEARNINGS:

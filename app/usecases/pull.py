@@ -198,7 +198,7 @@ async def analyse(pull_context: PullContext, *, reviewer: Reviewer, analyses: An
     key = analyses.key(
         pull_context.repo,
         pull_context.files,
-        (type(reviewer).__name__, pull_context.settings, pull_context.body, pull_context.model),
+        (reviewer.id, pull_context.settings, pull_context.body, pull_context.model),
     )
     cached = analyses.get(key)
     if cached is not None:

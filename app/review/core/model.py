@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -267,6 +268,13 @@ class Reviewer(Protocol):
 
     The bodies are the honest defaults of an engine without a model: subclass this protocol and
     write ``review`` to add an engine; override the rest when it asks a model."""
+
+    @property
+    @abc.abstractmethod
+    def id(self) -> str:
+        """What names this engine's results (the analysis cache's key): two engines, or one
+        engine with another model, never share an analysis. Every engine declares its own."""
+        ...
 
     async def review(self, context: PullContext) -> ReviewResult: ...
 

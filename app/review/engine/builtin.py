@@ -63,6 +63,10 @@ class BuiltinReviewer(Reviewer):
     from GitHub in the serving process; evaluates what it read only inside ``boundary`` (default:
     the process's pool, ``REVIEW_*`` settings)."""
 
+    @property
+    def id(self) -> str:
+        return "builtin"
+
     def __init__(
         self,
         analyzers: Sequence[Analyzer] | None = None,

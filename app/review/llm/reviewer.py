@@ -111,6 +111,10 @@ class LlmReviewer(Reviewer):
         self.budget = Budget(self.limits, self.memory, clock)
         self.judge = ThreadJudge(self.client, budget=self.budget, memory=self.memory)
 
+    @property
+    def id(self) -> str:
+        return f"llm/{self.provider.name}/{self.provider.model}"
+
     async def prepare(self, context: PullContext, inputs: ModelInputsReader) -> PullContext:
         loaded = await inputs()
         return replace(context, model=loaded.model, prior=loaded.prior)
