@@ -19,8 +19,8 @@ from .config import ReviewerSettings
 from .github import GitHubClient
 from .guards import BotIdentity
 from .review.core.model import Reviewer, ReviewResult
-from .review.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
 from .review.llm import configured_reviewer
+from .review.rounds.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
 from .review.rounds.markers import Trigger
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .usecases.review import Reviewing, run

@@ -42,7 +42,7 @@ from .proxy import WebhookProxy, start_proxy
 from .ratelimit import Pacer
 from .recovery import DeliveryRecovery
 from .review.core.model import Reviewer
-from .review.learnings import DatabaseLearnings
+from .review.rounds.learnings import DatabaseLearnings
 from .store import Ledger, Store, describe_database
 from .store.backend import root_cause
 from .tasks import bounded, cancel_and_wait

@@ -24,7 +24,7 @@ from app.github import GitHubClient
 from app.guards import BotIdentity
 from app.review.core.model import Reviewer
 from app.review.engine.builtin import BuiltinReviewer
-from app.review.learnings import InMemoryLearnings
+from app.review.rounds.learnings import InMemoryLearnings
 from app.usecases.bot import Bot
 from app.usecases.pull import AnalysisCache, RepoConfigs
 

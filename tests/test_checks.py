@@ -16,7 +16,7 @@ from app.github import GitHubClient, RetryLater
 from app.github_app import AppClient
 from app.review.core.model import Finding, ReviewResult, Severity, Verdict
 from app.review.output import render
-from app.review.overrule import Overrule
+from app.review.rounds.overrule import Overrule
 from app.sandbox import FakeGitHub
 from app.sandbox.state import CheckRun
 from app.usecases.bot import Bot

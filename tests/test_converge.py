@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from app.review.analyzers import fingerprint
-from app.review.overrule import Overrule
 from app.review.rounds.markers import FindingMarker
+from app.review.rounds.overrule import Overrule
 from app.sandbox import Call
 from tests.harness import BOT, REPO, BotHarness
 

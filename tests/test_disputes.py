@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.review.overrule import Overrule
+from app.review.rounds.overrule import Overrule
 from app.sandbox import Call
 from tests.harness import BOT, REPO, BotHarness
 

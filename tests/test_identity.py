@@ -12,10 +12,10 @@ from app.review.analyzers import finding as make_finding
 from app.review.core.model import Finding, ReviewResult, Severity, Skipped, ThreadStatus, Verdict
 from app.review.engine.builtin import deduplicate
 from app.review.output import render
-from app.review.overrule import Overrule, withdraw
 from app.review.rounds.decide import last_reviewed_head, thread_status
 from app.review.rounds.identity import Delta, Scope, delta_of, held, in_delta, matches, renames_in
 from app.review.rounds.markers import FindingMarker, ReviewMarker, Trigger, problem_key
+from app.review.rounds.overrule import Overrule, withdraw
 
 OLD, NEW = "a" * 40, "b" * 40
 TEXT = "    return undefined_thing + 1"

@@ -21,15 +21,15 @@ from app.review.core.lintconfig import Exclusion, lint_config
 from app.review.core.model import ChangedFile, FileContent, Finding, ReviewResult, Severity, Skipped, Verdict
 from app.review.engine import inert
 from app.review.engine.builtin import summarise
-from app.review.learnings import Learning
 from app.review.llm.checks import check_findings
 from app.review.llm.schema import ModelFinding
 from app.review.output import render
-from app.review.overrule import Overrule
-from app.review.readiness import Check, CheckState, MergeState, Settings, Snapshot, decide
+from app.review.rounds.learnings import Learning
 from app.review.rounds.markers import Trigger
+from app.review.rounds.overrule import Overrule
 from app.usecases.overrules import overrule_text
 from app.usecases.pull import LoadedConfig
+from app.usecases.readiness.decide import Check, CheckState, MergeState, Settings, Snapshot, decide
 from app.usecases.threads import model_answers
 from tests.harness import REPO, BotHarness, harness_with_decoy
 

@@ -13,8 +13,8 @@ import pytest
 from app.repoconfig import RepoConfig, SeverityName, parse_repo_config
 from app.review.core.model import Finding, ReviewResult, Severity, Verdict
 from app.review.output import render
-from app.review.overrule import severity_named
 from app.review.rounds.markers import Trigger
+from app.review.rounds.overrule import severity_named
 from tests.harness import REPO, BotHarness
 
 AUTHOR = "alice"

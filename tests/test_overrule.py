@@ -12,8 +12,15 @@ import pytest
 from app.__main__ import main
 from app.commands import Command, Dispute, claims_fix, parse_command, parse_dispute, parse_forget
 from app.review.core.model import Finding, ReviewResult, Severity, Verdict
-from app.review.learnings import DatabaseLearnings, InMemoryLearnings, Learning, Learnings, prompt_context
-from app.review.overrule import (
+from app.review.rounds.learnings import (
+    DatabaseLearnings,
+    InMemoryLearnings,
+    Learning,
+    Learnings,
+    prompt_context,
+)
+from app.review.rounds.markers import problem_key
+from app.review.rounds.overrule import (
     LearningKey,
     Overrule,
     PathPattern,
@@ -23,7 +30,6 @@ from app.review.overrule import (
     severity_named,
     withdraw,
 )
-from app.review.rounds.markers import problem_key
 from app.store import Store
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from app.events import ReviewState
 from app.repoconfig import ReadinessComment
-from app.review.readiness import (
+from app.usecases.readiness.decide import (
     STALL_GIVE_UP,
     STALL_LOOK_AGAIN,
     Block,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.review import readiness as rd
 from app.review.rounds.markers import decode
+from app.usecases.readiness import decide as rd
 from app.usecases.readiness import evaluate
 from app.usecases.readiness.memory import Memory, remember_ci
 from app.usecases.readiness.read import _rules, check_run_state, status_state

@@ -9,8 +9,8 @@ from app.repoconfig import RepoConfig, parse_repo_config
 from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
 from app.review.engine import inert
 from app.review.output import render
-from app.review.overrule import Overrule
 from app.review.rounds.markers import FindingMarker, ReviewMarker, Trigger, decode_all, encode
+from app.review.rounds.overrule import Overrule
 
 HEAD = "a" * 40
 

@@ -274,7 +274,7 @@ def _eval_history(args: argparse.Namespace, reviewer_name: str) -> int:
 
 
 async def _learnings_run(url: str, repo: str, forget: int | None) -> int:
-    from ..review.learnings import DatabaseLearnings
+    from ..review.rounds.learnings import DatabaseLearnings
     from ..store import Store
 
     store = Store(url)

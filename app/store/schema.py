@@ -139,7 +139,7 @@ llm_spend = Table(
 )
 
 
-# Disputes remembered for a repository (app/review/learnings.py): a later review leaves out a
+# Disputes remembered for a repository (app/review/rounds/learnings.py): a later review leaves out a
 # finding of the same rule, path pattern and code line. Version 4.
 learnings = Table(
     "learnings",

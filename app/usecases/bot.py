@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..config import Settings
 from ..guards import BotIdentity
 from ..review.core.model import Reviewer
-from ..review.learnings import Learnings
+from ..review.rounds.learnings import Learnings
 from .pull import AnalysisCache, RepoConfigs
 from .timers import Timers
 

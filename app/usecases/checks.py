@@ -23,7 +23,7 @@ from ..github import GitHubClient
 from ..guards import BotIdentity
 from ..review.core.model import ReviewResult
 from ..review.output import render
-from ..review.overrule import Overrule
+from ..review.rounds.overrule import Overrule
 from .bot import Bot
 from .pause import paused_headline
 

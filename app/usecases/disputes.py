@@ -20,8 +20,8 @@ from ..commands import Dispute
 from ..github import GitHubClient
 from ..review.core.model import Severity
 from ..review.engine.inert import escape
-from ..review.overrule import Role, may_overrule, severity_named
 from ..review.rounds.markers import Trigger
+from ..review.rounds.overrule import Role, may_overrule, severity_named
 from .bot import Bot
 from .overrules import PendingOverrule, patch_of, record_overrule, role_on, take_reactions
 from .review import review_pull

@@ -23,8 +23,9 @@ from ..github import GitHubClient
 from ..guards import BotIdentity, is_bot_login
 from ..review.core.diff import parse_patch
 from ..review.engine.inert import code, escape
-from ..review.learnings import Learning
-from ..review.overrule import (
+from ..review.rounds.learnings import Learning
+from ..review.rounds.markers import FindingMarker
+from ..review.rounds.overrule import (
     Overrule,
     Role,
     may_overrule,
@@ -32,7 +33,6 @@ from ..review.overrule import (
     role_of,
     severity_named,
 )
-from ..review.rounds.markers import FindingMarker
 from .bot import Bot
 from .threads import OpenThread, open_bot_threads
 

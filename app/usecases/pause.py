@@ -22,8 +22,8 @@ from typing import Any
 from .. import github
 from ..github import GitHubClient
 from ..guards import BotIdentity, is_bot_login
-from ..review.overrule import Role
 from ..review.rounds.markers import decode, encode
+from ..review.rounds.overrule import Role
 from .bot import Bot
 from .overrules import role_on
 

@@ -199,7 +199,7 @@ class ReviewResult:
     # Not everything was analysed for a reason the pull request controls (a check that could not
     # run, a file it kept out, nothing analysed at all): never approved, and a block stays.
     incomplete: bool = False
-    # Withdrawn (``review.overrule``): disputed on this PR by someone who may, or left out by the
+    # Withdrawn (``rounds.overrule``): disputed on this PR by someone who may, or left out by the
     # repository's learnings. Counted in the review and the check run, never posted as findings.
     overruled: tuple[Finding, ...] = ()
     learned: tuple[Finding, ...] = ()

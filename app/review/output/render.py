@@ -27,9 +27,9 @@ from ..analyzers.injection import PR_BODY_PATH
 from ..analyzers.secrets import redact_secrets
 from ..core.model import MODEL_RULES, Finding, ReviewResult, Severity, Verdict
 from ..engine.inert import code, escape, neutralise
-from ..overrule import Overrule
 from ..rounds.identity import Delta, Recorded, Renames, held, in_delta
 from ..rounds.markers import FindingMarker, ReviewMarker, Trigger
+from ..rounds.overrule import Overrule
 from .comments import anchor, comment_body, finding_marker, location, most_severe_first
 
 ANNOTATION_LEVEL = {Severity.BLOCKER: "failure", Severity.CONCERN: "warning", Severity.NIT: "notice"}

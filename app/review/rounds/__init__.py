@@ -1,3 +1,4 @@
-"""The bot's earlier rounds on one pull request, read back from GitHub: the hidden markers it
-writes into what it posts (``markers``), a finding's identity across pushes (``identity``), and
-the pure decisions over its earlier reviews and threads (``decide``)."""
+"""What the bot's earlier rounds left, read back from GitHub: the hidden markers it writes into
+what it posts (``markers``), a finding's identity across pushes (``identity``), the pure decisions
+over its earlier reviews and threads (``decide``), the findings overruled on a pull request
+(``overrule``) and the disputes a repository remembers (``learnings``)."""

@@ -2,7 +2,7 @@
 
 Every evaluation re-reads GitHub (``read``: the pull request, every App's check runs and the
 commit statuses at its head, the branch rules, reviews, threads, comments and reactions),
-decides (``review.readiness.decide``), and updates in place one sticky comment (found again by
+decides (``readiness.decide``), and updates in place one sticky comment (found again by
 its hidden marker) and one check run ``<slug> readiness`` (``publish``; ``neutral`` while not
 ready, ``success`` when it looks ready, never ``failure``). The check run carries every call;
 the comment only those ``readiness.comment`` lets through (``rd.speaks``). It never merges.
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from ... import github
 from ...github import GitHubClient
 from ...guards import is_bot_login
-from ...review import readiness as rd
 from ..bot import Bot
 from ..pause import paused_headline
+from . import decide as rd
 from .memory import remember_ci
 from .publish import publish
 from .read import epoch, read_state, settings_of

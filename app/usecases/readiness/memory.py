@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...review import readiness as rd
 from ...review.rounds.markers import encode
+from . import decide as rd
 
 MARKER = "readiness"
 HISTORY = 20  # heads and failures kept in the marker

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from ... import github
 from ...github import GitHubClient
-from ...review import readiness as rd
 from ..bot import Bot
 from ..checks import CheckKind, Conclusion, Output, settle_check_run
+from . import decide as rd
 from .read import Reading
 from .render import quiet_text
 

@@ -21,11 +21,11 @@ from ...events import ReviewState
 from ...github import GitHubClient
 from ...guards import BotIdentity, is_bot_login
 from ...repoconfig import ReadinessConfig
-from ...review import readiness as rd
 from ...review.rounds.markers import decode
 from ..bot import Bot
 from ..checks import CheckKind, check_name
 from ..pause import paused_by
+from . import decide as rd
 from .memory import MARKER, Memory
 
 T = TypeVar("T")

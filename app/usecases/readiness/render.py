@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from ...guards import BotIdentity
-from ...review import readiness as rd
 from ...review.engine.inert import code
 from ...review.rounds.markers import decode
 from ..checks import CheckKind, check_name
+from . import decide as rd
 from .read import Reading
 
 

@@ -10,8 +10,8 @@ from functools import partial
 from ...guards import BotIdentity
 from ...repoconfig import MAX_INSTRUCTIONS_CHARS
 from ...review.core.model import ModelInputs, ModelOptions, PriorFinding, Reviewer, ReviewResult
-from ...review.learnings import prompt_context
-from ...review.overrule import withdraw
+from ...review.rounds.learnings import prompt_context
+from ...review.rounds.overrule import withdraw
 from ..pull import AnalysisCache
 from ..pull import analyse as analyse_cached
 from ..threads import finding_text, thread_replies

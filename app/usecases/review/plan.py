@@ -12,9 +12,9 @@ from ...guards import BotIdentity, is_bot_login
 from ...repoconfig import RepoConfig
 from ...review.core.model import PullContext, ReviewResult, ThreadStatus, Verdict
 from ...review.output import render
-from ...review.overrule import Overrule, severity_named
 from ...review.rounds import decide
 from ...review.rounds.markers import FindingMarker, ReviewMarker, Trigger
+from ...review.rounds.overrule import Overrule, severity_named
 from .decide import ReviewMode
 from .read import PullState
 

@@ -24,12 +24,12 @@ from ...guards import BotIdentity, is_bot_login
 from ...repoconfig import RepoConfig, parse_repo_config
 from ...review.core.diff import PatchLines, parse_patch
 from ...review.core.model import PullContext, ReviewSettings
-from ...review.learnings import Learning, Learnings
 from ...review.measure.local import GitError, context_from_git, git
-from ...review.overrule import Overrule
 from ...review.rounds import decide
 from ...review.rounds.identity import Delta, Scope, delta_of
+from ...review.rounds.learnings import Learning, Learnings
 from ...review.rounds.markers import Trigger
+from ...review.rounds.overrule import Overrule
 from ..overrules import PendingOverrule, read_reactions, recorded_overrules, reported_at
 from ..pause import paused_by
 from ..pull import LoadedConfig, RepoConfigs, build_context, settings_path

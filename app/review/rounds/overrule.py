@@ -5,7 +5,7 @@ A finding is *overruled* on one pull request when someone who may do so disputes
 thread (a reply such as "false positive", ``@slug dismiss <reason>``, or a 👎 on the bot's
 comment); the bot records that in the thread itself (a reply carrying an ``overruled`` marker),
 so GitHub stays the source of truth for this PR. A finding is *learned* when a dispute was
-remembered for the repository (``app.review.learnings``): later reviews leave it out. Either way
+remembered for the repository (``rounds.learnings``): later reviews leave it out. Either way
 it is never dropped silently: the review and the check run count it.
 """
 
@@ -17,10 +17,10 @@ import posixpath
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 
-from .core.model import Finding, ReviewResult, Severity
-from .engine.builtin import summarise, verdict_for
-from .rounds.identity import Renames, matches
-from .rounds.markers import decode_all, encode
+from ..core.model import Finding, ReviewResult, Severity
+from ..engine.builtin import summarise, verdict_for
+from .identity import Renames, matches
+from .markers import decode_all, encode
 
 OVERRULED_KIND = "overruled"
 MAX_REASON_CHARS = 300

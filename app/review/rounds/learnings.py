@@ -21,10 +21,10 @@ from typing import Any, Protocol
 
 from sqlalchemy import delete, select
 
-from ..store.backend import Backend
-from ..store.schema import learnings as table
-from .analyzers.secrets import redact_secrets
-from .engine.inert import code
+from ...store.backend import Backend
+from ...store.schema import learnings as table
+from ..analyzers.secrets import redact_secrets
+from ..engine.inert import code
 from .overrule import LearningKey, PathPattern, normalised_line
 
 MAX_EXAMPLE_CHARS = 200
