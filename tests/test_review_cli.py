@@ -142,3 +142,21 @@ async def test_review_a_pull_request_prints_and_posts_nothing(tmp_path: Path) ->
     assert {c.method for c in bot.fake.calls[before:]} <= {"GET", "POST"}
     assert all(c.path == "/graphql" for c in bot.fake.calls[before:] if c.method == "POST")
     bot.assert_conforms()
+
+
+@pytest.mark.e2e
+async def test_a_pull_request_github_does_not_know_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    bot = BotHarness(tmp_path)
+    bot.open_pull({"src/app.py": "X = 1\n"}, author="alice")
+    await bot.fake.start(port=bot.fake_port)
+    try:
+        async with aiohttp.ClientSession() as session:
+            token = await installation_token(bot, session)
+        done = await asyncio.to_thread(
+            run_cli, f"{REPO}#404", env={"GITHUB_TOKEN": token, "GITHUB_API_URL": bot.fake.base_url}
+        )
+    finally:
+        await bot.fake.stop()
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(f"revbot: reading {REPO}#404 from GitHub failed: ")
+    assert len(done.stderr.splitlines()) == 1, done.stderr

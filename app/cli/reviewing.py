@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import aiohttp
+import gidgethub
 
 from ..config import ConfigError
-from .common import EXIT_CONFIG, reviewer_settings
+from .common import EXIT_CONFIG, EXIT_RUNTIME, reviewer_settings
 
 if TYPE_CHECKING:
     from ..review.core.model import Reviewer
@@ -71,12 +72,16 @@ async def _review_remote(target: str, output: str) -> int:
     api_url = os.environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
     graphql_url = os.environ.get("GITHUB_GRAPHQL_URL") or default_graphql_url(api_url)
     repo, number = match.group(1), int(match.group(2))
-    async with (
-        offline(settings) as bot,
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session,
-    ):
-        gh = GitHubClient(session, api_url=api_url, graphql_url=graphql_url, oauth_token=token)
-        published = await bot.pull_request(gh, repo=repo, pr_number=number)
+    try:
+        async with (
+            offline(settings) as bot,
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session,
+        ):
+            gh = GitHubClient(session, api_url=api_url, graphql_url=graphql_url, oauth_token=token)
+            published = await bot.pull_request(gh, repo=repo, pr_number=number)
+    except (gidgethub.GitHubException, aiohttp.ClientError) as exc:  # one line, not a traceback
+        print(f"revbot: reading {target} from GitHub failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_RUNTIME
     return _print_review(published, label=target, output=output)
 
 
