@@ -18,7 +18,7 @@ from pathlib import Path
 from .config import ReviewerSettings
 from .github import GitHubClient
 from .guards import BotIdentity
-from .review.core.model import Reviewer, ReviewResult
+from .review.core.model import PullContext, Reviewer, ReviewResult
 from .review.llm import configured_reviewer
 from .review.rounds.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
 from .review.rounds.markers import Trigger
@@ -52,12 +52,14 @@ class Offline:
             reader, Request(repo or str(path), LOCAL_PR_NUMBER, Trigger.MENTION, time.time())
         )
 
-    async def review_case(self, path: Path, title: str) -> ReviewResult:
-        """``eval``'s review of one case: the clone's last commit as the pull request."""
-        published = await self.git_range(path, base="HEAD~1", tip="HEAD", title=title)
+    async def review_range(
+        self, path: Path, *, base: str, tip: str, title: str | None = None
+    ) -> tuple[PullContext, ReviewResult]:
+        """The measurements' review (``local.RangeReview``): ``base..tip`` as a pull request."""
+        published = await self.git_range(path, base=base, tip=tip, title=title)
         if published.plan is None:
             raise RuntimeError("; ".join(published.said))
-        return published.plan.result
+        return published.plan.state.context, published.plan.result
 
     async def _run(self, reader: GitHubReader | LocalReader, request: Request) -> RecordingPublisher:
         publisher = RecordingPublisher()

@@ -168,7 +168,7 @@ async def test_the_harness_counts_recall_false_blockers_and_tokens(
     )
     reviewer = build_reviewer(settings)
     async with offline(load_reviewer_settings({}), reviewer=reviewer) as bot:  # closes the reviewer
-        report = await evaluate(load_cases(cases), reviewer, label="llm", review=bot.review_case)
+        report = await evaluate(load_cases(cases), reviewer, label="llm", review=bot.review_range)
     by_name = {c.name: c for c in report.cases}
     assert (by_name["found"].found, by_name["missed"].found) == (1, 0)
     assert (report.found, report.expected, report.false_blockers, report.clean_cases) == (1, 2, 1, 1)

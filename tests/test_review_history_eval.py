@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from app.config import load_reviewer_settings
+from app.offline import offline
 from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
 from app.review.engine.builtin import BuiltinReviewer
 from app.review.measure.blame import map_back, parse_blame, removed_lines
@@ -171,7 +173,11 @@ async def test_mines_the_pairs_and_scores_the_builtin_reviewer_exactly(tmp_path:
     assert mined.candidates == 10
     assert mined.dropped == {Drop.WHITESPACE: 1, Drop.NO_PYTHON: 1, Drop.TESTS_ONLY: 2}
 
-    report = await evaluate_history(repo.path, mined, BuiltinReviewer(), label="builtin", commits=3)
+    builtin = BuiltinReviewer()
+    async with offline(load_reviewer_settings({}), reviewer=builtin) as bot:  # the bot's pipeline
+        report = await evaluate_history(
+            repo.path, mined, builtin, review=bot.review_range, label="builtin", commits=3
+        )
     outcomes = {(r.pair.intro, r.pair.fix): r for r in report.results}
     assert {k: r.outcome for k, r in outcomes.items()} == {
         (c["print"], c["print-fix"]): Detection.HIT,

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from app.config import load_reviewer_settings
+from app.offline import offline
 from app.review.core.lintconfig import (
     Exclusion,
     LintConfig,
@@ -320,8 +322,9 @@ async def test_history_totals_use_an_injected_clock(tmp_path: Path) -> None:
     repo = repo_with(tmp_path, {"a.py": "x = 1\n"}, {"a.py": "x = 2\n"})
     ticks = iter([0.0, 0.5, 1.0, 3.0])
     history = History()
-    async for item in review_commits(repo, count=2, reviewer=BuiltinReviewer(), clock=lambda: next(ticks)):
-        history.add(item)
+    async with offline(load_reviewer_settings({}), reviewer=BuiltinReviewer()) as bot:
+        async for item in review_commits(repo, count=2, review=bot.review_range, clock=lambda: next(ticks)):
+            history.add(item)
     totals = history.totals()
     assert totals["seconds"] == {"total": 0.5, "p50": 0.5, "max": 0.5}
     assert (totals["reviewed"], totals["errors"]) == (1, 1)

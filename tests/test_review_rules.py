@@ -94,5 +94,5 @@ async def test_every_finding_on_the_eval_corpus_names_a_catalogued_rule() -> Non
     reviewer = _Recording()
     async with offline(load_reviewer_settings({}), reviewer=reviewer) as bot:
         for case in load_cases(DEFAULT_CASES):
-            assert (await run_case(case, reviewer, bot.review_case)).error is None
+            assert (await run_case(case, reviewer, bot.review_range)).error is None
     assert reviewer.rules and uncatalogued(reviewer.rules) == set()

@@ -112,16 +112,24 @@ async def _review_local(revisions: str, repo_path: str, output: str) -> int:
 async def _review_history(tip: str, count: int, repo_path: str, output: str) -> int:
     import json
 
+    from ..offline import offline
     from ..review.engine.builtin import BuiltinReviewer
     from ..review.measure.history import History, review_commits
     from ..review.measure.local import GitError
 
+    settings = reviewer_settings()
+    if settings is None:
+        return EXIT_CONFIG
     history = History()
     try:
-        async for review in review_commits(Path(repo_path), tip=tip, count=count, reviewer=BuiltinReviewer()):
-            history.add(review)
-            if output == "text":
-                print(review.line(), flush=True)
+        # The built-in reviewer on every commit (no model spend), through the bot's pipeline.
+        async with offline(settings, reviewer=BuiltinReviewer()) as bot:
+            async for review in review_commits(
+                Path(repo_path), tip=tip, count=count, review=bot.review_range
+            ):
+                history.add(review)
+                if output == "text":
+                    print(review.line(), flush=True)
     except GitError as exc:
         print(f"revbot: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -197,7 +205,7 @@ async def _eval_run(reviewer_name: str, cases: Sequence[Case], output: str) -> i
         return EXIT_CONFIG
     reviewer, label = chosen
     async with offline(settings, reviewer=reviewer) as bot:
-        report = await evaluate(cases, reviewer, label=label, review=bot.review_case)
+        report = await evaluate(cases, reviewer, label=label, review=bot.review_range)
     print(report.as_json() if output == "json" else report.as_text())
     return 0
 
@@ -223,6 +231,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 async def _eval_history_run(args: argparse.Namespace, reviewer_name: str) -> int:
+    from ..offline import offline
     from ..review.measure.history_eval import evaluate_history
     from ..review.measure.history_mine import mine, pairs_from_file
     from ..review.measure.local import GitError
@@ -239,24 +248,24 @@ async def _eval_history_run(args: argparse.Namespace, reviewer_name: str) -> int
     except GitError as exc:
         print(f"revbot: --history: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    settings = reviewer_settings()
     chosen = _eval_reviewer(reviewer_name)
-    if chosen is None:
+    if settings is None or chosen is None:
         return EXIT_CONFIG
     reviewer, label = chosen
     text = args.format == "text"
-    try:
+    async with offline(settings, reviewer=reviewer) as bot:  # closes the reviewer
         report = await evaluate_history(
             repo,
             mined,
             reviewer,
+            review=bot.review_range,
             label=label,
             tip=args.rev,
             commits=args.commits,
             tolerance=args.tolerance,
             progress=(lambda line: print(line, flush=True)) if text else None,
         )
-    finally:
-        await reviewer.aclose()
     print(("\n" + report.report()) if text else report.as_json())
     return 0
 

@@ -12,7 +12,7 @@ with ``git apply``) and ``case.yaml``::
 A defect counts as found when some finding on its file touches its line range (findings of any
 severity: the point is whether the reviewer noticed). A blocker on a clean case is a false
 blocker. Each case is reviewed like a local ``review --git`` (a throwaway git repository),
-through the bot's own pipeline (``CaseReview``), so the settings, the engine, the selection, the
+through the bot's own pipeline (``local.RangeReview``), so the settings, the engine, the selection, the
 model's prompt and the withdrawals are exactly the bot's.
 """
 
@@ -22,15 +22,15 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..core.model import Finding, Reviewer, ReviewResult, Severity
-from .local import GitError, git
+from ..core.model import Finding, Reviewer, Severity
+from .local import GitError, RangeReview, git
 
 DEFAULT_CASES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "review_cases"
 
@@ -177,19 +177,14 @@ async def _materialise(case: Case, repo: Path) -> None:
     await git(repo, "commit", "-q", "-m", "change")
 
 
-CaseReview = Callable[[Path, str], Awaitable[ReviewResult]]
-"""Review the clone at a path as a pull request with that title (the bot's pipeline, composed
-above the engine: ``app.offline``)."""
-
-
-async def run_case(case: Case, reviewer: Reviewer, review: CaseReview) -> CaseResult:
+async def run_case(case: Case, reviewer: Reviewer, review: RangeReview) -> CaseResult:
     before = reviewer.tokens_used()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="revbot-eval-") as tmp:
         repo = Path(tmp)
         try:
             await _materialise(case, repo)
-            result = await review(repo, case.description)
+            _, result = await review(repo, base="HEAD~1", tip="HEAD", title=case.description)
         except GitError as exc:
             return CaseResult(case.name, case.kind, len(case.defects), 0, 0, 0, 0, 0.0, error=str(exc))
     seconds = time.perf_counter() - started
@@ -205,7 +200,7 @@ async def run_case(case: Case, reviewer: Reviewer, review: CaseReview) -> CaseRe
     )
 
 
-async def evaluate(cases: Sequence[Case], reviewer: Reviewer, *, label: str, review: CaseReview) -> Report:
+async def evaluate(cases: Sequence[Case], reviewer: Reviewer, *, label: str, review: RangeReview) -> Report:
     """``reviewer``: the engine ``review`` runs (its tokens are counted per case)."""
     report = Report(reviewer=label)
     for case in cases:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.model import Finding, Reviewer, Severity
-from .local import GitError, context_from_git, git
+from ..core.model import Finding, Severity
+from .local import GitError, RangeReview, git
 
 __all__ = ["CommitReview", "History", "first_parent_commits", "review_commits"]
 
@@ -151,7 +151,7 @@ async def review_commits(
     *,
     tip: str = "HEAD",
     count: int,
-    reviewer: Reviewer,
+    review: RangeReview,
     clock: Callable[[], float] = time.perf_counter,
     skip: Collection[str] = frozenset(),
 ) -> AsyncIterator[CommitReview]:
@@ -165,8 +165,7 @@ async def review_commits(
             yield CommitReview(sha, subject, 0.0, error="the root commit has no parent to compare with")
             continue
         try:
-            context = await context_from_git(repo, f"{sha}^1", sha)
-            result = await reviewer.review(context)
+            _, result = await review(repo, base=f"{sha}^1", tip=sha)
         except GitError as exc:
             yield CommitReview(sha, subject, clock() - started, error=str(exc))
             continue

@@ -24,7 +24,7 @@ from ..core.diff import parse_patch
 from ..core.model import Finding, Reviewer, ReviewResult, Severity
 from .history import History, review_commits
 from .history_mine import Mined, Pair, Target
-from .local import GitError, context_from_git
+from .local import GitError, RangeReview
 
 __all__ = ["Detection", "HistoryReport", "PairResult", "evaluate_history", "hits_of", "score", "shown_lines"]
 
@@ -219,12 +219,13 @@ class HistoryReport:
         return "\n".join(lines)
 
 
-async def review_pair(repo: Path, pair: Pair, reviewer: Reviewer, *, tolerance: int) -> PairResult:
+async def review_pair(
+    repo: Path, pair: Pair, reviewer: Reviewer, review: RangeReview, *, tolerance: int
+) -> PairResult:
     before = reviewer.tokens_used()
     started = time.perf_counter()
     try:
-        context = await context_from_git(repo, f"{pair.intro}^1", pair.intro)
-        result = await reviewer.review(context)
+        context, result = await review(repo, base=f"{pair.intro}^1", tip=pair.intro)
     except GitError as exc:
         return PairResult(pair, Detection.ERROR, seconds=time.perf_counter() - started, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - one pair the reviewer fails on is reported, not fatal
@@ -249,6 +250,7 @@ async def evaluate_history(
     mined: Mined,
     reviewer: Reviewer,
     *,
+    review: RangeReview,
     label: str,
     tip: str = "HEAD",
     commits: int = 50,
@@ -256,15 +258,16 @@ async def evaluate_history(
     progress: Callable[[str], None] | None = None,
 ) -> HistoryReport:
     """Review every pair's introducing commit, then ``commits`` ordinary first-parent commits (none
-    that is a pair's fix or introducing commit)."""
+    that is a pair's fix or introducing commit), each through ``review``; ``reviewer`` is the engine
+    it runs (its tokens are counted)."""
     report = HistoryReport(reviewer=label, mined=mined, tolerance=tolerance)
     for pair in mined.pairs:
-        result = await review_pair(repo, pair, reviewer, tolerance=tolerance)
+        result = await review_pair(repo, pair, reviewer, review, tolerance=tolerance)
         report.results.append(result)
         if progress is not None:
             progress(result.line())
     if commits > 0:
         in_pairs = {sha for pair in mined.pairs for sha in (pair.intro, pair.fix)}
-        async for review in review_commits(repo, tip=tip, count=commits, reviewer=reviewer, skip=in_pairs):
-            report.precision.add(review)
+        async for reviewed in review_commits(repo, tip=tip, count=commits, review=review, skip=in_pairs):
+            report.precision.add(reviewed)
     return report

@@ -11,8 +11,9 @@ import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
-from ..core.model import ChangedFile, FileContent, PullContext, RepoTree, ReviewSettings
+from ..core.model import ChangedFile, FileContent, PullContext, RepoTree, ReviewResult, ReviewSettings
 
 STATUS = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "C": "copied", "T": "changed"}
 _DIFF_HEADER = re.compile(r"^diff --git ", re.MULTILINE)
@@ -20,6 +21,16 @@ _DIFF_HEADER = re.compile(r"^diff --git ", re.MULTILINE)
 
 class GitError(RuntimeError):
     pass
+
+
+class RangeReview(Protocol):
+    """Review ``base..tip`` of the clone at ``path`` as a pull request (titled ``title``): what
+    was analysed, and the result. The measurements get the bot's own pipeline composed above the
+    engine (``app.offline``), so a figure of theirs is a figure of the bot."""
+
+    async def __call__(
+        self, path: Path, *, base: str, tip: str, title: str | None = None
+    ) -> tuple[PullContext, ReviewResult]: ...
 
 
 async def git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
