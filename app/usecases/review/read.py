@@ -13,7 +13,7 @@ with a token) or ``LocalReader`` (``review --git`` and ``eval``: a clone, no net
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -95,8 +95,12 @@ class PullState:
     @property
     def threads(self) -> tuple[OpenThread, ...]:
         """The open threads that still hold their findings (those overruled now are withdrawn)."""
-        withdrawn = {o.thread for o in self.overruled}
-        return tuple(t for t in self.open_threads if t.thread.root_comment_id not in withdrawn)
+        return held(self.open_threads, self.overruled)
+
+
+def held(threads: Sequence[OpenThread], overruled: Sequence[Overrule]) -> tuple[OpenThread, ...]:
+    withdrawn = {o.thread for o in overruled}
+    return tuple(t for t in threads if t.thread.root_comment_id not in withdrawn)
 
 
 def parsed(context: PullContext) -> dict[str, PatchLines]:
@@ -163,15 +167,12 @@ class GitHubReader:
         )
         overruled = recorded_overrules(comments, self.identity) + [p.overrule for p in pending]
         delta = await self.delta(head, since=decide.last_reviewed_head(head.mine))
-        held = PullState(
-            head, context, first.patches, overruled=tuple(overruled), open_threads=threads
-        ).threads
         renames = await thread_renames(
             gh,
             repo=repo,
             head_sha=head.head_sha,
             files=context.files,
-            recorded=[(t.finding.path, t.finding.head_sha) for t in held]
+            recorded=[(t.finding.path, t.finding.head_sha) for t in held(threads, overruled)]
             + reported_at(comments, self.identity, overruled),
             known=delta.renames,
         )
