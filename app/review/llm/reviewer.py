@@ -113,7 +113,7 @@ class LlmReviewer(Reviewer):
 
     @property
     def id(self) -> str:
-        return f"llm/{self.provider.name}/{self.provider.model}"
+        return f"llm {self.provider.name} {self.provider.model}"  # not a rule id: no "llm/" prefix
 
     async def prepare(self, context: PullContext, inputs: ModelInputsReader) -> PullContext:
         loaded = await inputs()
