@@ -19,7 +19,6 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .. import github
 from ..github import GitHubClient
 from ..guards import BotIdentity, is_bot_login
 from ..review.rounds.markers import decode, encode
@@ -50,10 +49,6 @@ def paused_by(comments: Iterable[Mapping[str, Any]], identity: BotIdentity) -> s
     _, latest = max(records, key=lambda record: record[0])
     by = latest.get("by")
     return str(by) if latest.get("paused") is True and isinstance(by, str) and by else None
-
-
-async def read_paused_by(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int) -> str | None:
-    return paused_by(await github.list_issue_comments(gh, repo=repo, number=pr_number), bot.identity)
 
 
 def paused_headline(by: str, slug: str) -> str:

@@ -64,6 +64,16 @@ def settings_path(slug: str) -> str:
     return f".github/{slug}.yml"
 
 
+def review_settings(config: RepoConfig, slug: str | None) -> ReviewSettings:
+    """What the engine takes from the repository's settings. ``slug``: the bot's, whose settings
+    file a pull request may change (reported, never applied)."""
+    return ReviewSettings(
+        paths_ignore=config.review.paths_ignore,
+        max_files=config.review.max_files,
+        settings_path=settings_path(slug) if slug is not None else None,
+    )
+
+
 class RepoConfigs:
     """``.github/{slug}.yml`` per repository, falling back to the owner's ``.github`` repository
     (as Probot's config plugin does), read through the contents API and cached for a minute so a
@@ -177,11 +187,7 @@ async def build_context(
         head_sha=head_sha,
         files=changed_files(raw_files),
         read=read,
-        settings=ReviewSettings(
-            paths_ignore=config.review.paths_ignore,
-            max_files=config.review.max_files,
-            settings_path=settings_path(slug) if slug is not None else None,
-        ),
+        settings=review_settings(config, slug),
         files_truncated=len(raw_files) >= MAX_LISTED_FILES,
         body=str(pull.get("body") or ""),
         labels=tuple(str(label.get("name")) for label in pull.get("labels") or () if label.get("name")),

@@ -23,7 +23,7 @@ from ...github import GitHubClient
 from ...guards import BotIdentity, is_bot_login
 from ...repoconfig import RepoConfig, parse_repo_config
 from ...review.core.diff import PatchLines, parse_patch
-from ...review.core.model import PullContext, ReviewSettings
+from ...review.core.model import PullContext
 from ...review.measure.local import GitError, context_from_git, git
 from ...review.rounds import decide
 from ...review.rounds.identity import Delta, Scope, delta_of
@@ -32,7 +32,7 @@ from ...review.rounds.markers import Trigger
 from ...review.rounds.overrule import Overrule
 from ..overrules import PendingOverrule, read_reactions, recorded_overrules, reported_at
 from ..pause import paused_by
-from ..pull import LoadedConfig, RepoConfigs, build_context, settings_path
+from ..pull import LoadedConfig, RepoConfigs, build_context, review_settings, settings_path
 from ..threads import OpenThread, open_bot_threads, thread_renames
 
 Review = Mapping[str, Any]
@@ -221,7 +221,7 @@ class LocalReader:
     identity: BotIdentity
     learnings: Learnings
     title: str | None = None
-    repo: str | None = None  # the repository whose learnings apply; None: the path
+    repo: str | None = None  # the repository whose learnings apply; None: none do
 
     async def head(self, request: Request) -> Head:
         shas = [
@@ -250,11 +250,7 @@ class LocalReader:
             return None
 
     async def state(self, head: Head) -> PullState:
-        settings = ReviewSettings(
-            paths_ignore=head.config.review.paths_ignore,
-            max_files=head.config.review.max_files,
-            settings_path=settings_path(self.identity.slug),
-        )
+        settings = review_settings(head.config, self.identity.slug)
         context = await context_from_git(self.path, self.base, self.tip, settings=settings)
         if self.title is not None:
             context = replace(context, title=self.title)
