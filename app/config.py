@@ -192,6 +192,9 @@ class Settings(ReviewerSettings):
     private_key: SecretStr | None = None
     private_key_path: Path | None = None
     webhook_secret: SecretStr
+    # The secret being rotated out: accepted beside WEBHOOK_SECRET until it is unset (one at a
+    # time: a rotation needs the old and the new one, never more).
+    webhook_secret_previous: SecretStr | None = None
     github_api_url: str = DEFAULT_API_URL
     github_graphql_url: str | None = None
     decoy_login: str | None = None
@@ -232,6 +235,7 @@ class Settings(ReviewerSettings):
         "metrics_token",
         "webhook_proxy_url",
         "worker_metrics_port",
+        "webhook_secret_previous",
         mode="before",
     )
     @classmethod

@@ -115,6 +115,15 @@ def check_hook_config(config: Mapping[str, Any], settings: Settings) -> list[Che
         checks.append(
             Check("webhook secret", "ok", "set (GitHub never shows it: it must equal WEBHOOK_SECRET)")
         )
+    if settings.webhook_secret_previous is not None:
+        checks.append(
+            Check(
+                "previous webhook secret",
+                "warn",
+                "WEBHOOK_SECRET_PREVIOUS is still set: once revbot_webhook_previous_secret_total on "
+                "/metrics stops growing (the rotation is over), unset it",
+            )
+        )
     if config.get("content_type") == "form":
         checks.append(Check("webhook content type", "FAIL", "form: set it to application/json"))
     return checks

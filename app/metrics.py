@@ -45,6 +45,11 @@ DELIVERIES = Counter(
     ["event", "outcome"],
     registry=REGISTRY,
 )
+WEBHOOK_PREVIOUS_SECRET = Counter(
+    "revbot_webhook_previous_secret",
+    "Deliveries whose signature matched WEBHOOK_SECRET_PREVIOUS, not WEBHOOK_SECRET (a rotation).",
+    registry=REGISTRY,
+)
 QUEUE_JOBS = Gauge(
     "revbot_queue_jobs",
     "Unfinished jobs by status (waiting, queued, running).",

@@ -285,6 +285,9 @@ class Runtime:
         token = s.metrics_token.get_secret_value() if s.metrics_token else None
         config = WebhookConfig(
             secret=s.webhook_secret.get_secret_value().encode(),
+            previous_secret=(
+                s.webhook_secret_previous.get_secret_value().encode() if s.webhook_secret_previous else None
+            ),
             path=s.webhook_path,
             body_budget_bytes=s.http_body_budget_bytes,
             body_budget_wait=s.http_body_budget_wait,

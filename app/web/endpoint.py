@@ -37,7 +37,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from ..config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
 from ..events import NUMBER_AT, TIMER_EVENTS
 from ..logs import describe_failure, log_context
-from ..metrics import DELIVERIES, UNVERIFIED_EVENT, child
+from ..metrics import DELIVERIES, UNVERIFIED_EVENT, WEBHOOK_PREVIOUS_SECRET, child
 from ..pacing import AckFirst
 from ..store import IncomingDelivery, Ledger, deliveries
 from ..subjects import subject_of
@@ -53,6 +53,9 @@ BIGINT_MAX = 2**63 - 1  # installation ids are stored as BIGINT
 @dataclass(frozen=True, slots=True)
 class WebhookConfig:
     secret: bytes
+    # During a rotation GitHub may still deliver with the old secret (deliveries already queued,
+    # redeliveries): it is tried only after the current one fails, so it costs nothing otherwise.
+    previous_secret: bytes | None = None
     path: str = "/api/github/webhooks"
     max_body_bytes: int = MAX_BODY_BYTES
     body_budget_bytes: int = DEFAULT_BODY_BUDGET_BYTES  # request bodies held at once, all requests
@@ -337,7 +340,11 @@ class WebhookView:
             raise Refused(401, "bad signature")
         body, digest = await _read_body(request, self.config, reservation)
         if not hmac.compare_digest(signature.removeprefix(SIGNATURE_PREFIX).lower(), digest):
-            raise Refused(401, "bad signature")
+            previous = self.config.previous_secret
+            if previous is None or not signature_matches(body, signature, previous):
+                raise Refused(401, "bad signature")
+            # Counted so an operator sees when the old secret stops being used and can unset it.
+            WEBHOOK_PREVIOUS_SECRET.inc()
         event, delivery_id = delivery_headers(
             request.headers.get("X-GitHub-Event"), request.headers.get("X-GitHub-Delivery")
         )
