@@ -196,6 +196,9 @@ class Settings(ReviewerSettings):
     # time: a rotation needs the old and the new one, never more).
     webhook_secret_previous: SecretStr | None = None
     github_api_url: str = DEFAULT_API_URL
+    # GitHub's GET answers kept for conditional requests (a 304 does not count against the rate
+    # limit), in bytes for the whole process; 0 turns them off.
+    github_cache_bytes: int = Field(default=32 * 1024 * 1024, ge=0)
     github_graphql_url: str | None = None
     decoy_login: str | None = None
     log_level: Literal["debug", "info", "warning", "error"] = "info"

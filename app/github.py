@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -97,8 +97,9 @@ class GitHubClient(RetryingAPI):
         slug: str | None = None,
         oauth_token: str | None = None,
         installation_id: int | None = None,
+        cache: MutableMapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(session, user_agent(slug), base_url=api_url, oauth_token=oauth_token)
+        super().__init__(session, user_agent(slug), base_url=api_url, oauth_token=oauth_token, cache=cache)
         self.installation_id = installation_id
         self.graphql_url = graphql_url
 

@@ -12,6 +12,7 @@ import aiohttp
 
 from .auth import InstallationTokens
 from .github import GitHubClient, RetryLater
+from .github_cache import InstallationCache
 from .ratelimit import Pacer, cost_of, is_mutation
 
 # The bot's own pacing (``ratelimit``) waits in place up to a window's length: a retry would repeat
@@ -36,11 +37,19 @@ class InstallationClient(GitHubClient):
         graphql_url: str,
         slug: str | None = None,
         pacer: Pacer | None = None,
+        cache: InstallationCache | None = None,
     ) -> None:
         """``pacer``: the process's, shared by every client of the installation (``ratelimit``);
-        None: requests go out unpaced (a one-off client, the tests' recorded answers)."""
+        None: requests go out unpaced (a one-off client, the tests' recorded answers).
+        ``cache``: the installation's earlier GET answers, asked again conditionally
+        (``github_cache``); None: every GET is a full request."""
         super().__init__(
-            session, api_url=api_url, graphql_url=graphql_url, slug=slug, installation_id=installation_id
+            session,
+            api_url=api_url,
+            graphql_url=graphql_url,
+            slug=slug,
+            installation_id=installation_id,
+            cache=cache,
         )
         self._tokens = tokens
         self._pacer = pacer

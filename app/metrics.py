@@ -84,6 +84,13 @@ GITHUB_CALLS = Counter(
     ["status"],
     registry=REGISTRY,
 )
+GITHUB_BUDGET = Counter(
+    "revbot_github_requests",
+    "Answers from GitHub by whether they count against the primary rate limit: counted, or "
+    "not_modified (a conditional request answered 304, which GitHub does not count).",
+    ["budget"],
+    registry=REGISTRY,
+)
 RATE_LIMIT_REMAINING = Gauge(
     "revbot_github_rate_limit_remaining",
     "GitHub's x-ratelimit-remaining from the latest answer, per installation (app: JWT calls).",
@@ -111,6 +118,8 @@ PAYLOADS_EMPTIED = Counter(
 def github_answer(status: int | str, headers: Mapping[str, str] | None, installation: int | None) -> None:
     """Count one request to GitHub and remember the rate limit it reported."""
     GITHUB_CALLS.labels(status=str(status)).inc()
+    if isinstance(status, int):
+        GITHUB_BUDGET.labels(budget="not_modified" if status == 304 else "counted").inc()
     if not headers:
         return
     lowered = {k.lower(): v for k, v in headers.items()}

@@ -29,6 +29,7 @@ from .config import Settings, shutdown_budget
 from .events import AnyEvent
 from .github import RetryLater
 from .github_app import AppClient
+from .github_cache import ResponseCache
 from .github_errors import transient_delay
 from .github_installation import InstallationClient
 from .guards import BotIdentity
@@ -173,6 +174,10 @@ class Runtime:
         # Shared by the webhook endpoint and the worker of this process: requests go first.
         self.ack_first = AckFirst()
         self.pacer = pacer or Pacer()  # per installation, shared by all its clients
+        # GET answers kept for conditional requests (a 304 costs no rate limit), per installation
+        self.responses = (
+            ResponseCache(self.settings.github_cache_bytes) if self.settings.github_cache_bytes else None
+        )
         self._identity_task: asyncio.Task[BotIdentity] | None = None
         self._housekeeping_interval = housekeeping_interval
         self.housekeeping: Housekeeping | None = None
@@ -268,6 +273,7 @@ class Runtime:
             graphql_url=self.settings.graphql_url,
             slug=identity.slug,
             pacer=self.pacer,
+            cache=self.responses.for_installation(event.installation_id) if self.responses else None,
         )
         bot = Bot(
             identity=identity,

@@ -3,10 +3,14 @@
 Runs the real bot (``Runtime``: webhook endpoint, ledger, worker, review engine) against the fake
 GitHub on loopback, for a 10-file and a 250-file pull request (Python files, a few with
 defects), and prints, per size: seconds from the ``review_requested`` delivery to the review's
-POST being answered, to the check run's completion, and the API calls the job made by kind.
-It is a script, not a test:
+POST being answered, to the check run's completion, and the API calls the job made by kind:
+``calls`` all of them, ``counted`` those that count against the installation's primary rate
+limit (a conditional request answered 304 does not). The fake answers each call after
+``--latency-ms`` (80 by default, about a GitHub round trip from a cloud host), so the times are
+what a person waits. A second request on the same, unchanged head follows (``again``): what the
+conditional requests save. It is a script, not a test:
 
-    python bench/review_latency.py [--runs 3] [--loops asyncio,uvloop]
+    python bench/review_latency.py [--runs 3] [--loops asyncio,uvloop] [--latency-ms 80]
 
 (each loop in turn, in one run: ``serve`` runs on uvloop where installed, ``app/eventloop.py``).
 """
@@ -22,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
@@ -30,7 +35,7 @@ from app import eventloop
 from app.config import load_settings
 from app.eventloop import EventLoop
 from app.runtime import Runtime
-from app.sandbox import FakeGitHub
+from app.sandbox import Call, FakeGitHub
 from app.worker import WorkerOptions
 
 SLUG = "revbot"
@@ -64,8 +69,33 @@ def kind(method: str, path: str) -> str:
     return f"{method} {'/'.join(tail) or 'repo'}"
 
 
-async def one_run(size: int, work: Path) -> tuple[float, float, Counter[str]]:
+@dataclass
+class Run:
+    reviewed: float  # seconds to the review's POST answered
+    completed: float  # seconds to the check run completed
+    calls: Counter[str]  # by kind
+    counted: int  # calls that count against the primary rate limit
+    again_calls: int  # the same request again, on the unchanged head
+    again_counted: int
+
+
+def spent(calls: list[Call]) -> tuple[Counter[str], int]:
+    mine = [c for c in calls if c.path != "/app"]
+    return Counter(kind(c.method, c.path) for c in mine), sum(c.status != 304 for c in mine)
+
+
+async def settle(fake: FakeGitHub, runtime: Runtime) -> None:
+    """Let the echoes (review submitted, decoy removed, check run events) run their course."""
+    for _ in range(3):
+        await fake.settle()
+        while {"waiting", "queued", "running"} & (await runtime.store.jobs_by_status()).keys():  # noqa: ASYNC110 - polling the database, not an in-process flag
+            await asyncio.sleep(0.01)
+
+
+async def one_run(size: int, work: Path, latency: float) -> Run:
     fake = FakeGitHub(app_id=1, app_slug=SLUG, webhook_secret=SECRET)
+    if latency:
+        fake.delay("*", ".*", latency)
     fake.add_installation(7, "bench")
     fake.add_repo(REPO, installation_id=7)
     fake.add_user(SLUG)
@@ -105,23 +135,24 @@ async def one_run(size: int, work: Path) -> tuple[float, float, Counter[str]]:
                     completed = time.perf_counter() - started
             if time.perf_counter() - started > 120:
                 raise TimeoutError("no review within 120 s")
-        # Let the echoes (review submitted, decoy removed, check run events) run their course.
-        for _ in range(3):
-            await fake.settle()
-            while {"waiting", "queued", "running"} & (await runtime.store.jobs_by_status()).keys():  # noqa: ASYNC110 - polling the database, not an in-process flag
-                await asyncio.sleep(0.01)
-        calls = Counter(kind(c.method, c.path) for c in fake.calls[first_call:] if c.path != "/app")
+        await settle(fake, runtime)
+        calls, counted = spent(fake.calls[first_call:])
+        again_from = len(fake.calls)
+        await fake.request_review(REPO, number, SLUG, by="alice")
+        await settle(fake, runtime)
+        again, again_counted = spent(fake.calls[again_from:])
     finally:
         await runner.cleanup()
         await runtime.stop()
         await fake.stop()
-    return reviewed, completed, calls
+    return Run(reviewed, completed, calls, counted, sum(again.values()), again_counted)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--loops", default="asyncio,uvloop", help="event loops to run it on, in turn")
+    parser.add_argument("--latency-ms", type=float, default=80.0, help="the fake's answer time per call")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     for name in args.loops.split(","):
@@ -130,26 +161,25 @@ def main() -> int:
             print(eventloop.NOT_INSTALLED, file=sys.stderr)
             return 2
         print(f"on {loop}:")
-        eventloop.run(sizes(args.runs), loop=loop)
+        eventloop.run(sizes(args.runs, args.latency_ms / 1000), loop=loop)
     return 0
 
 
-async def sizes(runs: int) -> None:
+async def sizes(runs: int, latency: float) -> None:
     with tempfile.TemporaryDirectory(prefix="revbot-review-bench-") as tmp:
-        print(
-            f"{'files':>6} {'review posted s (median)':>26} {'check done s':>13} {'API calls':>10}  by kind"
-        )
+        print(f"GitHub's answer time: {latency * 1000:.0f} ms a call")
+        print(f"{'files':>6} {'review posted s':>16} {'check done s':>13}  calls  by kind")
         for size in (10, 250):
-            posted, done, calls = [], [], Counter[str]()
-            for _ in range(runs):
-                reviewed, completed, calls = await one_run(size, Path(tmp))
-                posted.append(reviewed)
-                done.append(completed)
-            breakdown = ", ".join(f"{k}: {v}" for k, v in sorted(calls.items()))
+            results = [await one_run(size, Path(tmp), latency) for _ in range(runs)]
+            last = results[-1]
+            breakdown = ", ".join(f"{k}: {v}" for k, v in sorted(last.calls.items()))
+            posted = statistics.median(r.reviewed for r in results)
+            done = statistics.median(r.completed for r in results)
             print(
-                f"{size:>6} {statistics.median(posted):>26.3f} {statistics.median(done):>13.3f}"
-                f" {sum(calls.values()):>10}  {breakdown}"
+                f"{size:>6} {posted:>16.3f} {done:>13.3f}  calls={sum(last.calls.values())} "
+                f"counted={last.counted}  {breakdown}"
             )
+            print(f"{'':>6} {'again, same head':>30}  calls={last.again_calls} counted={last.again_counted}")
 
 
 if __name__ == "__main__":

@@ -101,6 +101,14 @@ class _Window:
         self.spent.append((now, amount))
         self.total += amount
 
+    def give_back(self) -> None:
+        """Undo the latest ``add`` of one (a request that turned out not to count)."""
+        for index in range(len(self.spent) - 1, -1, -1):
+            if self.spent[index][1] == 1:
+                del self.spent[index]
+                self.total -= 1
+                return
+
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
@@ -170,8 +178,12 @@ class Limiter:
             identity.content_hour.add(now, 1)
         return None
 
-    def end(self, who: str) -> None:
-        self._of(who).in_flight -= 1
+    def end(self, who: str, *, counted: bool = True) -> None:
+        """The request is answered; ``counted=False``: a 304, which the primary limit gives back."""
+        identity = self._of(who)
+        identity.in_flight -= 1
+        if not counted:
+            identity.primary[Resource.CORE].give_back()
 
     def _refuse(self, who: str, method: str, path: str, wait: float) -> Refusal:
         self.refused.append((who, method, path))

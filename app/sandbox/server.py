@@ -1,7 +1,8 @@
 """The HTTP side: one aiohttp catch-all that runs every request through the same pipeline.
 
 record the call -> configured delay -> request validation (the test's validator) -> injected
-fault -> route -> authentication -> handler -> GitHub's headers -> send the answer -> only then
+fault -> route -> authentication -> handler -> conditional GET (``ETag``/``Last-Modified``; 304,
+not counted against the primary limit) -> GitHub's headers -> send the answer -> only then
 queue the webhooks the write caused. Paths are taken with or without GHES's ``/api/v3`` prefix
 (and ``/api/graphql``), and recorded without it; a fake made with ``enterprise=True`` answers
 the API only there, as Enterprise Server does (anything else but its web pages is a 404).
@@ -10,11 +11,14 @@ the API only there, as Enterprise Server does (anything else but its web pages i
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +90,8 @@ class Server:
         self.faults: list[Fault] = []
         self.delays: list[Delay] = []
         self.limiter = Limiter(RateLimits(), clock=time.monotonic, wall=time.time)
+        # (identity, path with query) -> (ETag, Last-Modified in epoch seconds) of its current answer
+        self._versions: dict[tuple[str, str], tuple[str, int]] = {}
 
     def application(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -142,21 +148,7 @@ class Server:
         fake.calls.append(call)
         emitted: list[Outgoing] = []
         who = _identity(call)
-        refusal = self.limiter.begin(who, method, path, mutation=call.is_graphql_mutation)
-        if refusal is not None:
-            body = {"message": refusal.message, "documentation_url": refusal.documentation_url}
-            reply = Reply(refusal.status, body, dict(refusal.headers))
-        else:
-            try:
-                call.delayed = await self._delay(method, path)
-                reply = self._answer(request, call, emitted, bad_json=bad_json)
-            except ApiError as exc:
-                reply = Reply(exc.status, exc.body(), dict(exc.headers))
-            except Exception as exc:  # noqa: BLE001 - a bug in the fake must fail the test, not hang it
-                fake.problems.append(f"{method} {request.raw_path}: the fake crashed: {exc!r}")
-                reply = Reply(500, {"message": f"fake GitHub crashed: {exc!r}"})
-            finally:
-                self.limiter.end(who)
+        reply = await self._reply(request, call, who, emitted, bad_json=bad_json)
         if reply.status >= 400 and emitted:
             fake.dispatcher.release(len(emitted))
             emitted.clear()
@@ -170,6 +162,32 @@ class Server:
             for item in emitted:  # the answer is out: now the webhooks it caused may follow
                 fake.dispatcher.enqueue(item, reserved=True)
         return response
+
+    async def _reply(
+        self, request: web.Request, call: Call, who: str, emitted: list[Outgoing], *, bad_json: bool
+    ) -> Reply:
+        """The answer within the caller's rate limits (a refusal when over them)."""
+        refusal = self.limiter.begin(who, call.method, call.path, mutation=call.is_graphql_mutation)
+        if refusal is not None:
+            body = {"message": refusal.message, "documentation_url": refusal.documentation_url}
+            reply = Reply(refusal.status, body, dict(refusal.headers))
+        else:
+            not_modified = False
+            try:
+                call.delayed = await self._delay(call.method, call.path)
+                reply = self._conditional(
+                    request, who, self._answer(request, call, emitted, bad_json=bad_json)
+                )
+                not_modified = reply.status == 304
+            except ApiError as exc:
+                reply = Reply(exc.status, exc.body(), dict(exc.headers))
+            except Exception as exc:  # noqa: BLE001 - a bug in the fake must fail the test, not hang it
+                self.fake.problems.append(f"{call.method} {request.raw_path}: the fake crashed: {exc!r}")
+                reply = Reply(500, {"message": f"fake GitHub crashed: {exc!r}"})
+            finally:
+                # GitHub: a conditional request answered 304 does not count against the primary limit
+                self.limiter.end(who, counted=not not_modified)
+        return reply
 
     async def _new_app_form(self, request: web.Request) -> web.StreamResponse:
         """GitHub's web page for registering an App from a manifest (not the API): the person
@@ -311,6 +329,34 @@ class Server:
         return Reply(200, outcome.body)
 
     # ---------------------------------------------------------------- answer
+    def _conditional(self, request: web.Request, who: str, reply: Reply) -> Reply:
+        """GitHub's conditional requests: a JSON answer to a GET carries an ``ETag`` (a digest of
+        its body) and ``Last-Modified`` (when that body was first served at that address, strictly
+        later for each change); ``If-None-Match`` naming the current ETag, or, without it,
+        ``If-Modified-Since`` not before ``Last-Modified``, is answered 304 with no body."""
+        if (
+            request.method.upper() != "GET"
+            or reply.status != 200
+            or reply.text is not None
+            or reply.body is None
+        ):
+            return reply
+        encoded = json.dumps(reply.body, sort_keys=True).encode()
+        etag = 'W/"' + hashlib.sha256(encoded).hexdigest()[:40] + '"'
+        key = (who, request.raw_path)
+        seen = self._versions.get(key)
+        if seen is None or seen[0] != etag:
+            modified = int(time.time()) if seen is None else max(int(time.time()), seen[1] + 1)
+            seen = self._versions[key] = (etag, modified)
+        headers = {
+            **reply.headers,
+            "ETag": etag,
+            "Last-Modified": format_datetime(datetime.fromtimestamp(seen[1], UTC), usegmt=True),
+        }
+        if _unchanged(request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since"), seen):
+            return Reply(304, None, headers)
+        return Reply(reply.status, reply.body, headers, content_type=reply.content_type)
+
     def _response(self, reply: Reply, call: Call) -> web.Response:
         resource = Resource.GRAPHQL if call.path == "/graphql" else Resource.CORE
         headers = {
@@ -337,6 +383,21 @@ def _identity(call: Call) -> str:
     if call.installation_id is not None:
         return f"installation ID {call.installation_id}"
     return "the App" if call.auth == "jwt" else "anonymous"
+
+
+def _unchanged(if_none_match: str | None, if_modified_since: str | None, current: tuple[str, int]) -> bool:
+    """RFC 9110 13.2.2: If-None-Match decides when present (weak comparison); else If-Modified-Since."""
+    etag, modified = current
+    if if_none_match is not None:
+        tags = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
+        return "*" in tags or etag.removeprefix("W/") in tags
+    if if_modified_since is None:
+        return False
+    try:
+        since = parsedate_to_datetime(if_modified_since).timestamp()
+    except (TypeError, ValueError):
+        return False  # an unreadable date is ignored, as HTTP says
+    return modified <= since
 
 
 def _reason(status: int) -> str:
