@@ -223,10 +223,20 @@ async def one_round(rnd: int, args: argparse.Namespace, work: Path) -> tuple[flo
         f"{in_window} of {len(numbers)} within the {window:.1f} s load window"
     )
     if args.profile:
-        samples, own, _total = tally(work / "during.txt")
-        print(f"round {rnd}: py-spy while the reviews ran, {samples} samples, top own time:")
-        for name, n in own.most_common(15):
-            print(f"  {100 * n / samples:5.1f}%  {name}")
+        # py-spy names each sample's process in its first frame: the serving process apart from
+        # the analysis children it started (they run at a lower priority: ``REVIEW_NICENESS``).
+        raw = (work / "during.txt").read_text().splitlines()
+        # a child's samples carry its own process frame after the server's
+        ours = [line for line in raw if not line.partition(";")[2].startswith("process ")]
+        for who, lines in (
+            ("the serving process", ours),
+            ("its analysis children", sorted(set(raw) - set(ours))),
+        ):
+            (work / "part.txt").write_text("\n".join(lines))
+            samples, own, _total = tally(work / "part.txt")
+            print(f"round {rnd}: py-spy while the reviews ran, {who}: {samples} samples, top own time:")
+            for name, n in own.most_common(12):
+                print(f"  {100 * n / max(samples, 1):5.1f}%  {name}")
     return p99_idle, p99_busy
 
 

@@ -38,6 +38,7 @@ class LookAround:
             "core": resource.getrlimit(resource.RLIMIT_CORE)[0],
             "cpu": resource.getrlimit(resource.RLIMIT_CPU)[0],
             "pgid_is_pid": int(os.getpgid(0) == os.getpid()),
+            "nice": os.getpriority(os.PRIO_PROCESS, 0),
         }
         return Seen(dict(os.environ), tool, os.getcwd(), limits)
 

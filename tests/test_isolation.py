@@ -29,7 +29,7 @@ from app.review.engine.builtin import BuiltinReviewer
 from app.review.isolation.limits import Confinement, Limit, Limits, Tripped
 from app.review.isolation.pool import ProcessPool
 from tests.harness import REPO, SECRET, BotHarness
-from tests.isolation_jobs import Dial, Echo, Forever, Gate, Grow, LookAround, Peek, Reached, Spin, Write
+from tests.isolation_jobs import Dial, Echo, Forever, Gate, Grow, LookAround, Peek, Reached, Seen, Spin, Write
 
 LLM_KEY = "sk-test-llm-key-do-not-leak-1234"
 METRICS_TOKEN = "metrics-token-do-not-leak-5678"
@@ -467,3 +467,16 @@ def test_a_bad_analysis_setting_stops_serve_and_review_with_one_line(name: str, 
     assert done.returncode == 2
     [line] = done.stderr.splitlines()
     assert line.startswith(f"revbot: configuration error: {name}: ")
+
+
+@pytest.mark.parametrize("niceness", [0, 7, 19])
+async def test_the_children_run_below_the_serving_process_priority(niceness: int) -> None:
+    """The webhook door keeps its CPU while reviews run: each child, and what it starts, is
+    ``niceness`` below the serving process (nice values stop at 19)."""
+    boundary = ProcessPool(Limits(workers=1, niceness=niceness))
+    try:
+        seen = await boundary.run(LookAround())
+    finally:
+        boundary.close()
+    assert isinstance(seen, Seen)
+    assert seen.limits["nice"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness)

@@ -246,6 +246,7 @@ def limits_of(settings: AnalysisSettings) -> Limits:
         open_files=settings.review_open_files,
         pattern_seconds=settings.review_pattern_seconds,
         budget_seconds=settings.review_budget_seconds,
+        niceness=settings.review_niceness,
     )
 
 

@@ -64,6 +64,16 @@ class Isolation:
     filesystem_why: str = ""
 
 
+def _lower_priority(pid: int, niceness: int) -> None:
+    """Put the child ``niceness`` below the serving process (nice values add up to 19), before its
+    first job, so what it starts (ruff) inherits it. From here, not in ``preexec_fn``, which is
+    unsafe in a process with threads (the pool's)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness))
+    except OSError as exc:  # a platform without it, or a policy that refuses: say so, go on
+        log.warning("analysis process %d keeps the serving process's priority: %s", pid, exc)
+
+
 class ChildProcess:
     """One child process, its private directory, and the frames it has sent but not yet read."""
 
@@ -85,6 +95,7 @@ class ChildProcess:
             close_fds=True,
         )
         assert self.process.stdin is not None and self.process.stdout is not None
+        _lower_priority(self.process.pid, limits.niceness)
         self._in = self.process.stdin
         self._out = self.process.stdout.fileno()
         self._buffer = bytearray()
