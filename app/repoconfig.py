@@ -24,6 +24,13 @@ class SeverityName(enum.StrEnum):
     BLOCKER = "blocker"
 
 
+class ApprovalOnPush(enum.StrEnum):
+    """What a push does to the bot's approval of the earlier head (an approval is for one head)."""
+
+    REVIEW = "review"  # review the new head (the built-in review is cheap)
+    DISMISS = "dismiss"  # dismiss the approval, saying why; a person asks for the next review
+
+
 class ReadinessComment(enum.StrEnum):
     """When readiness speaks in the conversation (its check run always carries the state)."""
 
@@ -58,6 +65,7 @@ class ReviewConfig(BaseModel):
     approve: bool | None = None  # None: the deployment's REVIEW_APPROVE decides
     auto: bool = False  # review on opened / ready_for_review without being asked
     on_push: bool = False  # re-review on a push to a PR the bot has blocked
+    approval_on_push: ApprovalOnPush = ApprovalOnPush.REVIEW  # a push to a PR the bot approved
     # A request for a head the bot reviewed less than this long ago is the same request again
     # (a double click, a decoy request and a mention together): it gets no second review.
     coalesce_seconds: float = Field(default=30.0, ge=0, le=3600)

@@ -93,15 +93,16 @@ async def test_automatic_review_triggers(draft: bool, config: str | None, review
 
 
 @pytest.mark.parametrize(
-    ("config", "reviews", "blocked"),
+    "config",
     [
-        (None, [], False),  # re-review on push is opt-in
-        ("review:\n  on_push: true\n", [], False),  # ... and only of a PR the bot blocked
+        None,  # re-review of a block on push is opt-in ...
+        "review:\n  on_push: true\n",  # ... and only of a PR the bot blocked
     ],
 )
-async def test_push_rereviews_only_a_blocked_pull(
-    config: str | None, reviews: list[Any], blocked: bool
+async def test_a_push_reads_the_bots_reviews_and_leaves_a_pull_it_never_decided_alone(
+    config: str | None,
 ) -> None:
+    """Every push reads the bot's reviews: its approval of the earlier head must not stand."""
     gh = RecordingGitHub(
         {
             **repo_config(config),
@@ -111,7 +112,7 @@ async def test_push_rereviews_only_a_blocked_pull(
     )
     await on_push(pr_event("synchronize"), context(gh))
     assert gh.writes() == []
-    assert (("GET", f"{PULL_1}/reviews") in gh.reads()) is (config is not None)
+    assert ("GET", f"{PULL_1}/reviews") in gh.reads()
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,9 @@
 ``usecases.review.review_pull``).
 
 A review request for the decoy user (or a configured team), the "Re-run" button of the bot's
-check run, and (when the repository opts in) a PR being opened or marked ready, or pushed to
-after the bot blocked it. ``@slug review`` arrives through ``mentions.py``.
+check run, a push to a PR the bot approved (an approval is for one head), and (when the
+repository opts in) a PR being opened or marked ready, or pushed to after the bot blocked it.
+``@slug review`` arrives through ``mentions.py``.
 """
 
 from __future__ import annotations
@@ -67,19 +68,18 @@ async def on_opened(event: PullRequestEvent, ctx: Context) -> None:
 
 @router.register("pull_request", action="synchronize")
 async def on_push(event: PullRequestEvent, ctx: Context) -> None:
-    """With ``review.on_push``, a push to a PR the bot has blocked re-reviews it."""
+    """A push: the review decides (a block is re-reviewed with ``review.on_push``; the bot's
+    approval of the earlier head is reviewed again or dismissed; otherwise nothing)."""
     if event.repo is None:
         return
-    config = await ctx.bot.repo_configs.get(ctx.gh, repo=event.repo, slug=ctx.bot.identity.slug)
-    if config.review.on_push:
-        await review_pull(
-            ctx.gh,
-            ctx.bot,
-            repo=event.repo,
-            pr_number=event.pr_number,
-            trigger=Trigger.PUSH,
-            received_at=ctx.received_at,
-        )
+    await review_pull(
+        ctx.gh,
+        ctx.bot,
+        repo=event.repo,
+        pr_number=event.pr_number,
+        trigger=Trigger.PUSH,
+        received_at=ctx.received_at,
+    )
 
 
 @router.register("check_run", action="rerequested")

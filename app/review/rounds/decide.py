@@ -55,6 +55,24 @@ def blocking_review(mine: Sequence[Review]) -> Review | None:
     return None
 
 
+def stale_approval(mine: Sequence[Review], head_sha: str) -> Review | None:
+    """The bot's approval when it is its latest decision but of another commit than ``head_sha``:
+    an approval is for the head it judged, so a push makes it stale."""
+    latest = latest_decision(mine)
+    if (
+        latest is not None
+        and state_of(latest) is ReviewState.APPROVED
+        and latest.get("commit_id") != head_sha
+    ):
+        return latest
+    return None
+
+
+def active_approvals(mine: Sequence[Review]) -> list[Review]:
+    """Every approval of the bot that was not dismissed."""
+    return [r for r in mine if state_of(r) is ReviewState.APPROVED]
+
+
 def active_blocks(mine: Sequence[Review]) -> list[Review]:
     """Every request for changes of the bot that was not dismissed: all must go to unblock."""
     return [r for r in mine if state_of(r) is ReviewState.CHANGES_REQUESTED]

@@ -10,7 +10,8 @@ What holds the call, in order of weight:
   require, an unresolved thread, a merge conflict, a branch behind its base when the rules
   require it up to date, a draft (only where the repository asked for drafts);
 - waiting (it may clear by itself): checks still running or not started, reviewers requested
-  and not answered, GitHub still computing mergeability;
+  and not answered, GitHub still computing mergeability, the bot's own review of this head
+  (once it has reviewed the pull request: an approval is for the head it judged);
 - a review still in flight (an 👀 or an "in progress" comment from a reviewer bot, a reviewer
   bot's check still running, or a reviewer who reviewed an earlier head but not this one):
   it holds only the "ready" call; after 15 quiet minutes it is looked at again once, and after
@@ -321,6 +322,7 @@ def decide(snapshot: Snapshot, settings: Settings, *, now: float) -> Verdict | N
         *_branch_holds(snapshot),
         *_ci_holds(snapshot, settings, ci),
         *_review_holds(snapshot, opinions),
+        *_my_review_holds(snapshot),
         *_thread_holds(snapshot),
     ]
     blocked = [hold for hold in holds if hold.blocks]
@@ -406,6 +408,19 @@ def _review_holds(snapshot: Snapshot, opinions: dict[str, Review]) -> list[_Hold
     return holds
 
 
+def _my_review_holds(snapshot: Snapshot) -> list[_Hold]:
+    """Once the bot has reviewed the pull request, the call waits for its review of this head: its
+    approval (or silence) about an earlier commit says nothing of what was pushed since."""
+    mine = [r for r in snapshot.reviews if _is_me(r.login, snapshot) and r.state != ReviewState.PENDING]
+    if not mine or any(r.commit == snapshot.head_sha for r in mine):
+        return []
+    latest = max(mine, key=lambda r: r.at)
+    what = "approval" if latest.state == ReviewState.APPROVED else "review"
+    return [
+        _Hold(f"my {what} is of an earlier commit, {_code(latest.commit[:12])}: this head needs my review")
+    ]
+
+
 def _thread_holds(snapshot: Snapshot) -> list[_Hold]:
     """Unresolved threads, anyone's (the bot's own named apart)."""
     threads = snapshot.threads
@@ -421,7 +436,12 @@ def _thread_holds(snapshot: Snapshot) -> list[_Hold]:
 def _evidence(snapshot: Snapshot, ci: list[Check], opinions: dict[str, Review]) -> list[str]:
     """Why nothing holds it: what passed, who approved, and a branch behind where allowed."""
     passing = [c.name for c in ci if c.state == CheckState.PASSED]
-    approvals = [r.login for r in opinions.values() if r.state == ReviewState.APPROVED]
+    # an approval is for the head it judged: one of an earlier commit is no evidence
+    approvals = [
+        r.login
+        for r in opinions.values()
+        if r.state == ReviewState.APPROVED and r.commit == snapshot.head_sha
+    ]
     evidence = [
         f"{len(passing)} check(s) passed" if passing else "no checks reported",
         f"approved by {_names(approvals)}" if approvals else "no approval required or given",

@@ -1,14 +1,17 @@
 """What a trigger asks of the review, and whether this job reviews at all: pure decisions.
 
 ``ReviewMode`` is derived once from the trigger; ``step`` decides from the head read from GitHub
-whether the review goes on (a closed PR, a push to a PR the bot does not block, a trigger a
-review of this head already answers do not).
+whether the review goes on (a closed PR, a push to a PR the bot neither blocks nor approved, a
+trigger a review of this head already answers do not). A push to a PR the bot approved is never
+left alone: an approval is for the head it judged, so the new head is reviewed or, where the
+repository says so (``review.approval_on_push: dismiss``), the approval is dismissed.
 """
 
 from __future__ import annotations
 
 import enum
 
+from ...repoconfig import ApprovalOnPush
 from ...review.rounds import decide
 from ...review.rounds.markers import Trigger
 from .read import Head
@@ -19,7 +22,7 @@ class ReviewMode(enum.Enum):
 
     ASKED = "asked"  # a request, a mention, an automatic review: one review of a head answers it
     RERUN = "rerun"  # the check run's "Re-run": reviews again, whatever was posted
-    PUSH = "push"  # new commits: only a pull request the bot blocks is re-reviewed
+    PUSH = "push"  # new commits: a pull request the bot blocks (``on_push``) or approved
     OVERRULE = "overrule"  # a finding was overruled: a review is posted only if the block goes
 
     @classmethod
@@ -34,10 +37,6 @@ class ReviewMode(enum.Enum):
         return self in (ReviewMode.RERUN, ReviewMode.OVERRULE)
 
     @property
-    def needs_block(self) -> bool:
-        return self is ReviewMode.PUSH
-
-    @property
     def only_to_unblock(self) -> bool:
         """Posts nothing unless the sticky block goes (the check run counts the overrule)."""
         return self is ReviewMode.OVERRULE
@@ -46,7 +45,9 @@ class ReviewMode(enum.Enum):
 class Step(enum.Enum):
     REVIEW = "review"
     CLOSED = "closed"  # the pull request is closed or merged
-    NOT_BLOCKED = "not blocked"  # a push to a pull request the bot does not block
+    NOT_BLOCKED = "not blocked"  # a push to a pull request the bot neither blocks nor approved
+    NOT_ON_PUSH = "not on push"  # a push to a blocked pull request, ``review.on_push`` off
+    DISMISS_APPROVAL = "approval dismissed"  # a push after the bot's approval, which is dismissed
     COALESCED = "coalesced"  # a review of this head answers the trigger
 
 
@@ -54,8 +55,10 @@ def step(head: Head, mode: ReviewMode, *, received_at: float) -> Step:
     """Whether this job reviews the head. ``received_at``: when its delivery arrived."""
     if head.pull.get("state") != "open":
         return Step.CLOSED
-    if mode.needs_block and head.block is None:
-        return Step.NOT_BLOCKED
+    if mode is ReviewMode.PUSH:
+        pushed = on_push(head)
+        if pushed is not Step.REVIEW:
+            return pushed
     if decide.coalesces(
         decide.review_of_head(head.mine, head.head_sha),
         received_at=received_at,
@@ -64,4 +67,16 @@ def step(head: Head, mode: ReviewMode, *, received_at: float) -> Step:
         window=head.config.review.coalesce_seconds,
     ):
         return Step.COALESCED
+    return Step.REVIEW
+
+
+def on_push(head: Head) -> Step:
+    """A push: the bot's block is re-decided when the repository asks (``review.on_push``); its
+    approval of an earlier head is never left standing (reviewed again, or dismissed)."""
+    if head.block is not None:
+        return Step.REVIEW if head.config.review.on_push else Step.NOT_ON_PUSH
+    if decide.stale_approval(head.mine, head.head_sha) is None:
+        return Step.NOT_BLOCKED
+    if head.config.review.approval_on_push is ApprovalOnPush.DISMISS:
+        return Step.DISMISS_APPROVAL
     return Step.REVIEW

@@ -21,6 +21,7 @@ import gidgethub
 
 from ... import github, metrics
 from ...github import GitHubClient
+from ...review.core.model import Verdict
 from ...review.output import render
 from ...review.rounds import decide
 from ...review.rounds.markers import Trigger
@@ -64,12 +65,33 @@ class GitHubPublisher:
     bot: Bot
 
     async def skip(self, head: Head, step: Step, trigger: Trigger) -> None:
-        if step is Step.CLOSED:
+        if step is Step.DISMISS_APPROVAL:
+            await self.dismiss_stale_approval(head, reviewed=False)
+        elif step is Step.CLOSED:
             log.info("not reviewing: the pull request is %s", head.pull.get("state"))
         elif step is Step.COALESCED:
             log.info("head %s already reviewed; trigger %s coalesces into it", head.head_sha[:12], trigger)
             if trigger == Trigger.DECOY:
                 await drop_decoy(self.gh, self.bot, repo=head.repo, pr_number=head.pr_number, pull=head.pull)
+
+    async def dismiss_stale_approval(self, head: Head, *, reviewed: bool) -> None:
+        """The bot's approval of an earlier head (re-read from GitHub with the head) goes."""
+        approved = decide.stale_approval(head.mine, head.head_sha)
+        if approved is None:
+            return
+        message = stale_approval_message(
+            approved, head.head_sha, slug=self.bot.identity.slug, reviewed=reviewed
+        )
+        log.info(
+            "dismissing the approval of %s: the head is now %s", approved.get("commit_id"), head.head_sha
+        )
+        await dismiss_reviews(
+            self.gh,
+            repo=head.repo,
+            pr_number=head.pr_number,
+            reviews=decide.active_approvals(head.mine),
+            message=message,
+        )
 
     async def paused(self, head: Head, by: str) -> None:
         log.info("not reviewing: paused by %s", by)
@@ -137,6 +159,9 @@ class GitHubPublisher:
                 overruled=overruled,
             )
         review = plan.review(dismissal)
+        if review.event is not Verdict.APPROVE and review.event is not Verdict.REQUEST_CHANGES:
+            # A comment leaves the bot's earlier approval as its opinion on GitHub: it must go.
+            await self.dismiss_stale_approval(state.head, reviewed=True)
         posted = await post_review(
             gh,
             repo=repo,
@@ -186,6 +211,9 @@ class RecordingPublisher:
     said: list[str] = field(default_factory=list)
 
     async def skip(self, head: Head, step: Step, trigger: Trigger) -> None:
+        if step is Step.DISMISS_APPROVAL:
+            self.said.append("not reviewing: a push after my approval; the approval would be dismissed")
+            return
         self.said.append(f"not reviewing: {step.value}")
 
     async def paused(self, head: Head, by: str) -> None:
@@ -219,7 +247,27 @@ async def dismiss_blocks(
     message = (
         f"The blockers of this review are {how} at {head_sha[:12]}; dismissing it (approval is disabled)."
     )
-    for review in decide.active_blocks(mine):
+    return await dismiss_reviews(
+        gh, repo=repo, pr_number=pr_number, reviews=decide.active_blocks(mine), message=message
+    )
+
+
+def stale_approval_message(approved: Mapping[str, Any], head_sha: str, *, slug: str, reviewed: bool) -> str:
+    """One line: why the bot's approval of an earlier head no longer stands."""
+    was = str(approved.get("commit_id") or "")[:12]
+    then = (
+        "its review does not approve it"
+        if reviewed
+        else f"comment `@{slug} review` to have it reviewed (an approval is for the head it judged)"
+    )
+    return f"This approval was for {was}; a new head, {head_sha[:12]}, was pushed since: {then}."
+
+
+async def dismiss_reviews(
+    gh: GitHubClient, *, repo: str, pr_number: int, reviews: Sequence[Mapping[str, Any]], message: str
+) -> render.Dismissal:
+    """Dismiss ``reviews`` (the bot's own): DISMISSED, or FORBIDDEN when GitHub refuses."""
+    for review in reviews:
         try:
             await github.dismiss_review(
                 gh, repo=repo, pr_number=pr_number, review_id=int(review["id"]), message=message
