@@ -218,3 +218,22 @@ class Held:
         with open(self.release) as release:  # noqa: ASYNC230
             release.read()
         return True
+
+
+@dataclass(frozen=True, slots=True)
+class Explode:
+    """An analyzer that fails whenever ``path`` is among its files, as a tool a crafted file
+    crashes does (and checks nothing else)."""
+
+    path: str
+    name: str = "explode"
+    tools: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
+
+    def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
+        return []
+
+    async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
+        if any(item.path == self.path for item in (*batch.files, *batch.unpatched)):
+            raise ValueError(f"{self.path} crashed me")
+        return AnalyzerOutput()

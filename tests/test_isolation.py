@@ -123,6 +123,7 @@ async def test_a_child_sees_no_secret_of_the_server_and_lives_in_its_own_directo
         "core": 0,
         "cpu": seen.limits["cpu"],
         "pgid_is_pid": 1,
+        "nice": min(19, os.getpriority(os.PRIO_PROCESS, 0) + Limits().niceness),  # below the server
     }
     assert seen.limits["cpu"] != -1  # a CPU budget is set for the job
 

@@ -31,6 +31,7 @@ from app.review.core.selection import (
 )
 from app.review.engine.bounded import Evaluation, cap_findings
 from app.review.engine.builtin import (
+    MAX_PROBES,
     BuiltinReviewer,
     deduplicate,
     incomplete_analysis,
@@ -39,7 +40,7 @@ from app.review.engine.builtin import (
 )
 from app.review.isolation.limits import Budget, Job, Limits, Tripped
 from app.review.isolation.pool import ProcessPool
-from tests.isolation_jobs import Stall
+from tests.isolation_jobs import Explode, Stall
 from tests.test_review_analyzers import changed, ruff_version_text
 
 DEFAULT_RUFF_NOTE = (
@@ -592,3 +593,44 @@ def test_summary_wording() -> None:
     skipped = [Skipped("x", "file removed"), Skipped("y", "file removed")]
     text = summarise(findings, changed=6, analysed=["a", "b", "c", "d"], skipped=skipped)
     assert text == "2 blockers, 1 concern, 3 nits in 4 of 6 changed files; 2 files skipped."
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("count", [1, 2, 7, 40])
+async def test_a_stage_that_fails_on_one_file_runs_again_without_it(count: int) -> None:
+    """Every other file's findings stand; the file is listed as not analysed by that analyzer,
+    and the analysis is incomplete (never approved). The halving is bounded."""
+    names = [f"src/m{n}.py" for n in range(count)]
+    texts = {name: "x = 1\n" for name in names} | {"src/bad.py": "y = 2\n", "src/app.py": "z = missing\n"}
+    files = [changed(path, None, text) for path, text in texts.items()]
+    boundary = Counting(ProcessPool(Limits(workers=1)))
+    try:
+        result = await BuiltinReviewer(
+            [Explode("src/bad.py"), *default_analyzers()], boundary=boundary
+        ).review(pull(files, RecordingReader(texts)))
+    finally:
+        boundary.pool.close()
+    assert ("src/app.py", "python/F821", 1) in located(result.findings)
+    refused = [s for s in result.skipped if "explode" in s.reason]
+    assert [(s.path, s.reason) for s in refused] == [
+        ("src/bad.py", "not analysed by the explode checks: they failed on this file")
+    ]
+    assert result.incomplete and result.verdict is Verdict.REQUEST_CHANGES
+    probes = boundary.jobs.count("EvaluateJob") - 2  # the first run and the run without it
+    assert 1 <= probes <= MAX_PROBES
+
+
+@pytest.mark.slow
+async def test_a_stage_that_fails_on_every_file_alone_is_left_out_whole() -> None:
+    """Nothing in the files makes it fail (a tool that cannot start): the stage is left out, with
+    its note, rather than each file blamed."""
+    texts = {"src/bad.py": "y = 2\n"}
+    boundary = Counting(ProcessPool(Limits(workers=1)))
+    try:
+        result = await BuiltinReviewer(
+            [Explode("src/bad.py"), *default_analyzers()], boundary=boundary
+        ).review(pull([changed("src/bad.py", None, "y = 2\n")], RecordingReader(texts)))
+    finally:
+        boundary.pool.close()
+    assert result.incomplete and result.verdict is not Verdict.APPROVE
+    assert "the explode checks failed (ValueError); they were not run" in result.summary

@@ -3,6 +3,8 @@ parser has its own file, `test_commands.py`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from app.repoconfig import RepoConfig, parse_repo_config
@@ -185,6 +187,29 @@ def test_review_markers_read_every_trigger_and_survive_unknown_ones(
 
 def test_the_trigger_table_covers_every_trigger() -> None:
     assert {t for _, t in MARKER_TRIGGERS} - {None} == set(Trigger)
+
+
+@pytest.mark.parametrize(
+    ("severities", "incomplete", "unconfirmed", "conclusion"),
+    [
+        ((), False, False, "success"),
+        ((Severity.NIT,), False, False, "success"),
+        ((Severity.CONCERN,), False, False, "neutral"),
+        ((Severity.BLOCKER,), False, False, "failure"),
+        # an analysis the pull request made incomplete never passes a required check
+        ((), True, False, "action_required"),
+        ((Severity.NIT,), True, False, "action_required"),
+        ((Severity.CONCERN,), True, False, "action_required"),
+        ((), True, True, "failure"),  # an earlier blocker's file could not be judged
+        ((Severity.CONCERN,), True, True, "failure"),
+        ((Severity.BLOCKER,), True, False, "failure"),
+    ],
+)
+def test_the_review_check_passes_only_a_complete_analysis(
+    severities: tuple[Severity, ...], incomplete: bool, unconfirmed: bool, conclusion: str
+) -> None:
+    found = replace(result(*(finding(severity=s) for s in severities)), incomplete=incomplete)
+    assert render.check_conclusion(found, blockers_unconfirmed=unconfirmed) == conclusion
 
 
 def test_check_run_outcome_follows_the_worst_finding() -> None:

@@ -119,7 +119,7 @@ async def test_a_pull_request_of_only_skipped_files_is_not_approved(
     assert "**Not approving:** not everything was analysed" in body
     assert f"{next(iter(head))}`: {reason}" in body
     assert bot.fake.review_decision(REPO, 1) is None
-    assert check_runs(bot) == [("completed", "neutral")]
+    assert check_runs(bot) == [("completed", "action_required")]  # neutral would pass a required check
 
 
 @pytest.fixture(params=["approve", "no-approve"])
@@ -139,17 +139,18 @@ async def blocked(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
 
 
 async def test_a_re_review_that_crashes_ruff_keeps_the_block(blocked: tuple[BotHarness, int]) -> None:
+    """The file that crashes ruff costs only its own findings: the blocker is still judged."""
     bot, number = blocked
     bot.fake.push(REPO, "feature", {"src/big.py": STACK_OVERFLOW})
     await bot.drain()
     await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
     await bot.drain()
     last = reviews_posted(bot)[-1]
-    assert last.body["event"] == "COMMENT"
+    assert last.body["event"] == "REQUEST_CHANGES"
     body = last.body["body"]
-    assert "Python checks could not run (ruff exited with status -6)" in body
-    assert "**Not confirmed fixed**" in body and "**Verified fixed**" not in body
-    assert "My earlier request for changes stands" in body
+    assert "Ruff crashed on 1 of 2 files; the others were checked" in body
+    assert "`src/big.py`: Python checks not run: ruff exited with status -" in body  # a signal
+    assert "**Blockers still present**" in body and "**Verified fixed**" not in body
     assert dismissals(bot) == []
     assert bot.fake.review_decision(REPO, number) == "CHANGES_REQUESTED"
     assert [t["is_resolved"] for t in bot.fake.threads(REPO, number)] == [False]  # not "verified fixed"
@@ -161,16 +162,16 @@ async def test_a_re_review_that_crashes_ruff_keeps_the_block(blocked: tuple[BotH
 async def test_a_directory_named_like_a_ruff_config_ends_in_a_review_with_its_note(bot: BotHarness) -> None:
     posted = await review(bot, {".ruff.toml/evil.py": "x = 1\n", "src/app.py": "y = 2\n"})
     assert posted.body["event"] == "COMMENT"
-    assert says(posted, "the python checks failed (FileExistsError); they were not run")
-    assert check_runs(bot) == [("completed", "neutral")]
+    assert says(posted, "`.ruff.toml/evil.py`: Python checks not run: it is below a directory named like")
+    assert check_runs(bot) == [("completed", "action_required")]
 
 
 async def test_a_default_argument_too_deep_to_parse_ends_in_a_review_with_its_note(bot: BotHarness) -> None:
     base = {"src/lib.py": "def total(x=1):\n    return x\n"}
     posted = await review(bot, {"src/lib.py": DEEP_DEFAULT}, base)
     assert posted.body["event"] == "COMMENT"
-    assert says(posted, "the api checks failed (RecursionError); they were not run")
-    assert check_runs(bot) == [("completed", "neutral")]
+    assert says(posted, "`src/lib.py`: API checks not run: it nests too deeply to parse (RecursionError)")
+    assert check_runs(bot) == [("completed", "action_required")]
 
 
 async def test_a_pinned_ruff_that_cannot_start_ends_in_a_review_with_its_note(
@@ -204,7 +205,7 @@ async def test_a_pinned_ruff_that_cannot_start_ends_in_a_review_with_its_note(
         pool.close()
     assert posted.body["event"] == "COMMENT"
     assert says(posted, "the python checks failed (RuffUnavailableError); they were not run")
-    assert check_runs(harness) == [("completed", "neutral")]
+    assert check_runs(harness) == [("completed", "action_required")]
     harness.assert_conforms()
 
 

@@ -116,6 +116,7 @@ async def complete_check_run(
     conclusion: Conclusion,
     output: Output,
     annotations: Sequence[Mapping[str, Any]] = (),
+    details_url: str | None = None,
 ) -> None:
     """Complete a started run; annotations go 50 per request, as the Checks API requires, and
     the last request completes it."""
@@ -128,6 +129,8 @@ async def complete_check_run(
         payload: dict[str, Any] = {"output": {**shown, "annotations": batch} if batch else shown}
         if index == len(batches) - 1:
             payload.update(status="completed", conclusion=conclusion.value)
+            if details_url:
+                payload["details_url"] = details_url
         await github.update_check_run(gh, repo=repo, check_run_id=check_run_id, payload=payload)
 
 
@@ -211,8 +214,9 @@ async def settle_check_run(
 
 
 # ------------------------------------------------------------------------- the review's run
-def review_conclusion(result: ReviewResult) -> Conclusion:
-    return Conclusion(render.check_conclusion(result))
+def review_conclusion(result: ReviewResult, *, blockers_unconfirmed: bool = False) -> Conclusion:
+    """``blockers_unconfirmed``: the re-review could not confirm an earlier blocker fixed."""
+    return Conclusion(render.check_conclusion(result, blockers_unconfirmed=blockers_unconfirmed))
 
 
 async def finish_check_run(
@@ -223,19 +227,25 @@ async def finish_check_run(
     result: ReviewResult,
     plan: render.ReviewPlan,
     note: str | None = None,
+    details_url: str | None = None,
+    blockers_unconfirmed: bool = False,
 ) -> None:
     """Complete the review's run with its findings. ``note`` (an unusable settings file) leads
-    the summary, where the repository's people look."""
+    the summary, where the repository's people look; ``details_url`` (the pull request, where the
+    review says what could not be analysed) goes with ``action_required``, as GitHub asks;
+    ``blockers_unconfirmed``: an earlier blocker's file could not be judged (``failure``)."""
     summary = render.check_summary(plan)
     if note is not None:
         summary = f"{note}\n\n{summary}"[: render.MAX_CHECK_TEXT]
+    conclusion = review_conclusion(result, blockers_unconfirmed=blockers_unconfirmed)
     await complete_check_run(
         gh,
         repo=repo,
         check_run_id=check_run_id,
-        conclusion=review_conclusion(result),
+        conclusion=conclusion,
         output=Output(render.check_title(result), summary),
         annotations=render.check_annotations(result),
+        details_url=details_url if conclusion is Conclusion.ACTION_REQUIRED else None,
     )
 
 

@@ -24,7 +24,8 @@ from pathlib import Path, PurePosixPath
 import griffe
 
 from ..core.codespan import code_span
-from ..core.model import ChangedFile, Finding, RepoTree, Severity
+from ..core.model import ChangedFile, Finding, RepoTree, Severity, Skipped
+from ..core.refusals import EXHAUSTED
 from .base import AnalysisInput, AnalyzerOutput, Rule, finding, is_python, is_test_path
 
 __all__ = [
@@ -331,9 +332,17 @@ class ApiBreakAnalyzer:
                 continue
             compared += 1
             elsewhere = {name for path, names in defined.items() if path != item.path for name in names}
-            found += api_findings(
-                item.path, base.text, item.text, item.lines.added, defined_elsewhere=elsewhere
-            )
+            try:
+                found += api_findings(
+                    item.path, base.text, item.text, item.lines.added, defined_elsewhere=elsewhere
+                )
+            except EXHAUSTED as exc:  # too deep for Python's own parser: a refused file, said so
+                output.incomplete = True
+                output.skipped.append(
+                    Skipped(
+                        item.path, f"API checks not run: it nests too deeply to parse ({type(exc).__name__})"
+                    )
+                )
         output.findings.extend(capped(found))
         if compared:
             output.notes.append(

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
 from ..core.model import ChangedFile, Finding, Severity
+from ..core.refusals import EXHAUSTED
 from .base import (
     AnalysisInput,
     AnalyzerOutput,
@@ -118,7 +119,7 @@ def python_code_view(text: str) -> dict[int, str] | None:
                 last = end_col if row == end_row else len(chars)
                 for col in range(first, min(last, len(chars))):
                     chars[col] = " "
-    except (tokenize.TokenError, IndentationError, SyntaxError):
+    except (tokenize.TokenError, IndentationError, SyntaxError, *EXHAUSTED):
         return None
     return {number: "".join(chars) for number, chars in enumerate(view, start=1)}
 

@@ -21,7 +21,16 @@ from typing import Any
 from ..core.model import ChangedFile, Finding, Severity
 from .base import AnalysisInput, AnalyzerOutput, Rule, finding, is_python, is_test_path
 from .python import is_syntax_error
-from .ruff_runner import RUFF_TIMEOUT, RuffError, RuffUnavailableError, find_ruff, run_ruff, safe_relative
+from .ruff_runner import (
+    RUFF_TIMEOUT,
+    RuffError,
+    RuffUnavailableError,
+    below_configs,
+    find_ruff,
+    lint_in_parts,
+    run_ruff,
+    safe_relative,
+)
 
 __all__ = ["LIKELY_BUG_SELECT", "LikelyBugAnalyzer", "likely_bug_findings"]
 
@@ -94,18 +103,30 @@ class LikelyBugAnalyzer:
         }
         if not files:
             return out
-        texts = {path: item.text for path, item in files.items() if item.text is not None}
+        configs = {".ruff.toml": CONFIG}
+        blocked = set(below_configs(files, configs))  # the Python check says why it skipped them
+        texts = {
+            path: item.text for path, item in files.items() if item.text is not None and path not in blocked
+        }
         command = list(self.command) if self.command is not None else find_ruff()
+
+        async def lint(part: Mapping[str, str]) -> list[dict[str, Any]]:
+            return await run_ruff(part, configs, time_limit=self.time_limit, command=command)
+
         try:
-            diagnostics = await run_ruff(
-                texts, {".ruff.toml": CONFIG}, time_limit=self.time_limit, command=command
-            )
+            diagnostics = await lint(texts)
         except RuffUnavailableError:
             raise
         except RuffError as exc:
-            # The main Python check reports what stops ruff; this one only says it did not run.
-            out.notes.append(f"likely-bug checks could not run ({exc})")
-            return out
+            if not exc.crashed or len(texts) < 2:
+                # The main Python check reports what stops ruff; this one only says it did not run.
+                out.notes.append(f"likely-bug checks could not run ({exc})")
+                out.incomplete = True
+                return out
+            diagnostics, failed = await lint_in_parts(texts, lint)  # the others still count
+            if failed:
+                out.incomplete = True
+                out.notes.append(f"likely-bug checks could not run on {len(failed)} of {len(texts)} files")
         out.findings.extend(
             likely_bug_findings(diagnostics, {path: item.rows for path, item in files.items()})
         )

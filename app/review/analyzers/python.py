@@ -38,7 +38,9 @@ from .ruff_runner import (
     RUFF_TIMEOUT,
     RuffError,
     RuffUnavailableError,
+    below_configs,
     find_ruff,
+    lint_in_parts,
     ruff_rule_since,
     ruff_version,
     run_ruff,
@@ -171,6 +173,17 @@ class PythonAnalyzer:
         used = governing_paths(lint, list(texts))
         inputs, dropped_paths = ruff_inputs(lint, batch.configs)
         out.notes.extend(dropped_paths)
+        for path in below_configs(list(texts), {item.path: item.text for item in inputs}):
+            out.incomplete = True  # ``.ruff.toml/x.py``: the file or the configuration, not both
+            out.skipped.append(
+                Skipped(
+                    path,
+                    "Python checks not run: it is below a directory named like a ruff configuration file",
+                )
+            )
+            del texts[path], targets[path]
+        if not texts:
+            return out
         layout = self._layout(batch.tree)
         given = self.command if self.command is not None else batch.tools.get("ruff")
         command = list(given) if given is not None else find_ruff()
@@ -179,25 +192,50 @@ class PythonAnalyzer:
         except RuffUnavailableError:
             raise
         except RuffError as exc:
-            if not lint.ruff_configs:
+            if exc.crashed and len(texts) > 1:  # one file may have crashed it: the rest still count
+                diagnostics = await self._in_parts(texts, inputs, layout, command, out)
+            elif not lint.ruff_configs:
                 return self._failed(out, targets, str(exc))
-            out.notes.append(
-                f"ruff rejected the repository's configuration ({_listed(used) or 'its files'}); "
-                "default rules used instead"
-            )
-            used = []
-            try:
-                diagnostics = await run_ruff(
-                    texts, None, layout=layout, time_limit=self.time_limit, command=command
+            else:
+                out.notes.append(
+                    f"ruff rejected the repository's configuration ({_listed(used) or 'its files'}); "
+                    "default rules used instead"
                 )
-            except RuffUnavailableError:
-                raise
-            except RuffError as again:
-                return self._failed(out, targets, str(again))
+                used = []
+                try:
+                    diagnostics = await run_ruff(
+                        texts, None, layout=layout, time_limit=self.time_limit, command=command
+                    )
+                except RuffUnavailableError:
+                    raise
+                except RuffError as again:
+                    return self._failed(out, targets, str(again))
         diagnostics, dropped = await self._skew(diagnostics, lint, bool(used), command)
         out.notes.append(await self._which(command, used, lint, dropped))
         out.findings.extend(self._findings(diagnostics, targets))
         return out
+
+    async def _in_parts(
+        self,
+        texts: Mapping[str, str],
+        inputs: Sequence[RuffInput],
+        layout: Sequence[str],
+        command: Sequence[str],
+        out: AnalyzerOutput,
+    ) -> list[dict[str, Any]]:
+        """ruff crashed on the files together: the others still count (``lint_in_parts``); each
+        file it still fails on is not analysed, and said so."""
+
+        async def lint(part: Mapping[str, str]) -> list[dict[str, Any]]:
+            return await self._run_tolerating_old_settings(part, inputs, layout, command, out)
+
+        diagnostics, failed = await lint_in_parts(texts, lint)
+        if failed:
+            out.incomplete = True
+            out.notes.append(f"ruff crashed on {len(failed)} of {len(texts)} files; the others were checked")
+            out.skipped.extend(Skipped(path, f"Python checks not run: {why}") for path, why in failed.items())
+        out.notes[:] = list(dict.fromkeys(out.notes))  # each part may say the same
+        return diagnostics
 
     async def _run_tolerating_old_settings(
         self,

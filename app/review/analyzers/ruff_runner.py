@@ -18,12 +18,12 @@ import re
 import shutil
 import sys
 import tempfile
-import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.lintconfig import RUFF_CONFIGS, version_tuple
+from ..core.refusals import TOMLDecodeError, load_toml
 from .base import safe_relative
 
 __all__ = [
@@ -43,15 +43,20 @@ RUFF_TIMEOUT = 60.0
 DEFAULT_CONFIG = f"[lint]\nselect = [{', '.join(repr(code) for code in DEFAULT_SELECT)}]\n"
 _UNKNOWN_FIELD = re.compile(r"unknown field `([A-Za-z0-9_-]+)`")
 MAX_LAYOUT_FILES = 50_000  # stand-ins written for the package layout; beyond this, __init__.py only
+# ruff runs one analyzer may spend finding the files that crash it (halving them each time)
+MAX_RUFF_RUNS = 16
 
 
 class RuffError(RuntimeError):
     """ruff ran but did not produce a usable result. The message is ours, never ruff's stderr;
-    ``unknown_field`` is the one thing read from it: a setting this ruff does not know."""
+    ``unknown_field`` is the one thing read from it: a setting this ruff does not know.
+    ``crashed``: it died of a signal or ran out of time (what one file can do to it), rather than
+    refusing its input (a configuration it rejects refuses every file alike)."""
 
-    def __init__(self, message: str, *, unknown_field: str | None = None) -> None:
+    def __init__(self, message: str, *, unknown_field: str | None = None, crashed: bool = False) -> None:
         super().__init__(message)
         self.unknown_field = unknown_field
+        self.crashed = crashed
 
 
 class RuffUnavailableError(RuffError):
@@ -94,10 +99,51 @@ def _is_ruff_config(name: str, text: str | None) -> bool:
     if name != "pyproject.toml":
         return True
     try:
-        tool = tomllib.loads(text).get("tool")
-    except tomllib.TOMLDecodeError:
+        tool = load_toml(text).get("tool")
+    except TOMLDecodeError:
         return False
     return isinstance(tool, dict) and isinstance(tool.get("ruff"), dict)
+
+
+def below_configs(paths: Iterable[str], configs: Mapping[str, str] | None) -> list[str]:
+    """The paths ruff cannot be given beside ``configs`` (ours, ``.ruff.toml``, included): those
+    below a directory named like a configuration file written at that place (``.ruff.toml/x.py``);
+    the file and the configuration cannot both exist."""
+    written = {*(configs or {}), ".ruff.toml"}
+    return [path for path in paths if any(path.startswith(f"{config}/") for config in written)]
+
+
+async def lint_in_parts(
+    texts: Mapping[str, str],
+    lint: Callable[[Mapping[str, str]], Awaitable[list[dict[str, Any]]]],
+    *,
+    max_runs: int = MAX_RUFF_RUNS,
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """ruff crashed on ``texts`` together: ``lint`` halves of them, then halves of the halves that
+    crash it (``max_runs`` at most), so a file built to crash it costs only its own findings. The
+    diagnostics of the parts that ran, and each file it still failed on, with the error."""
+    diagnostics: list[dict[str, Any]] = []
+    failed: dict[str, str] = {}
+    paths = list(texts)
+    parts, runs = [paths[: len(paths) // 2], paths[len(paths) // 2 :]], 0
+    while parts:
+        part = parts.pop()
+        if not part:
+            continue
+        if runs >= max_runs:
+            failed.update(dict.fromkeys(part, "not tried alone: ruff crashed too often"))
+            continue
+        runs += 1
+        try:
+            diagnostics += await lint({path: texts[path] for path in part})
+        except RuffUnavailableError:
+            raise
+        except RuffError as exc:
+            if len(part) == 1 or not exc.crashed:
+                failed.update(dict.fromkeys(part, str(exc)))
+            else:
+                parts += [part[: len(part) // 2], part[len(part) // 2 :]]
+    return diagnostics, failed
 
 
 def _prepare(
@@ -111,7 +157,12 @@ def _prepare(
     if not any(_is_ruff_config(name, configs.get(name)) for name in RUFF_CONFIGS):
         # Ours goes first in ruff's precedence, ahead of a root pyproject.toml without [tool.ruff].
         configs[".ruff.toml"] = DEFAULT_CONFIG
-    stand_ins = [p for p in layout if p not in files and p not in configs and safe_relative(p) is not None]
+    blocked = set(below_configs(layout, configs))
+    stand_ins = [
+        p
+        for p in layout
+        if p not in files and p not in configs and p not in blocked and safe_relative(p) is not None
+    ]
     if len(stand_ins) > MAX_LAYOUT_FILES:
         stand_ins = [p for p in stand_ins if p.endswith("/__init__.py")][:MAX_LAYOUT_FILES]
     for path in stand_ins:
@@ -160,12 +211,13 @@ async def _run(cmd: Sequence[str], root: Path, time_limit: float) -> bytes:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         await process.wait()
-        raise RuffError(f"ruff timed out after {time_limit:g} s") from None
+        raise RuffError(f"ruff timed out after {time_limit:g} s", crashed=True) from None
     if process.returncode != 0:
         unknown = _UNKNOWN_FIELD.search(stderr.decode(errors="replace"))
         raise RuffError(
             f"ruff exited with status {process.returncode}",
             unknown_field=unknown.group(1) if unknown else None,
+            crashed=(process.returncode or 0) < 0,
         )
     return stdout
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from ..core.model import Severity
+from ..core.refusals import EXHAUSTED
 
 __all__ = ["TOKEN_KINDS", "TOKEN_RULES", "TokenRule", "base62_crc32", "shannon_entropy"]
 
@@ -119,7 +120,7 @@ def _aws(token: str) -> tuple[str, Severity] | None:
 def _b64json(part: str) -> object:
     try:
         return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
-    except (ValueError, binascii.Error):
+    except (ValueError, binascii.Error, *EXHAUSTED):
         return None
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
@@ -40,6 +39,7 @@ from packaging.version import InvalidVersion, Version
 from .codespan import code_span
 from .model import FileContent, RepoTree
 from .patterns import YamlRefused, compile_glob, compile_regex, load_yaml
+from .refusals import TOMLDecodeError, load_toml
 from .selection import glob_regex, inside_tree
 from .toolconfig import tool_config_paths
 
@@ -356,8 +356,8 @@ def missing_extends(contents: Mapping[str, FileContent | None]) -> list[str]:
 def _ruff_table(path: str, text: str) -> tuple[Mapping[str, Any] | None, str | None]:
     name = PurePosixPath(path).name
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = load_toml(text)
+    except TOMLDecodeError as exc:
         if name == "pyproject.toml" and "[tool.ruff" not in text:
             return None, None
         return None, f"{code_span(path)} is not valid TOML ({code_span(str(exc))})"
@@ -370,8 +370,8 @@ def _ruff_table(path: str, text: str) -> tuple[Mapping[str, Any] | None, str | N
 
 def _black_excludes(path: str, text: str) -> list[Exclusion]:
     try:
-        tool = tomllib.loads(text).get("tool")
-    except tomllib.TOMLDecodeError:
+        tool = load_toml(text).get("tool")
+    except TOMLDecodeError:
         return []
     black = tool.get("black") if isinstance(tool, dict) else None
     if not isinstance(black, dict):

@@ -19,6 +19,8 @@ from typing import Any
 import re2
 import yaml
 
+from .refusals import EXHAUSTED
+
 __all__ = [
     "MAX_PATTERN_CHARS",
     "MAX_YAML_BYTES",
@@ -108,6 +110,8 @@ def load_yaml(text: str) -> Any:
             return None
         _check_expansion(node)
         return loader.construct_document(node)
+    except EXHAUSTED as exc:  # 3,000 nested ``[``: refused, as a document over a cap is
+        raise YamlRefused(f"it nests too deeply to read ({type(exc).__name__})") from None
     finally:
         loader.dispose()
 

@@ -18,6 +18,7 @@ import tomli_w
 from .codespan import code_span
 from .lintconfig import LintConfig, RuffConfigFile
 from .model import FileContent
+from .refusals import load_toml
 from .selection import inside_tree
 
 __all__ = ["RuffInput", "ruff_inputs"]
@@ -103,7 +104,7 @@ def ruff_inputs(
         requires: str | None = None
         if PurePosixPath(path).name == "pyproject.toml" and content is not None and content.text is not None:
             try:
-                project = tomllib.loads(content.text).get("project")
+                project = load_toml(content.text).get("project")
             except tomllib.TOMLDecodeError:
                 continue
             value = project.get("requires-python") if isinstance(project, dict) else None

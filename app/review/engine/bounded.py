@@ -7,14 +7,16 @@ data the engine checks.
   the repository pins (the serving process installs it: the child has no network).
 - ``EvaluateJob``: the lint scope (each configuration file's patterns a bounded stage), then every
   analyzer (each a stage), then the findings kept on the lines the pull request changed. A stage
-  in ``left_out`` is skipped: the engine runs the job again without a stage whose limit tripped.
+  in ``left_out`` is skipped, and an analyzer is not given the files ``refused`` names for it:
+  the engine runs the job again without the files a stage failed on (or, when no file alone
+  makes it fail, without the stage).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..analyzers import AnalysisInput, Analyzer, AnalyzerOutput, FileUnderReview, file_level_rules
 from ..core.diff import PatchLines, parse_patch
@@ -87,6 +89,7 @@ class EvaluateJob:
     pattern_seconds: float = 2.0
     base: Mapping[str, FileContent | None] = field(default_factory=dict)  # base side (the API check)
     left_out: frozenset[str] = frozenset()  # stages not to run (their limit tripped before)
+    refused: Mapping[str, frozenset[str]] = field(default_factory=dict)  # stage -> paths it fails on
     configs: Mapping[str, FileContent | None] = field(default_factory=dict)  # lint configs, at the base
 
     def result_type(self) -> type[Evaluation]:
@@ -130,16 +133,8 @@ class EvaluateJob:
             configs=self.configs,
         )
 
-        outputs: list[AnalyzerOutput] = []
-        incomplete = False
-        for analyzer in self.analyzers:
-            key = f"analyzer:{analyzer.name}"
-            if key in self.left_out:  # its files were not (fully) checked: a thread on them stays open
-                incomplete = True
-                skipped += [Skipped(item.path, f"the {analyzer.name} checks were not run") for item in files]
-                continue
-            with stage(key, f"the {analyzer.name} checks", "they were not run"):
-                outputs.append(await analyzer.analyse(batch))
+        outputs, not_run, incomplete = await self._analyse(batch, files)
+        skipped += not_run
 
         # Kept on the lines the pull request added or changed, unless the rule is file-level.
         file_level = file_level_rules(list(self.analyzers))
@@ -166,6 +161,42 @@ class EvaluateJob:
             notes=tuple(notes),
             incomplete=incomplete or any(output.incomplete for output in outputs),
         )
+
+    async def _analyse(
+        self, batch: AnalysisInput, files: Sequence[FileUnderReview]
+    ) -> tuple[list[AnalyzerOutput], list[Skipped], bool]:
+        """Every analyzer in its stage, but those left out, each without the files it failed on
+        before: their outputs, the files an analyzer did not check, and whether any did not."""
+        outputs: list[AnalyzerOutput] = []
+        skipped: list[Skipped] = []
+        incomplete = False
+        for analyzer in self.analyzers:
+            key = f"analyzer:{analyzer.name}"
+            if key in self.left_out:  # its files were not (fully) checked: a thread on them stays open
+                incomplete = True
+                skipped += [Skipped(item.path, f"the {analyzer.name} checks were not run") for item in files]
+                continue
+            refused = self.refused.get(key, frozenset())
+            if refused:  # the files it failed on: not analysed by it, every other file is
+                incomplete = True
+                skipped += [
+                    Skipped(path, f"not analysed by the {analyzer.name} checks: they failed on this file")
+                    for path in sorted(refused)
+                ]
+            with stage(key, f"the {analyzer.name} checks", "they were not run"):
+                outputs.append(await analyzer.analyse(without(batch, refused)))
+        return outputs, skipped, incomplete
+
+
+def without(batch: AnalysisInput, refused: frozenset[str]) -> AnalysisInput:
+    """``batch`` without the files in ``refused`` (an analyzer failed on each of them alone)."""
+    if not refused:
+        return batch
+    return replace(
+        batch,
+        files=tuple(f for f in batch.files if f.path not in refused),
+        unpatched=tuple(f for f in batch.unpatched if f.path not in refused),
+    )
 
 
 def cap_findings(

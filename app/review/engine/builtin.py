@@ -56,6 +56,9 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 MAX_TRIPS = 3  # stages left out, one by one, before the analysis is given up
+# Jobs one review may spend finding the files a failing analyzer trips on (halving the files each
+# time: one hostile file among 256 takes about 16). Beyond it, what is still unresolved is refused.
+MAX_PROBES = 24
 
 
 class BuiltinReviewer(Reviewer):
@@ -191,11 +194,52 @@ class BuiltinReviewer(Reviewer):
                 or outcome.stage.key == "configuration"
             ):
                 break
-            job = replace(job, left_out=job.left_out | {outcome.stage.key})
+            key = outcome.stage.key
+            culprits = await self._culprits(job, key, budget) if key not in job.refused else None
+            if culprits:  # the stage runs again on every other file
+                job = replace(job, refused={**job.refused, key: culprits})
+            else:  # no file alone makes it fail (or it is no analyzer's): the stage is left out
+                job = replace(job, left_out=job.left_out | {key})
         return Evaluation(
             skipped=tuple(Skipped(f.path, reason) for f in (*job.analysable, *job.unpatched)),
             incomplete=True,
         )
+
+    async def _culprits(self, job: EvaluateJob, key: str, budget: Budget) -> frozenset[str] | None:
+        """The files the stage ``key`` (an analyzer's) fails on, found by running that analyzer
+        alone on halves of the files, then halves of the halves that fail (``MAX_PROBES`` jobs at
+        most; a part still unresolved then is refused whole). None: it is no analyzer's stage,
+        or it failed on no part alone (its limit tripped on all the files together), or on every
+        file alone (what fails is not in the files: a tool that cannot start)."""
+        analyzer = next((a for a in job.analyzers if f"analyzer:{a.name}" == key), None)
+        if analyzer is None:
+            return None
+        paths = [f.path for f in (*job.analysable, *job.unpatched)]
+        found: set[str] = set()
+        parts, probes = [paths], 0
+        while parts:
+            part = parts.pop()
+            if probes >= MAX_PROBES or budget.remaining <= 0:
+                found.update(part)
+                continue
+            probes += 1
+            kept = set(part)
+            probe = replace(
+                job,
+                analyzers=(analyzer,),
+                analysable=tuple(f for f in job.analysable if f.path in kept),
+                unpatched=tuple(f for f in job.unpatched if f.path in kept),
+                left_out=frozenset(),
+                refused={},
+            )
+            if not isinstance(await self._run(probe, budget), Tripped):
+                continue
+            if len(part) == 1:
+                found.update(part)
+            else:
+                parts += [part[: len(part) // 2], part[len(part) // 2 :]]
+        log.info("the %s stage failed on %d of %d files (%d probes)", key, len(found), len(paths), probes)
+        return frozenset(found) if found and len(found) < len(paths) else None
 
 
 async def _base_sides(

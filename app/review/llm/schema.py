@@ -11,6 +11,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..core.refusals import EXHAUSTED
+
 # The fixed list a finding's category must come from (its rule is ``llm/<category>``).
 CATEGORIES = (
     "logic",
@@ -196,7 +198,7 @@ def extract_json(text: str) -> Any:
     for candidate in candidates:
         try:
             return json.loads(candidate)
-        except ValueError:
+        except (ValueError, *EXHAUSTED):  # a reply nested to exhaust the parser is no answer
             continue
     raise ValueError("the reply holds no JSON object")
 

@@ -425,12 +425,17 @@ def recounted_summary(summary: str, overruled: Sequence[Overrule]) -> str:
     return "\n".join([said, "", RECOUNT_HEADING, *_overrule_lines(overruled)])[:MAX_CHECK_TEXT]
 
 
-def check_conclusion(result: ReviewResult) -> str:
-    """Blockers fail; concerns, or an analysis that is not complete, are neutral; else success."""
+def check_conclusion(result: ReviewResult, *, blockers_unconfirmed: bool = False) -> str:
+    """Blockers fail. An analysis the pull request made incomplete never passes a required check
+    (GitHub passes ``neutral`` and ``skipped``): ``action_required``, or ``failure`` while an
+    earlier blocker stands unconfirmed (``blockers_unconfirmed``: its file could not be judged).
+    Concerns are neutral; else success."""
     severities = {f.severity for f in result.findings}
     if Severity.BLOCKER in severities:
         return "failure"
-    if Severity.CONCERN in severities or result.incomplete:
+    if result.incomplete:
+        return "failure" if blockers_unconfirmed else "action_required"
+    if Severity.CONCERN in severities:
         return "neutral"
     return "success"
 

@@ -185,6 +185,8 @@ class GitHubPublisher:
             result=plan.result,
             plan=review,
             note=state.head.loaded.problem_note(),
+            details_url=str(state.head.pull.get("html_url") or "") or None,
+            blockers_unconfirmed=plan.rereview is not None and bool(plan.rereview.unconfirmed),
         )
         check.completed = True
         if state.threads:
