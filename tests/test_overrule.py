@@ -191,7 +191,7 @@ def test_an_overrule_still_applies_after_the_line_was_edited() -> None:
 
 
 def test_learnings_match_rule_directory_extension_and_normalised_line() -> None:
-    key = LearningKey.of("python/F821", "src/a.py", "    return  undefined_thing + 1")
+    key = LearningKey.of("python/F821", "src/a.py", "    return  undefined_thing + 1", Severity.BLOCKER)
     texts = {"src/b.py": {2: "return undefined_thing + 1"}, "src/sub/c.py": {2: "return undefined_thing + 1"}}
     same_dir = replace(BLOCKER, path="src/b.py")
     other_dir = replace(BLOCKER, path="src/sub/c.py")
@@ -348,3 +348,81 @@ def test_the_model_is_told_the_learnings_fenced_as_data() -> None:
         ).user.count("dismissed earlier")
         == 0
     )
+
+
+@pytest.mark.parametrize(
+    ("recorded", "now", "withdrawn"),
+    [
+        (Severity.NIT, Severity.NIT, True),
+        (Severity.CONCERN, Severity.NIT, True),
+        (Severity.CONCERN, Severity.CONCERN, True),
+        (Severity.CONCERN, Severity.BLOCKER, False),  # the author's overrule of a concern (row 2)
+        (Severity.NIT, Severity.CONCERN, False),
+        (Severity.BLOCKER, Severity.BLOCKER, True),
+    ],
+)
+@pytest.mark.parametrize("by_key", [False, True], ids=["fingerprint", "key"])
+def test_an_overrule_withdraws_nothing_more_severe_than_it_saw(
+    recorded: Severity, now: Severity, withdrawn: bool, by_key: bool
+) -> None:
+    seen = replace(BLOCKER, severity=recorded)
+    found = replace(BLOCKER, severity=now)
+    out = withdraw(result(found), overruled=[overrule_of(seen, by_key=by_key)], changed=1)
+    assert (out.findings == ()) is withdrawn
+
+
+def test_an_overrule_recorded_with_an_unknown_severity_withdraws_only_nits() -> None:
+    unknown = replace(overrule_of(CONCERN), severity="critical")
+    assert withdraw(result(CONCERN), overruled=[unknown], changed=1).findings == (CONCERN,)
+    nit = replace(CONCERN, severity=Severity.NIT)
+    assert withdraw(result(nit), overruled=[unknown], changed=1).findings == ()
+
+
+def test_evidence_keeps_two_findings_of_one_message_apart() -> None:
+    """Two secrets (or expressions) whose messages read the same: an overrule by problem key
+    withdraws only the one it saw."""
+    one = replace(BLOCKER, fingerprint="one", evidence="digest-one")
+    two = replace(BLOCKER, fingerprint="two", line=9, evidence="digest-two")
+    seen = replace(overrule_of(one, by_key=True), key=problem_key(one.rule, one.path, one.problem))
+    out = withdraw(result(one, two), overruled=[seen], changed=1)
+    assert out.findings == (two,) and out.overruled == (one,)
+
+
+@pytest.mark.parametrize(
+    ("key", "finding", "line", "learned"),
+    [
+        # stored before learnings kept their severity: never a blocker
+        (LearningKey.of("python/F821", "src/a.py", "x"), BLOCKER, "x", False),
+        (LearningKey.of("debug/breakpoint", "src/a.py", "x"), CONCERN, "x", True),
+        # keyed by what it saw: the finding's content (its flagged text and evidence)
+        (
+            LearningKey.of_content("python/F821", "src/a.py", "c1", Severity.BLOCKER),
+            replace(BLOCKER, content="c1"),
+            None,
+            True,
+        ),
+        (
+            LearningKey.of_content("python/F821", "src/a.py", "c1", Severity.BLOCKER),
+            replace(BLOCKER, content="c2"),
+            "x",
+            False,
+        ),
+        (
+            LearningKey.of_content("python/F821", "src/a.py", "c1", Severity.CONCERN),
+            replace(BLOCKER, content="c1"),
+            None,
+            False,
+        ),
+        (
+            LearningKey.of_content("python/F821", "lib/a.py", "c1", Severity.BLOCKER),
+            replace(BLOCKER, content="c1"),
+            None,
+            False,
+        ),
+    ],
+    ids=["legacy-blocker", "legacy-concern", "content", "other-content", "more-severe", "other-directory"],
+)
+def test_a_learning_withdraws_what_it_saw_and_nothing_more_severe(
+    key: LearningKey, finding: Finding, line: str | None, learned: bool
+) -> None:
+    assert key.matches(finding, line) is learned

@@ -149,7 +149,9 @@ learnings = Table(
     Column("rule", String(200), nullable=False),
     Column("path_dir", String(1000), nullable=False),  # the pattern: files of this directory
     Column("path_ext", String(100), nullable=False),  # ... with this extension
-    Column("line_sha", String(64), nullable=False),  # sha256 of the normalised code line
+    # the finding's content digest (16 hex digits), or before version 7 the code line's sha256
+    Column("line_sha", String(64), nullable=False),
+    Column("severity", Integer, nullable=True),  # the most severe it withdraws (null: before version 7)
     Column("example", Text, nullable=False),  # the line, secrets redacted, capped: what is listed
     Column("reason", Text, nullable=False),
     Column("created_by", String(100), nullable=False),
@@ -206,6 +208,21 @@ def _version_2(conn: Connection) -> None:
     _promote_stalled_subjects(conn)
 
 
+def _add_column(table: Table, name: str) -> Callable[[Connection], None]:
+    """A migration step that adds a column as ``metadata`` defines it, unless the table already
+    has it (an earlier step created the table from today's ``metadata``)."""
+
+    def apply(conn: Connection) -> None:
+        if name in {c["name"] for c in inspect(conn).get_columns(table.name)}:
+            return
+        column = table.c[name]
+        conn.execute(
+            text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {column.type.compile(conn.dialect)}")
+        )
+
+    return apply
+
+
 def _version_4(conn: Connection) -> None:
     column = deliveries.c.body_digest
     conn.execute(text(f"ALTER TABLE deliveries ADD COLUMN {column.name} {column.type.compile(conn.dialect)}"))
@@ -225,6 +242,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         5, "the model reviewer's daily usage per pull request and per person", create_tables("llm_spend")
     ),
     Migration(6, "disputes remembered for a repository (learnings)", create_tables("learnings")),
+    Migration(
+        7, "a learning's severity: it withdraws nothing more severe", _add_column(learnings, "severity")
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version if MIGRATIONS else 1

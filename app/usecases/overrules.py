@@ -30,6 +30,7 @@ from ..review.rounds.overrule import (
     Role,
     may_overrule,
     overruled_by_marker,
+    recorded_severity,
     role_of,
     severity_named,
 )
@@ -135,6 +136,9 @@ async def remember(
             reason=pending.reason,
             created_by=pending.by,
             source=f"{repo}#{pr_number}",
+            # what it saw (the finding's flagged text and evidence), and nothing more severe
+            severity=recorded_severity(item.finding.severity),
+            content=item.finding.content,
         ),
     )
     return learning.number, None

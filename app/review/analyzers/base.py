@@ -186,8 +186,10 @@ def finding(
     start_line: int | None = None,
     suggestion: str | None = None,
     inline: bool = True,
+    evidence: str = "",
 ) -> Finding:
-    """A ``Finding`` whose fingerprint is computed from ``text``, the flagged line(s)."""
+    """A ``Finding`` whose fingerprint is computed from ``text``, the flagged line(s);
+    ``evidence``: what was flagged where the message does not say it (``Finding.evidence``)."""
     return Finding(
         path=path,
         line=line,
@@ -199,6 +201,7 @@ def finding(
         suggestion=suggestion,
         inline=inline,
         content=content_digest(rule, text),
+        evidence=evidence,
     )
 
 

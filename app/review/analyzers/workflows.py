@@ -289,7 +289,12 @@ class WorkflowAnalyzer:
             annotation = self._annotation(entry)
             desc = str(entry.get("desc") or ident)
             message = f"{desc[:1].upper()}{desc[1:]}: {annotation} (zizmor {code_span(ident)}: {url})."
-            found.append(finding(item.path, line, severity, f"{PREFIX}{ident}", message, text))
+            # zizmor's annotation reads the same for every expression it flags: what it flagged
+            # (the feature: the expression, the step) tells one finding from another
+            evidence = str(entry.get("feature") or "")
+            found.append(
+                finding(item.path, line, severity, f"{PREFIX}{ident}", message, text, evidence=evidence)
+            )
         return found
 
     @staticmethod
@@ -312,6 +317,9 @@ class WorkflowAnalyzer:
         candidates = [n for n in (trigger_line, ref_line) if n is not None and n in item.lines.added]
         line = candidates[0] if candidates else (ref_line or trigger_line)
         lines = _lines(item.text)
+        # The job and the ref it checks out are the evidence: a harmless use of the same trigger
+        # (a concern, on the same line) is another finding, and a decision about it is not this one's.
+        evidence = f"{checkout.job}\0{checkout.ref}"
         return finding(
             item.path,
             line,
@@ -321,5 +329,6 @@ class WorkflowAnalyzer:
             f"dangerous trigger, yet checks out the pull request's head ({code_span(checkout.ref)}) and "
             "runs it, so anyone who opens a pull request runs code with those rights"
             f" (zizmor `dangerous-triggers`: {url}).",
-            lines[line - 1] if 0 < line <= len(lines) else "",
+            (lines[line - 1] if 0 < line <= len(lines) else "") + f"\n{evidence}",
+            evidence=evidence,
         )

@@ -160,6 +160,15 @@ class Finding:
     inline: bool = True  # False: summarised in the review body, never an inline comment
     # rule + normalised flagged text, no path: recognises the finding in a renamed file
     content: str = ""
+    # What was flagged, where the message alone does not say it (a workflow expression, a digest
+    # of a secret, the ref a job checks out): part of the problem key, so a decision about one
+    # finding never withdraws another that reads the same (``rounds.identity``).
+    evidence: str = ""
+
+    @property
+    def problem(self) -> str:
+        """What the problem key is made of besides the rule and path."""
+        return f"{self.message}\0{self.evidence}" if self.evidence else self.message
 
 
 class SkipCause(enum.StrEnum):

@@ -55,7 +55,7 @@ def finding_marker(finding: Finding, head_sha: str) -> str:
         path=finding.path,
         line=finding.line,
         severity=finding.severity.label,
-        key=problem_key(finding.rule, finding.path, finding.message),
+        key=problem_key(finding.rule, finding.path, finding.problem),
         content=finding.content,
     ).encode()
 

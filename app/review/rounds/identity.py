@@ -2,11 +2,13 @@
 Pure: no I/O.
 
 A finding is the same finding from one head to the next when its fingerprint (rule, path, the
-flagged text: never its line number) is the same, or its problem key (rule, path, message: its
-text was edited), or, in a file renamed since, its content digest (rule and flagged text, no
-path) is the same at the new path. The bot's open threads and the overrules it recorded are
-matched to the current findings this way: an open thread whose finding still stands is neither
-posted again nor resolved, and an overruled finding stays withdrawn wherever its line moved.
+flagged text: never its line number) is the same, or its problem key (rule, path, message and
+its evidence: its text was edited), or, in a file renamed since, its content digest (rule and
+flagged text, no path) is the same at the new path. The evidence (the expression a workflow
+expands, a digest of a secret) keeps two findings whose messages read the same apart. The bot's
+open threads and the overrules it recorded are matched to the current findings this way: an open
+thread whose finding still stands is neither posted again nor resolved, and an overruled finding
+stays withdrawn wherever its line moved, never one more severe than it was.
 
 A re-review comments inline only on the lines changed since the bot's last reviewed head
 (``Delta``); after a force-push that rewrote history there is no such delta, and the review is
@@ -55,7 +57,7 @@ def matches(identity: Recorded, finding: Finding, renames: Renames, *, by_key: b
     if not by_key or not identity.key:
         return False
     path = identity.path if renamed else finding.path
-    return identity.key == problem_key(finding.rule, path, finding.message)
+    return identity.key == problem_key(finding.rule, path, finding.problem)
 
 
 def stands(identity: Recorded, findings: Iterable[Finding], renames: Renames) -> bool:

@@ -24,6 +24,7 @@ from sqlalchemy import delete, select
 from ...store.backend import Backend
 from ...store.schema import learnings as table
 from ..analyzers.secrets import redact_secrets
+from ..core.model import Severity
 from ..engine.inert import code
 from .overrule import LearningKey, PathPattern, normalised_line
 
@@ -44,10 +45,26 @@ class Learning:
 
     @classmethod
     def new(
-        cls, *, rule: str, path: str, line_text: str, reason: str, created_by: str, source: str
+        cls,
+        *,
+        rule: str,
+        path: str,
+        line_text: str,
+        reason: str,
+        created_by: str,
+        source: str,
+        severity: Severity | None = None,
+        content: str = "",
     ) -> Learning:
+        """``content``: the finding's content digest, what the learning recognises (its evidence);
+        without it, the code line. ``severity``: the finding's, the most a learning withdraws."""
+        key = (
+            LearningKey.of_content(rule, path, content, severity)
+            if content and severity is not None
+            else LearningKey.of(rule, path, line_text, severity)
+        )
         return cls(
-            key=LearningKey.of(rule, path, line_text),
+            key=key,
             example=redact_secrets(normalised_line(line_text))[:MAX_EXAMPLE_CHARS],
             reason=" ".join(redact_secrets(reason).split())[:MAX_REASON_CHARS],
             created_by=created_by,
@@ -86,7 +103,12 @@ class DatabaseLearnings:
     @staticmethod
     def _learning(row: Any) -> Learning:
         return Learning(
-            key=LearningKey(row.rule, PathPattern(row.path_dir, row.path_ext), row.line_sha),
+            key=LearningKey(
+                row.rule,
+                PathPattern(row.path_dir, row.path_ext),
+                row.line_sha,
+                Severity(row.severity) if row.severity is not None else None,
+            ),
             example=row.example,
             reason=row.reason,
             created_by=row.created_by,
@@ -111,6 +133,7 @@ class DatabaseLearnings:
             path_dir=learning.key.pattern.directory,
             path_ext=learning.key.pattern.extension,
             line_sha=learning.key.line_sha,
+            severity=int(learning.key.severity) if learning.key.severity is not None else None,
             example=learning.example,
             reason=learning.reason,
             created_by=learning.created_by,

@@ -102,10 +102,20 @@ class Overrule:
         return found
 
 
+def recorded_severity(label: str) -> Severity:
+    """The severity a decision was recorded for, as a cap on what it withdraws: an unknown label
+    is the lowest (a decision withdraws nothing more severe than it is known to have seen)."""
+    return {s.label: s for s in Severity}.get(label, Severity.NIT)
+
+
 def overrules(overruled: Collection[Overrule], finding: Finding, renames: Renames | None = None) -> bool:
     """Whether ``finding`` is one of the overruled ones, at whatever line it is now (and under its
-    new name in a renamed file): ``identity.matches``."""
-    return any(matches(o, finding, renames or {}) for o in overruled)
+    new name in a renamed file): ``identity.matches``, and never more severe than the finding the
+    overrule was recorded for (an author's overrule of a concern never withdraws a blocker)."""
+    return any(
+        matches(o, finding, renames or {}) and finding.severity <= recorded_severity(o.severity)
+        for o in overruled
+    )
 
 
 # ------------------------------------------------------------------------------- learnings keys
@@ -137,30 +147,47 @@ def normalised_line(text: str) -> str:
     return " ".join(text.split())
 
 
+LINE_DIGEST_CHARS = 64  # sha256: a learning keyed by its code line (content digests are shorter)
+
+
 def line_digest(text: str) -> str:
     """What is stored of the code line: a digest (the line itself may hold a secret)."""
     return hashlib.sha256(normalised_line(text).encode()).hexdigest()
 
 
+# A learning stored before learnings kept their severity: it never withdraws a blocker.
+LEGACY_LEARNING_CAP = Severity.CONCERN
+
+
 @dataclass(frozen=True, slots=True)
 class LearningKey:
-    """A learning's fingerprint: rule, path pattern, normalised code line (as a digest)."""
+    """A learning's fingerprint: rule, path pattern, and what was flagged: the finding's content
+    digest (its flagged text and evidence: the expression, the ref checked out, the secret's
+    digest), or for a learning stored before that, the digest of the code line it was on (64 hex
+    digits). ``severity``: the most severe finding it withdraws (None: stored before learnings
+    kept it, ``LEGACY_LEARNING_CAP``)."""
 
     rule: str
     pattern: PathPattern
     line_sha: str
+    severity: Severity | None = None
 
     @classmethod
-    def of(cls, rule: str, path: str, line_text: str) -> LearningKey:
-        return cls(rule, PathPattern.of(path), line_digest(line_text))
+    def of(cls, rule: str, path: str, line_text: str, severity: Severity | None = None) -> LearningKey:
+        return cls(rule, PathPattern.of(path), line_digest(line_text), severity)
+
+    @classmethod
+    def of_content(cls, rule: str, path: str, content: str, severity: Severity) -> LearningKey:
+        return cls(rule, PathPattern.of(path), content, severity)
 
     def matches(self, finding: Finding, line_text: str | None) -> bool:
-        return (
-            finding.rule == self.rule
-            and self.pattern.matches(finding.path)
-            and line_text is not None
-            and line_digest(line_text) == self.line_sha
-        )
+        if finding.rule != self.rule or not self.pattern.matches(finding.path):
+            return False
+        if finding.severity > (self.severity if self.severity is not None else LEGACY_LEARNING_CAP):
+            return False
+        if len(self.line_sha) != LINE_DIGEST_CHARS:  # the finding's own content: its evidence
+            return bool(finding.content) and finding.content == self.line_sha
+        return line_text is not None and line_digest(line_text) == self.line_sha
 
 
 # ----------------------------------------------------------------------------------- withdrawal

@@ -14,7 +14,7 @@ from ...review.core.model import PullContext, ReviewResult, ThreadStatus, Verdic
 from ...review.output import render
 from ...review.rounds import decide
 from ...review.rounds.markers import FindingMarker, ReviewMarker, Trigger
-from ...review.rounds.overrule import Overrule, severity_named
+from ...review.rounds.overrule import Overrule, recorded_severity, severity_named
 from .decide import ReviewMode
 from .read import PullState
 
@@ -130,4 +130,7 @@ def rereview_of(state: PullState, result: ReviewResult) -> render.Rereview:
 
 
 def overrules_marker(overrule: Overrule, marker: FindingMarker) -> bool:
-    return overrule.fingerprint == marker.fingerprint or bool(overrule.key and overrule.key == marker.key)
+    """Whether ``overrule`` withdrew the blocker ``marker`` recorded: the same finding, and never
+    one more severe than the overrule was recorded for."""
+    same = overrule.fingerprint == marker.fingerprint or bool(overrule.key and overrule.key == marker.key)
+    return same and severity_named(marker.severity) <= recorded_severity(overrule.severity)
