@@ -102,6 +102,9 @@ class AnalyzerOutput:
     skipped: list[Skipped] = field(default_factory=list)  # a check that could not run on a file
     notes: list[str] = field(default_factory=list)  # for the summary
     incomplete: bool = False  # some file was not fully checked: never approve on this basis
+    # Concerns and nits only a suppression the pull request added hides: listed, collapsed
+    # (a blocker so hidden is a finding: ``suppressions``).
+    suppressed: list[Finding] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ from .ruff_runner import (
     ruff_version,
     run_ruff,
 )
+from .suppressions import adds_noqa, noqa_added_for, suppressed_by_pull_request
 
 __all__ = ["SYNTAX_RULE", "PythonAnalyzer", "severity_for", "single_line_fix"]
 
@@ -212,8 +213,51 @@ class PythonAnalyzer:
                     return self._failed(out, targets, str(again))
         diagnostics, dropped = await self._skew(diagnostics, lint, bool(used), command)
         out.notes.append(await self._which(command, used, lint, dropped))
-        out.findings.extend(self._findings(diagnostics, targets))
+        found = self._findings(diagnostics, targets)
+        out.findings.extend(found)
+        configs = {item.path: item.text for item in inputs} if used else None
+        await self._pr_suppressions(texts, targets, found, configs, layout, command, out)
         return out
+
+    async def _pr_suppressions(
+        self,
+        texts: Mapping[str, str],
+        targets: Mapping[str, FileUnderReview],
+        found: Sequence[Finding],
+        configs: Mapping[str, str] | None,
+        layout: Sequence[str],
+        command: Sequence[str],
+        out: AnalyzerOutput,
+    ) -> None:
+        """ruff again, with ``noqa`` ignored, on the files where the pull request adds a ``noqa``:
+        a blocker only that directive hid is a finding ("suppressed by this pull request"), a
+        concern or a nit stays suppressed and is listed (``suppressions``)."""
+        adding = {path: text for path, text in texts.items() if adds_noqa(targets[path].lines.added_text)}
+        if not adding:
+            return
+        try:
+            unsuppressed = await run_ruff(
+                adding, configs, layout=layout, time_limit=self.time_limit, command=command, ignore_noqa=True
+            )
+        except RuffUnavailableError:
+            raise
+        except RuffError as exc:  # its own suppressions could not be checked: not approved on trust
+            out.incomplete = True
+            out.notes.append(f"the pull request's own noqa comments could not be checked ({exc})")
+            return
+        seen = {(f.path, f.rule, f.line) for f in found}
+        for hidden in self._findings(unsuppressed, targets):
+            item = targets[hidden.path]
+            if (hidden.path, hidden.rule, hidden.line) in seen or hidden.line not in item.lines.added:
+                continue
+            directive = noqa_added_for(item.rows, item.lines.added_text, hidden.line)
+            if directive is None:
+                continue  # the base's own suppression: the repository's convention
+            flagged = suppressed_by_pull_request(hidden, directive)
+            if flagged is not None:
+                out.findings.append(flagged)
+            else:
+                out.suppressed.append(hidden)
 
     async def _in_parts(
         self,

@@ -229,8 +229,10 @@ async def run_ruff(
     layout: Sequence[str] = (),
     time_limit: float = RUFF_TIMEOUT,
     command: Sequence[str] | None = None,
+    ignore_noqa: bool = False,
 ) -> list[dict[str, Any]]:
-    """Lint ``files`` (repository path -> text) in ONE ruff invocation, with ``configs``
+    """Lint ``files`` (repository path -> text) in ONE ruff invocation (``ignore_noqa``: with
+    every ``noqa`` directive ignored, ``suppressions``), with ``configs``
     (repository path -> text; None or no root config: ours at the root) and the ``layout`` (other
     repository paths, written empty); ruff's JSON diagnostics, with ``filename`` rewritten to the
     repository path. Paths must be safe relative paths."""
@@ -240,6 +242,7 @@ async def run_ruff(
     with tempfile.TemporaryDirectory(prefix="revbot-ruff-") as tmp:
         root, relative = await asyncio.to_thread(_prepare, tmp, files, configs, layout)
         args = [*cmd, "check", "--output-format", "json", "--no-cache", "--exit-zero", "--no-fix"]
+        args += ["--ignore-noqa"] if ignore_noqa else []
         args += ["--force-exclude", "--", *relative]  # the repository's own excludes apply
         return _parse_output(await _run(args, root, time_limit), root)
 

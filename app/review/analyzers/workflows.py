@@ -32,6 +32,7 @@ from ..core.patterns import YamlRefused, load_yaml
 from ..core.toolconfig import is_workflow, zizmor_config
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
 from .external import TOOL_TIMEOUT, Tool, ToolError, collect, command_for, run_tool, tool_tree, unavailable
+from .suppressions import suppressed_by_pull_request, zizmor_ignore_added
 
 __all__ = ["INVALID_RULE", "ZIZMOR", "WorkflowAnalyzer", "pr_code_checkouts", "zizmor_severity"]
 
@@ -122,6 +123,14 @@ def _line_of(text: str, needle: str) -> int | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Reported:
+    """A zizmor finding, and the suppression the pull request added that hid it (None: none)."""
+
+    finding: Finding
+    suppression: str | None = None
+
+
 class WorkflowAnalyzer:
     name = "workflows"
     tools: tuple[str, ...] = ("zizmor",)
@@ -190,7 +199,15 @@ class WorkflowAnalyzer:
         used = f" with the repository's {code_span(config.used[0])}" if config.used else ""
         out.notes.append(f"workflows checked by zizmor (offline){used}")
         for item in targets.values():
-            out.findings.extend(self._findings(item, parsed[item.path], reported.get(item.path, [])))
+            for found in self._findings(item, parsed[item.path], reported.get(item.path, [])):
+                if found.suppression is None:
+                    out.findings.append(found.finding)
+                    continue
+                flagged = suppressed_by_pull_request(found.finding, found.suppression)
+                if flagged is not None:
+                    out.findings.append(flagged)
+                else:
+                    out.suppressed.append(found.finding)
         return out
 
     def _invalid(self, item: FileUnderReview, error: yaml.YAMLError) -> list[Finding]:
@@ -226,7 +243,17 @@ class WorkflowAnalyzer:
         """zizmor's findings by repository path (each with ``line`` and ``feature``: its primary
         location, 1-based, and the text there)."""
         async with tool_tree({**configs, **files}) as root:
-            args = [*command, "--offline", "--format", "json", "--no-exit-codes", "--no-progress"]
+            # Every finding, the ignored ones marked: a ``# zizmor: ignore`` the pull request adds
+            # never hides a blocker (``suppressions``); the base's, and its config's, are honoured.
+            args = [
+                *command,
+                "--offline",
+                "--no-ignores",
+                "--format",
+                "json",
+                "--no-exit-codes",
+                "--no-progress",
+            ]
             args += ["--color", "never", "--cache-dir", str(root / ".cache")]
             args += ["--config", next(iter(configs))] if configs else ["--no-config"]
             stdout = await run_tool([*args, "--", *files], root, time_limit=self.time_limit)
@@ -246,7 +273,7 @@ class WorkflowAnalyzer:
 
     @staticmethod
     def _primary(item: Any) -> tuple[str, int, str] | None:
-        if not isinstance(item, dict) or item.get("ignored"):
+        if not isinstance(item, dict):
             return None
         for location in item.get("locations") or ():
             try:
@@ -263,39 +290,46 @@ class WorkflowAnalyzer:
 
     def _findings(
         self, item: FileUnderReview, workflow: Any, reported: Sequence[dict[str, Any]]
-    ) -> list[Finding]:
+    ) -> list[Reported]:
+        """Each finding, with the ``# zizmor: ignore`` the pull request added that hid it (an
+        ignored one the base or its config hid is honoured: left out)."""
+        found: list[Reported] = []
+        for entry in reported:
+            suppression = None
+            if entry.get("ignored"):
+                suppression = zizmor_ignore_added(item.lines.added_text, entry["line"])
+                if suppression is None:
+                    continue
+            found.append(Reported(self._finding(item, workflow, entry), suppression))
+        return found
+
+    def _finding(self, item: FileUnderReview, workflow: Any, entry: Mapping[str, Any]) -> Finding:
         assert item.text is not None
         lines = _lines(item.text)
-        found: list[Finding] = []
-        for entry in reported:
-            ident = str(entry.get("ident") or "unknown")
-            given = entry.get("determinations")
-            determinations: Mapping[str, Any] = given if isinstance(given, dict) else {}
-            line: int = entry["line"]
-            text = lines[line - 1] if 0 < line <= len(lines) else ""
-            severity = zizmor_severity(
-                ident,
-                str(determinations.get("confidence")),
-                str(determinations.get("severity")),
-                entry["feature"],
-                text,
-            )
-            url = str(entry.get("url") or f"{DOCS}#{ident}")
-            if ident == "dangerous-triggers":
-                pwn = self._pwn(item, workflow, line, url)
-                if pwn is not None:
-                    found.append(pwn)
-                    continue
-            annotation = self._annotation(entry)
-            desc = str(entry.get("desc") or ident)
-            message = f"{desc[:1].upper()}{desc[1:]}: {annotation} (zizmor {code_span(ident)}: {url})."
-            # zizmor's annotation reads the same for every expression it flags: what it flagged
-            # (the feature: the expression, the step) tells one finding from another
-            evidence = str(entry.get("feature") or "")
-            found.append(
-                finding(item.path, line, severity, f"{PREFIX}{ident}", message, text, evidence=evidence)
-            )
-        return found
+        ident = str(entry.get("ident") or "unknown")
+        given = entry.get("determinations")
+        determinations: Mapping[str, Any] = given if isinstance(given, dict) else {}
+        line: int = entry["line"]
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        severity = zizmor_severity(
+            ident,
+            str(determinations.get("confidence")),
+            str(determinations.get("severity")),
+            entry["feature"],
+            text,
+        )
+        url = str(entry.get("url") or f"{DOCS}#{ident}")
+        if ident == "dangerous-triggers":
+            pwn = self._pwn(item, workflow, line, url)
+            if pwn is not None:
+                return pwn
+        annotation = self._annotation(entry)
+        desc = str(entry.get("desc") or ident)
+        message = f"{desc[:1].upper()}{desc[1:]}: {annotation} (zizmor {code_span(ident)}: {url})."
+        # zizmor's annotation reads the same for every expression it flags: what it flagged
+        # (the feature: the expression, the step) tells one finding from another
+        evidence = str(entry.get("feature") or "")
+        return finding(item.path, line, severity, f"{PREFIX}{ident}", message, text, evidence=evidence)
 
     @staticmethod
     def _annotation(entry: Mapping[str, Any]) -> str:

@@ -212,6 +212,9 @@ class ReviewResult:
     # repository's learnings. Counted in the review and the check run, never posted as findings.
     overruled: tuple[Finding, ...] = ()
     learned: tuple[Finding, ...] = ()
+    # Concerns and nits that only a suppression the pull request added hides (a noqa comment,
+    # a zizmor ignore comment): they stay suppressed, and the review lists them, collapsed.
+    suppressed: tuple[Finding, ...] = ()
 
     # (path, head line) of everything the model's prompts showed (``eval --history``: was the
     # defect in what the model saw); empty for the built-in reviewer, which sees the hunks.

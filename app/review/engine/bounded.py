@@ -73,6 +73,7 @@ class Evaluation:
     skipped: tuple[Skipped, ...] = ()
     notes: tuple[str, ...] = ()
     incomplete: bool = False
+    suppressed: tuple[Finding, ...] = ()  # concerns and nits only the PR's own suppressions hide
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +161,9 @@ class EvaluateJob:
             skipped=(*skipped, *(s for output in outputs for s in output.skipped)),
             notes=tuple(notes),
             incomplete=incomplete or any(output.incomplete for output in outputs),
+            suppressed=tuple(
+                f for output in outputs for f in output.suppressed if f.line in added.get(f.path, ())
+            ),
         )
 
     async def _analyse(

@@ -299,6 +299,7 @@ def _result_of(
         analysed=evaluation.analysed,
         notes=tuple(notes),
         incomplete=incomplete,
+        suppressed=evaluation.suppressed,
     )
 
 

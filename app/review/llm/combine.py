@@ -106,6 +106,7 @@ def combine(
         withheld_holds_block=injected is not None
         or trust.holds_block(skipped=skipped, given=work.given, confirmed=work.confirmed, reported=reported),
         incomplete=incomplete,
+        suppressed=base.suppressed,
         model_skipped=tuple(work.not_reviewed),
         usage=usage,
         prompt_lines=frozenset(work.shown),

@@ -292,6 +292,7 @@ def render_body(
             f"**Not analysed** ({len(result.skipped)} file{'s' if len(result.skipped) != 1 else ''}):",
         ]
         lines += [f"- {code(s.path)}: {escape(s.reason)}" for s in result.skipped]
+    lines += _suppressed_lines(result.suppressed)
     lines += _model_lines(result)
     marker = ReviewMarker(
         head_sha=head_sha, trigger=trigger, verdict=event, findings=len(result.findings), issued_at=issued_at
@@ -354,6 +355,18 @@ def _quieted_lines(quieted: list[Finding], policy: Policy) -> list[str]:
     count = len(quieted)
     lines = ["", f"<details><summary>{count} minor finding{'s' if count != 1 else ''} ({why})</summary>", ""]
     lines += [_finding_line(f) for f in quieted]
+    return [*lines, "", "</details>"]
+
+
+def _suppressed_lines(suppressed: Sequence[Finding]) -> list[str]:
+    """Concerns and nits that only this pull request's own suppressions hide: they stay
+    suppressed (the repository's convention allows it), and are listed, collapsed."""
+    if not suppressed:
+        return []
+    count = len(suppressed)
+    summary = f"{count} finding{'s' if count != 1 else ''} suppressed by this pull request's own comments"
+    lines = ["", f"<details><summary>{summary}</summary>", ""]
+    lines += [_finding_line(f) for f in suppressed]
     return [*lines, "", "</details>"]
 
 
