@@ -228,6 +228,11 @@ class Settings(ReviewerSettings):
     health_queue_delay_seconds: float = Field(default=600.0, gt=0)
     database_startup_timeout: float = Field(default=30.0, ge=0)
     event_loop: EventLoop = EventLoop.AUTO
+    # Commands answered per person per pull request, and per pull request, an hour (over them:
+    # silence, not even a reaction); the share of each content-creating window kept for reviews.
+    command_budget_per_person: int = Field(default=5, ge=1, le=1000)
+    command_budget_per_pull: int = Field(default=20, ge=1, le=10_000)
+    write_reserve_for_reviews: float = Field(default=0.25, ge=0.0, lt=1.0)
     # Readiness: events of one burst are looked at together, this long after the first (issue 21).
     readiness_settle_seconds: float = Field(default=5.0, gt=0, le=3600 * 24)
 

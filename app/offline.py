@@ -9,7 +9,6 @@ post now: a head the bot already answered is not reviewed again, as the bot woul
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ class Offline:
     async def pull_request(self, gh: GitHubClient, *, repo: str, pr_number: int) -> RecordingPublisher:
         """What the bot would post on ``repo#pr_number`` (read through ``gh``; nothing written)."""
         reader = GitHubReader(gh, self.reviewing.identity, RepoConfigs(), self.learnings)
-        return await self._run(reader, Request(repo, pr_number, Trigger.MENTION, time.time()))
+        return await self._run(reader, Request(repo, pr_number, Trigger.MENTION))
 
     async def git_range(
         self, path: Path, *, base: str, tip: str, title: str | None = None, repo: str | None = None
@@ -48,9 +47,7 @@ class Offline:
         """What the bot would post on a pull request of ``base..tip`` in the clone at ``path``
         (its settings from ``base``). ``repo``: whose learnings apply."""
         reader = LocalReader(path, base, tip, self.reviewing.identity, self.learnings, title=title, repo=repo)
-        return await self._run(
-            reader, Request(repo or str(path), LOCAL_PR_NUMBER, Trigger.MENTION, time.time())
-        )
+        return await self._run(reader, Request(repo or str(path), LOCAL_PR_NUMBER, Trigger.MENTION))
 
     async def review_range(
         self, path: Path, *, base: str, tip: str, title: str | None = None

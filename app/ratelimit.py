@@ -107,6 +107,12 @@ class Window:
         self.spent.append((now, amount))
         self.total += amount
 
+    def used(self, now: float) -> int:
+        """What was spent in the window that ends now."""
+        while self.spent and self.spent[0][0] <= now - self.seconds:
+            self.total -= self.spent.popleft()[1]
+        return self.total
+
     def give_back(self, amount: int) -> None:
         """Uncount the latest request of ``amount`` (one that was refused)."""
         for index in range(len(self.spent) - 1, -1, -1):
@@ -213,6 +219,15 @@ class Pacer:
             for stale in [key for key, at in state.turns.items() if at < now - 3600.0]:
                 del state.turns[stale]
         return turn - now
+
+    def spare(self, installation: int, *, reserve: float) -> bool:
+        """Whether a content-creating request that can be left out (a command's answer) fits now
+        without eating into the share of each content window kept for reviews (``reserve``)."""
+        state = self._of(installation)
+        now = self.clock()
+        if state.held_until > now:
+            return False
+        return all(window.used(now) + 1 <= window.limit * (1.0 - reserve) for window in state.content)
 
     def hold(self, installation: int, seconds: float) -> None:
         """GitHub refused a request for ``seconds`` (``Retry-After``): the installation waits."""

@@ -66,8 +66,8 @@ class ReviewConfig(BaseModel):
     auto: bool = False  # review on opened / ready_for_review without being asked
     on_push: bool = False  # re-review on a push to a PR the bot has blocked
     approval_on_push: ApprovalOnPush = ApprovalOnPush.REVIEW  # a push to a PR the bot approved
-    # A request for a head the bot reviewed less than this long ago is the same request again
-    # (a double click, a decoy request and a mention together): it gets no second review.
+    # No longer used: the bot's review of a head now answers every later ask of that head. Kept
+    # so that files which set it stay valid (an unknown key would put the defaults in force).
     coalesce_seconds: float = Field(default=30.0, ge=0, le=3600)
     teams: tuple[str, ...] = ()  # team slugs whose review requests the bot answers
     paths_ignore: tuple[str, ...] = ()

@@ -48,7 +48,7 @@ from .store import Ledger, Store, describe_database
 from .store.backend import root_cause
 from .tasks import bounded, cancel_and_wait
 from .timers import StoreTimers
-from .usecases.bot import Bot
+from .usecases.bot import Bot, CommandBudget
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import create_app
 from .web.endpoint import WebhookConfig
@@ -174,6 +174,7 @@ class Runtime:
         # Shared by the webhook endpoint and the worker of this process: requests go first.
         self.ack_first = AckFirst()
         self.pacer = pacer or Pacer()  # per installation, shared by all its clients
+        self.commands = CommandBudget()  # commands answered per person and per pull request
         # GET answers kept for conditional requests (a 304 costs no rate limit), per installation
         self.responses = (
             ResponseCache(self.settings.github_cache_bytes) if self.settings.github_cache_bytes else None
@@ -283,6 +284,8 @@ class Runtime:
             analyses=self.analyses,
             learnings=self.learnings,
             timers=self.timers,
+            writes=self.pacer,
+            commands=self.commands,
         )
         return Context(gh=gh, bot=bot, received_at=received_at)
 

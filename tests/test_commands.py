@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.commands import Command, only_a_command, parse_command, prose
+from app.usecases.bot import CommandBudget
 
 
 @pytest.mark.parametrize(
@@ -51,3 +52,13 @@ def test_prose_keeps_text_between_code_blocks() -> None:
 )
 def test_a_reply_that_only_gives_a_command_says_nothing_about_the_code(body: str, bare: bool) -> None:
     assert only_a_command(body, "revbot") is bare
+
+
+def test_the_command_budget_counts_each_key_over_a_sliding_hour() -> None:
+    now = [0.0]
+    budget = CommandBudget(clock=lambda: now[0])
+    assert [budget.take(("o/r", 1, "mallory"), 3) for _ in range(4)] == [True, True, True, False]
+    assert budget.take(("o/r", 1, "maria"), 3)  # another person's budget
+    assert budget.take(("o/r", 2, "mallory"), 3)  # another pull request's
+    now[0] += 3600.5  # an hour after the first: room again
+    assert budget.take(("o/r", 1, "mallory"), 3)

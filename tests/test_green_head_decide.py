@@ -77,16 +77,14 @@ APPROVED = [review("APPROVED", OLD, 1)]
 def test_a_push_reviews_a_block_on_request_and_never_leaves_an_approval_standing(
     mine: list[dict[str, Any]], on_push: bool, approval_on_push: ApprovalOnPush, expected: Step
 ) -> None:
-    found = step(
-        head(mine, on_push=on_push, approval_on_push=approval_on_push), ReviewMode.PUSH, received_at=0
-    )
+    found = step(head(mine, on_push=on_push, approval_on_push=approval_on_push), ReviewMode.PUSH)
     assert found is expected
 
 
 def test_a_closed_pull_request_is_never_reviewed_or_dismissed_on_a_push() -> None:
     open_one = head(APPROVED, on_push=True, approval_on_push=ApprovalOnPush.DISMISS)
     closed = Head(open_one.repo, {**open_one.pull, "state": "closed"}, open_one.mine, open_one.loaded)
-    assert step(closed, ReviewMode.PUSH, received_at=0) is Step.CLOSED
+    assert step(closed, ReviewMode.PUSH) is Step.CLOSED
 
 
 T0 = 1_800_000_000.0

@@ -263,3 +263,22 @@ async def test_a_refusal_is_uncounted_and_only_a_full_window_lowers_the_budget()
     clock.advance(3600)
     assert pacer.wait_before(1, write) == 0.0
     assert pacer._of(1).content[0].limit == 10
+
+
+@pytest.mark.parametrize(
+    ("spent", "reserve", "spare"),
+    [(0, 0.25, True), (53, 0.25, True), (54, 0.25, False), (71, 0.0, True), (72, 0.0, False)],
+)
+async def test_commands_get_only_the_writes_reviews_do_not_keep(
+    spent: int, reserve: float, spare: bool
+) -> None:
+    """Of 72 content-creating requests a minute, ``reserve`` is kept for reviews: a command's
+    answer is left out once one more would eat into it."""
+    now = [0.0]
+    pacer = Pacer(clock=lambda: now[0])
+    for _ in range(spent):
+        async with pacer.request(7, Cost(Resource.REST, 5, creates_content=True)):
+            pass
+    assert pacer.spare(7, reserve=reserve) is spare
+    now[0] += 61.0  # the minute passes: the window is free again
+    assert pacer.spare(7, reserve=reserve) is (spent < 450 * (1 - reserve))

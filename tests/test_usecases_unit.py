@@ -125,7 +125,6 @@ async def test_review_pull(
         repo=REPO,
         pr_number=1,
         trigger=trigger,
-        received_at=received_at,
     )
     assert gh.writes() == writes
     posted = [c.data for c in gh.calls if (c.method, c.path) == POST_REVIEW]

@@ -38,14 +38,7 @@ async def on_review_requested(event: PullRequestEvent, ctx: Context) -> None:
     else:
         return
     await github.react(ctx.gh, repo=event.repo, target="pull", target_id=event.pr_number, content="eyes")
-    await review_pull(
-        ctx.gh,
-        ctx.bot,
-        repo=event.repo,
-        pr_number=event.pr_number,
-        trigger=trigger,
-        received_at=ctx.received_at,
-    )
+    await review_pull(ctx.gh, ctx.bot, repo=event.repo, pr_number=event.pr_number, trigger=trigger)
 
 
 @router.register("pull_request", action="opened")
@@ -56,14 +49,7 @@ async def on_opened(event: PullRequestEvent, ctx: Context) -> None:
         return
     config = await ctx.bot.repo_configs.get(ctx.gh, repo=event.repo, slug=ctx.bot.identity.slug)
     if config.review.auto:
-        await review_pull(
-            ctx.gh,
-            ctx.bot,
-            repo=event.repo,
-            pr_number=event.pr_number,
-            trigger=Trigger.AUTO,
-            received_at=ctx.received_at,
-        )
+        await review_pull(ctx.gh, ctx.bot, repo=event.repo, pr_number=event.pr_number, trigger=Trigger.AUTO)
 
 
 @router.register("pull_request", action="synchronize")
@@ -72,14 +58,7 @@ async def on_push(event: PullRequestEvent, ctx: Context) -> None:
     approval of the earlier head is reviewed again or dismissed; otherwise nothing)."""
     if event.repo is None:
         return
-    await review_pull(
-        ctx.gh,
-        ctx.bot,
-        repo=event.repo,
-        pr_number=event.pr_number,
-        trigger=Trigger.PUSH,
-        received_at=ctx.received_at,
-    )
+    await review_pull(ctx.gh, ctx.bot, repo=event.repo, pr_number=event.pr_number, trigger=Trigger.PUSH)
 
 
 @router.register("check_run", action="rerequested")
@@ -96,11 +75,4 @@ async def on_rerun(event: CheckRunEvent, ctx: Context) -> None:
     if event.external_id and event.external_id.isdigit():
         numbers.add(int(event.external_id))  # forks' check runs list no PRs; the bot noted it
     for pr_number in sorted(numbers):
-        await review_pull(
-            ctx.gh,
-            ctx.bot,
-            repo=event.repo,
-            pr_number=pr_number,
-            trigger=Trigger.RERUN,
-            received_at=ctx.received_at,
-        )
+        await review_pull(ctx.gh, ctx.bot, repo=event.repo, pr_number=pr_number, trigger=Trigger.RERUN)

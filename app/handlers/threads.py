@@ -40,7 +40,6 @@ async def on_thread_reply(event: ReviewCommentEvent, ctx: Context) -> None:
             root_comment_id=event.in_reply_to_id,
             login=event.commenter_login,
             dispute=dispute,
-            received_at=ctx.received_at,
         )
         return
     await answer_reply(

@@ -49,18 +49,18 @@ async def answer_command(
         return  # a dispute in a thread: the threads concern answers it (usecases.disputes)
     if not await may_ask_here(gh, bot, comment, repo=repo, pr_number=pr_number):
         return
+    if not within_budgets(bot, comment, repo=repo, pr_number=pr_number):
+        return  # silence: not even a reaction (each one is a write)
     await github.react(gh, repo=repo, target=reaction, target_id=comment.comment_id, content="eyes")
     log.info("command %s", command.value)
     slug = bot.identity.slug
     where = thread_root
     match command:
         case Command.REVIEW:
-            await review_pull(
-                gh, bot, repo=repo, pr_number=pr_number, trigger=Trigger.MENTION, received_at=received_at
-            )
+            await review_pull(gh, bot, repo=repo, pr_number=pr_number, trigger=Trigger.MENTION)
             return
         case Command.RESOLVE:
-            await take_thumbs_down(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
+            await take_thumbs_down(gh, bot, repo=repo, pr_number=pr_number)
             await verify_threads(
                 gh, bot, repo=repo, pr_number=pr_number, claimed=True, asked_by=comment.commenter_login
             )
@@ -85,8 +85,33 @@ async def answer_command(
             text = HELP_TEXT.format(slug=slug, decoy=bot.identity.decoy_login)
         case _:
             assert_never(command)
-    key = f"{command.value}:{comment.comment_id}"
+    # The help never changes: answered once per pull request, however often it is asked.
+    key = command.value if command is Command.HELP else f"{command.value}:{comment.comment_id}"
     await say_once(gh, bot, repo=repo, pr_number=pr_number, key=key, text=text, thread_root=where)
+
+
+def within_budgets(
+    bot: Bot, comment: IssueCommentEvent | ReviewCommentEvent, *, repo: str, pr_number: int
+) -> bool:
+    """Whether a command may be acknowledged at all: within the person's and the pull request's
+    budget of commands an hour, and without the share of the installation's content-creating
+    budget kept for reviews (a flood of commands on one pull request never delays another's
+    review). Counted here, once per command."""
+    settings = bot.settings
+    installation = comment.installation_id
+    if installation is not None and not bot.writes.spare(
+        installation, reserve=settings.write_reserve_for_reviews
+    ):
+        log.info("command left unanswered: the installation's writes are kept for reviews")
+        return False
+    person = (comment.commenter_login or "").casefold()
+    if not bot.commands.take((repo.lower(), pr_number, person), settings.command_budget_per_person):
+        log.info("command left unanswered: %s is over the budget on this pull request", person)
+        return False
+    if not bot.commands.take((repo.lower(), pr_number), settings.command_budget_per_pull):
+        log.info("command left unanswered: the pull request is over its budget of commands")
+        return False
+    return True
 
 
 async def may_ask_here(

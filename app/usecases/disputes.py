@@ -49,7 +49,6 @@ async def dispute_finding(
     root_comment_id: int,
     login: str,
     dispute: Dispute,
-    received_at: float,
 ) -> None:
     """Withdraw the finding of the bot's thread ``root_comment_id`` if ``login`` may overrule it."""
     found = await open_bot_threads(
@@ -94,30 +93,21 @@ async def dispute_finding(
     await record_overrule(
         gh, bot, repo=repo, pr_number=pr_number, pending=pending, comments=comments, patch=patch
     )
-    await redecide(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
+    await redecide(gh, bot, repo=repo, pr_number=pr_number)
 
 
-async def redecide(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, received_at: float) -> None:
+async def redecide(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int) -> None:
     """The re-decision a fix gets, after a finding was overruled: a review is posted only when
     the block goes; otherwise the head's check run counts the overrule."""
-    await review_pull(
-        gh,
-        bot,
-        repo=repo,
-        pr_number=pr_number,
-        trigger=Trigger.OVERRULE,
-        received_at=received_at,
-    )
+    await review_pull(gh, bot, repo=repo, pr_number=pr_number, trigger=Trigger.OVERRULE)
 
 
-async def take_thumbs_down(
-    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, received_at: float
-) -> None:
+async def take_thumbs_down(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int) -> None:
     """Read the 👎s on the bot's open findings (GitHub sends no webhook for reactions), overrule
     those given by someone who may, and re-decide the verdict if a blocker went."""
     taken = await take_reactions(gh, bot, repo=repo, pr_number=pr_number)
     if taken:
-        await redecide(gh, bot, repo=repo, pr_number=pr_number, received_at=received_at)
+        await redecide(gh, bot, repo=repo, pr_number=pr_number)
 
 
 async def learnings_text(bot: Bot, *, repo: str) -> str:

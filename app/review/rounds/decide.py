@@ -98,25 +98,12 @@ def last_reviewed_head(mine: Sequence[Review]) -> str | None:
     return None
 
 
-def coalesces(
-    existing: Review | None, *, received_at: float, blocked: bool, force: bool, window: float = 0.0
-) -> bool:
-    """Whether a trigger for an already-reviewed head is answered by that review.
-
-    A trigger that reached us before the review was posted (or within ``window`` seconds after)
-    arrived while it was queued or running, or is the same request repeated: that review answers
-    it. A later trigger re-reviews only a head the bot still blocks (the sticky decision must be
-    re-decided); an approved or commented head has nothing new to say. ``force`` (the check
-    run's Re-run) always reviews again.
-    """
-    if existing is None or force:
-        return False
-    marker = ReviewMarker.read(existing.get("body"))
-    # The bot's own sub-second stamp when it has one; GitHub's submitted_at has whole seconds.
-    posted = marker.issued_at if marker is not None and marker.issued_at else submitted_at(existing) + 1.0
-    if received_at <= posted + window:
-        return True
-    return not blocked
+def coalesces(existing: Review | None, *, force: bool) -> bool:
+    """Whether a trigger for a head the bot already reviewed is answered by that review: always,
+    blocked or not, unless ``force`` (the check run's Re-run, an overrule). The head has not
+    changed, so neither has what the review says; asking again must not post a fresh full
+    review each time (a budget anyone who may ask could drain)."""
+    return existing is not None and not force
 
 
 def prior_blockers(review_body: str | None, comment_bodies: Iterable[str | None]) -> list[FindingMarker]:

@@ -48,13 +48,10 @@ class Reviewing:
         return cls(bot.identity, bot.reviewer, bot.analyses, bot.settings.review_approve)
 
 
-async def review_pull(
-    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, trigger: Trigger, received_at: float
-) -> None:
-    """Review the PR's current head, re-reading everything from GitHub first. ``received_at``
-    (epoch seconds) is when the delivery that asked for it reached the webhook endpoint."""
+async def review_pull(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, trigger: Trigger) -> None:
+    """Review the PR's current head, re-reading everything from GitHub first."""
     reader = GitHubReader(gh, bot.identity, bot.repo_configs, bot.learnings)
-    request = Request(repo, pr_number, trigger, received_at)
+    request = Request(repo, pr_number, trigger)
     await run(Reviewing.of(bot), reader, GitHubPublisher(gh, bot), request)
 
 
@@ -62,7 +59,7 @@ async def run(reviewing: Reviewing, reader: Reader, publisher: Publisher, reques
     """The pipeline: read, decide, analyse, plan, publish; the plan published, if any."""
     mode = decide.ReviewMode.of(request.trigger)
     head = await reader.head(request)
-    step = decide.step(head, mode, received_at=request.received_at)
+    step = decide.step(head, mode)
     if step is decide.Step.REVIEW and (by := await reader.paused_by(head)) is not None:
         await publisher.paused(head, by)
         return None

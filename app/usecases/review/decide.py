@@ -48,24 +48,18 @@ class Step(enum.Enum):
     NOT_BLOCKED = "not blocked"  # a push to a pull request the bot neither blocks nor approved
     NOT_ON_PUSH = "not on push"  # a push to a blocked pull request, ``review.on_push`` off
     DISMISS_APPROVAL = "approval dismissed"  # a push after the bot's approval, which is dismissed
-    COALESCED = "coalesced"  # a review of this head answers the trigger
+    COALESCED = "coalesced"  # the bot's review of this head answers the trigger (blocked or not)
 
 
-def step(head: Head, mode: ReviewMode, *, received_at: float) -> Step:
-    """Whether this job reviews the head. ``received_at``: when its delivery arrived."""
+def step(head: Head, mode: ReviewMode) -> Step:
+    """Whether this job reviews the head."""
     if head.pull.get("state") != "open":
         return Step.CLOSED
     if mode is ReviewMode.PUSH:
         pushed = on_push(head)
         if pushed is not Step.REVIEW:
             return pushed
-    if decide.coalesces(
-        decide.review_of_head(head.mine, head.head_sha),
-        received_at=received_at,
-        blocked=head.block is not None,
-        force=mode.forced,
-        window=head.config.review.coalesce_seconds,
-    ):
+    if decide.coalesces(decide.review_of_head(head.mine, head.head_sha), force=mode.forced):
         return Step.COALESCED
     return Step.REVIEW
 

@@ -40,12 +40,11 @@ Review = Mapping[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One job's ask: review this pull request; ``received_at``, when its delivery arrived."""
+    """One job's ask: review this pull request, for this trigger."""
 
     repo: str
     pr_number: int
     trigger: Trigger
-    received_at: float
 
 
 @dataclass(frozen=True, slots=True)
