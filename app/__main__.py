@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .cli import play, reviewing, service
+from .cli.terminal import printable_output
 from .config import load_env_file
 
 
@@ -32,7 +33,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command in ("serve", "worker", "doctor", "learnings"):
         load_env_file(Path.cwd() / ".env")  # what ``setup`` wrote; real environment variables win
-    result: int = args.run(args)
+    if args.command in ("serve", "worker"):  # they log (to stderr, redacted) and print nothing
+        served: int = args.run(args)
+        return served
+    with printable_output():  # what a repository or pull request wrote reaches a terminal
+        result: int = args.run(args)
     return result
 
 

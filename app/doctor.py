@@ -12,6 +12,7 @@ Exit status 0 when nothing failed, 1 with the list of problems.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -273,8 +274,9 @@ def check_linters(find: Callable[[str], Sequence[str] | None] | None = None) -> 
     checks: list[Check] = []
     for tool in LINTERS:
         command = locate(tool.program)
-        if command is None:
-            checks.append(Check(f"linter {tool.program}", "warn", tool.missing()))
+        if command is None:  # the operator is told where; the public review never is
+            where = f"; this bot runs {sys.executable}"
+            checks.append(Check(f"linter {tool.program}", "warn", tool.missing() + where))
         else:
             checks.append(
                 Check(f"linter {tool.program}", "ok", f"{tool.checks} checked by {' '.join(command)}")

@@ -262,6 +262,20 @@ def test_prose_keeps_its_code_spans_and_escapes_the_rest(text: str, shown: str) 
     assert inert.escape(text) == shown
 
 
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("fixes GH-123", "fixes GH-\u2060123"),  # GitHub links it to issue 123, as #123
+        ("see gh-7 and Gh-8", "see gh-\u20607 and Gh-\u20608"),
+        ("the gh-pages branch", "the gh-pages branch"),  # no digits: no reference
+        ("brigh-1", "brigh-1"),  # inside a word: no reference
+    ],
+)
+def test_a_gh_reference_is_neutralised_like_a_hash_one(text: str, shown: str) -> None:
+    assert inert.escape(text) == shown
+    assert inert.neutralise(inert.neutralise(text)) == inert.neutralise(text)  # twice is once
+
+
 # ------------------------------------------------------------------ end to end, through the fake
 AUTHOR = "alice"
 DECOY = "revbot"

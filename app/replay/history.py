@@ -90,7 +90,7 @@ async def merged_pull(repo: Path, merge_sha: str) -> MergedPull | None:
         )
     ).decode()
     pushes = []
-    for line in listing.splitlines():
+    for line in filter(None, listing.split("\n")):  # a subject may hold "\r" or "\x85"
         commit, at, author, commit_subject = line.split(FIELD, 3)
         try:
             base = (await git(repo, "merge-base", first, commit)).decode().strip()

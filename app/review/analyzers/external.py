@@ -57,7 +57,7 @@ class Tool:
     def missing(self) -> str:
         return (
             f"{self.program} is not installed, so {self.checks} were not checked "
-            f"(pip install {self.package} into the environment of {sys.executable})"
+            f"(pip install {self.package} into the bot's environment: `python -m app doctor` says which)"
         )
 
 

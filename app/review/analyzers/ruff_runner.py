@@ -80,7 +80,7 @@ def find_ruff() -> list[str]:
         return [sys.executable, "-m", "ruff"]
     raise RuffUnavailableError(
         "ruff is not installed: the built-in reviewer needs it for Python files "
-        f"(pip install ruff into the environment of {sys.executable})"
+        "(pip install ruff into the bot's environment: `python -m app doctor` says which)"
     )
 
 

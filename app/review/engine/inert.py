@@ -34,9 +34,9 @@ WORD_JOINER = "\u2060"  # invisible; ends a mention, an autolink or a reference 
 ZERO_WIDTH_SPACE = "\u200b"
 
 # What GitHub turns into a notification or a link in text: ``@name`` / ``@org/team`` and e-mail
-# addresses, ``scheme://`` and ``www.`` autolinks, ``#123`` references. Each pattern matches
-# nothing once the joiner is in (so neutralising twice changes nothing).
-_LIVE = re.compile(r"@(?=[A-Za-z0-9])|:(?=//)|(?i:www)(?=\.)|#(?=\d)")
+# addresses, ``scheme://`` and ``www.`` autolinks, ``#123`` and ``GH-123`` references. Each
+# pattern matches nothing once the joiner is in (so neutralising twice changes nothing).
+_LIVE = re.compile(r"@(?=[A-Za-z0-9])|:(?=//)|(?i:www)(?=\.)|#(?=\d)|(?i:\bgh-)(?=\d)")
 _TICKS = re.compile(r"`+")
 _PROSE = str.maketrans(
     {"\\": "\\\\", "`": "\\`", "[": "\\[", "]": "\\]", "&": "&amp;", "<": "&lt;", ">": "&gt;"}

@@ -140,7 +140,8 @@ async def first_parent_commits(repo: Path, tip: str, count: int) -> list[tuple[s
     """(sha, subject, has a parent) for the last ``count`` first-parent commits, newest first."""
     out = await git(repo, "log", "--first-parent", f"-n{count}", "--format=%H%x00%P%x00%s", tip, "--")
     commits = []
-    for line in out.decode(errors="replace").splitlines():
+    # One record per "\n" (``splitlines`` would also split a subject at its "\r" or "\x85")
+    for line in filter(None, out.decode(errors="replace").split("\n")):
         sha, parents, subject = line.split("\0", 2)
         commits.append((sha, subject, bool(parents.strip())))
     return commits

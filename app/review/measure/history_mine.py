@@ -242,9 +242,9 @@ async def _pair_for(repo: Path, index: _Index, candidate: Candidate, *, window_d
     if not fix.parents:
         return Drop.ROOT
     parent = fix.parents[0]
-    diff = (
-        await git(repo, "diff", "-w", "-M", "-U0", "--no-color", "--no-ext-diff", parent, fix.sha)
-    ).decode(errors="replace")
+    diff = (await git(repo, "diff", "-w", "-M", "-U0", "--no-color", parent, fix.sha)).decode(
+        errors="replace"
+    )
     python = [p for p in await _changed(repo, fix.sha, parent) if is_python(p)]
     if not python:
         return Drop.NO_PYTHON
@@ -314,9 +314,7 @@ async def _targets(
     if not unblamed:
         return targets
     diff = (
-        await git(
-            repo, "diff", "-M", "-U0", "--no-color", "--no-ext-diff", intro, parent, "--", *sorted(unblamed)
-        )
+        await git(repo, "diff", "-M", "-U0", "--no-color", intro, parent, "--", *sorted(unblamed))
     ).decode(errors="replace")
     sections = {new: (old, hunks) for old, new, hunks in file_sections(diff) if new is not None}
     listing = await git(repo, "ls-tree", "-r", "--name-only", "-z", intro, "--", *sorted(unblamed))

@@ -33,14 +33,27 @@ class RangeReview(Protocol):
     ) -> tuple[PullContext, ReviewResult]: ...
 
 
+# Nothing a repository's own configuration or attributes name is run by the command line's git:
+# no textconv or external diff driver (they are commands), no fsmonitor hook, no git hook.
+SAFE_GIT = ("-c", "core.quotepath=off", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+_NO_DRIVERS = {
+    "diff": ("--no-textconv", "--no-ext-diff"),
+    "log": ("--no-textconv", "--no-ext-diff"),
+    "show": ("--no-textconv", "--no-ext-diff"),
+    "blame": ("--no-textconv",),
+}
+
+
+def git_argv(repo: Path, *args: str) -> list[str]:
+    """The command line of ``git args`` in ``repo``, with ``SAFE_GIT`` and, for the commands that
+    would run a driver, the options that turn drivers off."""
+    command, rest = (args[0], args[1:]) if args else ("", ())
+    return ["git", "-C", str(repo), *SAFE_GIT, command, *_NO_DRIVERS.get(command, ()), *rest]
+
+
 async def git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
     process = await asyncio.create_subprocess_exec(
-        "git",
-        "-C",
-        str(repo),
-        "-c",
-        "core.quotepath=off",
-        *args,
+        *git_argv(repo, *args),
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -81,9 +94,7 @@ async def context_from_git(
         else:
             entries.append((code[:1], statuses[index + 1], None))
             index += 2
-    diff = (await git(repo, "diff", "--no-color", "--no-ext-diff", "-M", "-U3", merge_base, head_sha)).decode(
-        errors="replace"
-    )
+    diff = (await git(repo, "diff", "--no-color", "-M", "-U3", merge_base, head_sha)).decode(errors="replace")
     sections = [s for s in _DIFF_HEADER.split(diff) if s.strip()]
     files: list[ChangedFile] = []
     for (code, path, previous), section in zip(entries, sections, strict=False):
