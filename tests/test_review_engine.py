@@ -31,8 +31,12 @@ from app.review.core.selection import (
 )
 from app.review.engine.bounded import Evaluation, cap_findings
 from app.review.engine.builtin import (
+    MAX_CONFIG_CANDIDATES,
+    MAX_CONFIG_DEPTH,
     MAX_PROBES,
     BuiltinReviewer,
+    base_config_paths,
+    capped_configs,
     deduplicate,
     incomplete_analysis,
     summarise,
@@ -634,3 +638,23 @@ async def test_a_stage_that_fails_on_every_file_alone_is_left_out_whole() -> Non
         boundary.pool.close()
     assert result.incomplete and result.verdict is not Verdict.APPROVE
     assert "the explode checks failed (ValueError); they were not run" in result.summary
+
+
+def test_lint_configuration_candidates_are_capped_in_number_and_depth() -> None:
+    """A listing cut short makes every candidate on every path one to read: 300 files 60
+    directories deep would be 72,005 paths. The shallowest are kept, and the review says so."""
+    deep = ["/".join(f"d{n}_{level}" for level in range(60)) + f"/m{n}.py" for n in range(300)]
+    wanted = base_config_paths(deep, RepoTree(frozenset(deep), truncated=True), [])
+    assert len(wanted) > 50_000
+    kept, note = capped_configs(wanted)
+    assert len(kept) <= MAX_CONFIG_CANDIDATES
+    assert all(p.count("/") <= MAX_CONFIG_DEPTH for p in kept)
+    assert "pyproject.toml" in kept and ".pre-commit-config.yaml" in kept  # the root's first
+    assert note is not None and note.startswith(
+        f"{len(wanted) - len(kept)} lint configuration candidates not read"
+    )
+    shallow = ["src/a.py", "src/b.py"]
+    assert capped_configs(base_config_paths(shallow, None, [])) == (
+        base_config_paths(shallow, None, []),
+        None,
+    )

@@ -59,6 +59,8 @@ MAX_TRIPS = 3  # stages left out, one by one, before the analysis is given up
 # Jobs one review may spend finding the files a failing analyzer trips on (halving the files each
 # time: one hostile file among 256 takes about 16). Beyond it, what is still unresolved is refused.
 MAX_PROBES = 24
+MAX_CONFIG_CANDIDATES = 400  # lint configuration files one review reads at the base
+MAX_CONFIG_DEPTH = 12  # directories: a configuration deeper than this is not looked for
 
 
 class BuiltinReviewer(Reviewer):
@@ -103,7 +105,8 @@ class BuiltinReviewer(Reviewer):
         # finding of the ``config`` analyzer, which reads the head's side).
         selected = [f.path for f in (*selection.analysable, *selection.unpatched)]
         tree = await context.tree() if context.tree is not None and selected else None
-        configs = base_config_paths(selected, tree, context.files) if selected else []
+        configs, capped = capped_configs(base_config_paths(selected, tree, context.files) if selected else [])
+        notes: list[str] = [capped] if capped else []
         wanted: dict[str, None] = {}
         for analyzer in self.analyzers:
             wanted.update(dict.fromkeys(analyzer.wanted_paths(selection.analysable, selection.unpatched)))
@@ -112,7 +115,6 @@ class BuiltinReviewer(Reviewer):
         contents = dict(await context.read(list(wanted))) if wanted else {}
         read_base = context.read_base
         base_configs = dict(await read_base(configs)) if read_base is not None and configs else {}
-        notes: list[str] = []
         budget = Budget(self.boundary.limits.budget_seconds)  # the child time of this review
 
         python = tuple(f.path for f in selection.analysable if is_python(f.path))
@@ -312,6 +314,23 @@ def base_config_paths(
     candidates = set(config_paths(selected, None))
     touched = {p for f in changed for p in (f.path, f.previous_path) if p is not None and p in candidates}
     return list(dict.fromkeys([*config_paths(selected, tree), *sorted(touched)]))
+
+
+def capped_configs(paths: Sequence[str]) -> tuple[list[str], str | None]:
+    """At most ``MAX_CONFIG_CANDIDATES`` lint configuration files to read, none deeper than
+    ``MAX_CONFIG_DEPTH`` directories, the shallowest first (where a repository keeps its
+    configuration); and the note when some were left out. Without a complete listing of the
+    repository every candidate on every path is asked for: 300 files 60 directories deep would
+    be 72,005 reads."""
+    fitting = sorted((p for p in paths if p.count("/") <= MAX_CONFIG_DEPTH), key=lambda p: (p.count("/"), p))
+    kept = set(fitting[:MAX_CONFIG_CANDIDATES])
+    if len(kept) == len(paths):
+        return list(paths), None
+    left = len(paths) - len(kept)
+    return [p for p in paths if p in kept], (
+        f"{left} lint configuration candidates not read (at most {MAX_CONFIG_CANDIDATES}, "
+        f"{MAX_CONFIG_DEPTH} directories deep at most: the shallowest were read)"
+    )
 
 
 def incomplete_analysis(evaluation: Evaluation, skipped: Sequence[Skipped], *, truncated: bool) -> bool:
