@@ -245,9 +245,18 @@ def isolation_check(isolation: Isolation) -> Check:
             f"they can read what the bot's user can ({isolation.filesystem_why}); allow user and "
             "mount namespaces, or enable Landlock, to keep the bot's own files from them"
         )
+    if isolation.processes_why:
+        problems.append(
+            f"they could signal the bot's process ({isolation.processes_why}); "
+            "allow PID namespaces (unshare) to hide it from them"
+        )
     if problems:
         return Check("analysis", "warn", f"analysis processes start, but {'; '.join(problems)}; {files}")
-    return Check("analysis", "ok", f"analysis processes start, bounded, with no network; {files}")
+    return Check(
+        "analysis",
+        "ok",
+        f"analysis processes start, bounded, with no network, in their own PID namespace; {files}",
+    )
 
 
 async def check_analysis(settings: AnalysisSettings) -> Check:

@@ -37,7 +37,9 @@ class LookAround:
             "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
             "core": resource.getrlimit(resource.RLIMIT_CORE)[0],
             "cpu": resource.getrlimit(resource.RLIMIT_CPU)[0],
-            "pgid_is_pid": int(os.getpgid(0) == os.getpid()),
+            # its own group (a kill of the group ends ruff with it): led by itself, or, in a PID
+            # namespace of its own, by the process the pool started, outside it (seen as 0)
+            "pgid_is_pid": int(os.getpgid(0) in (os.getpid(), 0)),
             "nice": os.getpriority(os.PRIO_PROCESS, 0),
         }
         return Seen(dict(os.environ), tool, os.getcwd(), limits)
@@ -237,3 +239,20 @@ class Explode:
         if any(item.path == self.path for item in (*batch.files, *batch.unpatched)):
             raise ValueError(f"{self.path} crashed me")
         return AnalyzerOutput()
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """Tries to signal ``pid`` (signal 0: asks only whether it may): the errno, 0 when it may."""
+
+    pid: int
+
+    def result_type(self) -> type[int]:
+        return int
+
+    async def run(self) -> int:
+        try:
+            os.kill(self.pid, 0)
+        except OSError as refused:
+            return refused.errno or -1
+        return 0

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from app.cli.terminal import printable
-from app.doctor import check_linters
+from app.doctor import check_linters, isolation_check
 from app.review.analyzers import LINTERS
+from app.review.isolation.limits import Confinement
+from app.review.isolation.process import Isolation
 from tests.test_review_cli import git, make_repo, run_cli
 
 pytestmark = pytest.mark.slow
@@ -98,3 +100,10 @@ def test_a_missing_linter_is_named_without_the_hosts_paths_where_it_is_posted() 
         assert f"pip install {tool.package}" in note
     said = {check.name: check.detail for check in check_linters(find=lambda program: None)}
     assert all(sys.executable in detail for detail in said.values())
+
+
+@pytest.mark.parametrize(("why", "level"), [("", "ok"), ("Operation not permitted", "warn")])
+def test_doctor_says_whether_the_children_could_signal_the_bot(why: str, level: str) -> None:
+    check = isolation_check(Isolation(True, "", Confinement.PRIVATE_ROOT, "", why))
+    assert check.level == level
+    assert ("signal the bot's process (Operation not permitted)" in check.detail) is bool(why)

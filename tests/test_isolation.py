@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import hmac
 import json
@@ -29,7 +30,20 @@ from app.review.engine.builtin import BuiltinReviewer
 from app.review.isolation.limits import Confinement, Limit, Limits, Tripped
 from app.review.isolation.pool import ProcessPool
 from tests.harness import REPO, SECRET, BotHarness
-from tests.isolation_jobs import Dial, Echo, Forever, Gate, Grow, LookAround, Peek, Reached, Seen, Spin, Write
+from tests.isolation_jobs import (
+    Dial,
+    Echo,
+    Forever,
+    Gate,
+    Grow,
+    LookAround,
+    Peek,
+    Reached,
+    Seen,
+    Signal,
+    Spin,
+    Write,
+)
 
 LLM_KEY = "sk-test-llm-key-do-not-leak-1234"
 METRICS_TOKEN = "metrics-token-do-not-leak-5678"
@@ -481,3 +495,18 @@ async def test_the_children_run_below_the_serving_process_priority(niceness: int
         boundary.close()
     assert isinstance(seen, Seen)
     assert seen.limits["nice"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness)
+
+
+async def test_a_child_can_neither_see_nor_signal_the_serving_process() -> None:
+    """In a PID namespace of its own (where the kernel allows one; CI's does), the serving
+    process does not exist for the child: a signal to it finds nothing."""
+    boundary = ProcessPool(Limits(workers=1))
+    try:
+        isolation = await boundary.isolation()
+        if isolation.processes_why and not os.environ.get("CI"):
+            pytest.skip(f"this machine allows no PID namespace: {isolation.processes_why}")
+        assert isolation.processes_why == ""
+        assert await boundary.run(Signal(os.getpid())) == errno.ESRCH
+        assert await boundary.run(Signal(os.getppid())) == errno.ESRCH
+    finally:
+        boundary.close()

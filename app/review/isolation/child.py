@@ -20,12 +20,13 @@ import os
 import pickle
 import resource
 import shutil
+import signal
 import struct
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 from pydantic import TypeAdapter
 
@@ -100,6 +101,7 @@ def _cpu_budget(seconds: int) -> None:
 
 CLONE_NEWNET = 0x40000000  # <linux/sched.h>; os.CLONE_* only from Python 3.12
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 
 
 def leave_network() -> str | None:
@@ -124,6 +126,47 @@ def leave_network() -> str | None:
         return None
     except OSError as unprivileged:
         return f"{reason}; as a user namespace: {unprivileged.strerror or unprivileged}"
+
+
+def enter_own_pids(*pipes: BinaryIO) -> str | None:
+    """Move into a PID namespace of its own, after ``leave_network`` (whose user namespace,
+    unprivileged, grants the right): neither this process nor anything it starts can see or
+    signal a process outside (the serving process included). None when done, else why not.
+
+    The namespace's first process only waits: the kernel shields it from signals it has no
+    handler for, and the limits (``RLIMIT_CPU``'s ``SIGXCPU``) must still end the jobs. So it forks
+    the process that goes on as this one; each process left behind passes on how its child
+    ended, a signal as ``128 + signal`` across the namespace's first process."""
+    if not sys.platform.startswith("linux"):
+        return "this platform has no namespaces"
+    try:
+        unshare(CLONE_NEWPID)
+    except OSError as refused:
+        return refused.strerror or str(refused)
+    first = os.fork()
+    if first:
+        _pass_on(first, pipes, by_signal=True)
+    second = os.fork()  # in the namespace's first process
+    if second:
+        _pass_on(second, pipes, by_signal=False)
+    return None
+
+
+def _pass_on(pid: int, pipes: tuple[BinaryIO, ...], *, by_signal: bool) -> NoReturn:
+    """Wait for ``pid`` and end as it ended: by the same signal (``by_signal``, outside the
+    namespace) or, inside, with the exit status ``128 + signal`` that the process outside reads."""
+    for pipe in pipes:  # the protocol is the job runner's alone
+        pipe.close()
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if by_signal and 128 < code <= 128 + signal.NSIG:
+        code = 128 - code  # passed on from inside: the signal it was
+    if code < 0:
+        if by_signal:
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        os._exit(128 - code)
+    os._exit(code)
 
 
 def _clear(directory: Path) -> None:
@@ -169,13 +212,20 @@ def main() -> int:
         return 0
     setup: Setup = pickle.loads(first)
     offline = leave_network()
+    own_pids = enter_own_pids(source, child._output)
     home = Path.cwd()
     sys.path.extend(p for p in setup.sys_path if p not in sys.path)
     confinement, why = confine(str(home), setup.root, setup.readable, setup.strongest)
     apply_limits(setup.limits)
     # A job's deadline counts from here, not from the start-up.
     child._send(
-        {"ready": True, "network": offline or "", "filesystem": confinement.value, "filesystem_why": why}
+        {
+            "ready": True,
+            "network": offline or "",
+            "filesystem": confinement.value,
+            "filesystem_why": why,
+            "processes": own_pids or "",
+        }
     )
     while (frame := read_frame(source)) is not None:
         _cpu_budget(setup.limits.cpu_seconds)

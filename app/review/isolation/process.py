@@ -62,6 +62,7 @@ class Isolation:
     network_why: str = ""
     filesystem: Confinement = Confinement.NONE
     filesystem_why: str = ""
+    processes_why: str = ""  # why it could not have a PID namespace of its own ("": it has)
 
 
 def _lower_priority(pid: int, niceness: int) -> None:
@@ -115,7 +116,13 @@ class ChildProcess:
             filesystem = Confinement(str(said.get("filesystem")))
         except ValueError:
             filesystem = Confinement.NONE
-        self.isolation = Isolation(not refused, refused, filesystem, str(said.get("filesystem_why") or ""))
+        self.isolation = Isolation(
+            not refused,
+            refused,
+            filesystem,
+            str(said.get("filesystem_why") or ""),
+            str(said.get("processes") or ""),
+        )
 
     @property
     def alive(self) -> bool:
