@@ -658,3 +658,19 @@ def test_lint_configuration_candidates_are_capped_in_number_and_depth() -> None:
         base_config_paths(shallow, None, []),
         None,
     )
+
+
+@pytest.mark.slow
+async def test_a_review_reads_at_most_its_byte_limit_and_says_what_it_left_out() -> None:
+    texts = {"src/app.py": "def f():\n    return missing\n", "src/big.py": "x = 1\n" * 40}
+    files = [changed(path, None, text) for path, text in texts.items()]
+    boundary = ProcessPool(Limits(workers=1, review_bytes=100))
+    try:
+        result = await BuiltinReviewer(boundary=boundary).review(pull(files, RecordingReader(texts)))
+    finally:
+        boundary.close()
+    assert ("src/app.py", "python/F821", 2) in located(result.findings)
+    assert [(s.path, s.reason) for s in result.skipped] == [
+        ("src/big.py", "not analysed: the review read its limit of 100 bytes")
+    ]
+    assert result.incomplete and result.verdict is Verdict.REQUEST_CHANGES

@@ -113,6 +113,15 @@ class BuiltinReviewer(Reviewer):
         if settings.settings_path in {f.path for f in selection.analysable}:
             wanted[settings.settings_path] = None  # the bot's own settings, changed by the PR
         contents = dict(await context.read(list(wanted))) if wanted else {}
+        contents, over = within_bytes(contents, self.boundary.limits.review_bytes)
+        if over:  # what the review could not afford to read is not analysed, and said so
+            why = f"not analysed: the review read its limit of {_bytes(self.boundary.limits.review_bytes)}"
+            skipped += [Skipped(path, why) for path in over]
+            selection = replace(
+                selection,
+                analysable=tuple(f for f in selection.analysable if f.path not in over),
+                unpatched=tuple(f for f in selection.unpatched if f.path not in over),
+            )
         read_base = context.read_base
         base_configs = dict(await read_base(configs)) if read_base is not None and configs else {}
         budget = Budget(self.boundary.limits.budget_seconds)  # the child time of this review
@@ -314,6 +323,34 @@ def base_config_paths(
     candidates = set(config_paths(selected, None))
     touched = {p for f in changed for p in (f.path, f.previous_path) if p is not None and p in candidates}
     return list(dict.fromkeys([*config_paths(selected, tree), *sorted(touched)]))
+
+
+def _bytes(count: int) -> str:
+    return (
+        f"{count // 2**20} MB"
+        if count >= 2**20
+        else f"{count // 1024} KB"
+        if count >= 1024
+        else f"{count} bytes"
+    )
+
+
+def within_bytes(
+    contents: Mapping[str, FileContent | None], limit: int
+) -> tuple[dict[str, FileContent | None], frozenset[str]]:
+    """The contents, in their order, while their sizes add up to at most ``limit``; and the
+    paths left out past it (what a review reads and pickles for its children is bounded)."""
+    kept: dict[str, FileContent | None] = {}
+    over: set[str] = set()
+    total = 0
+    for path, content in contents.items():
+        size = content.size if content is not None else 0
+        if total + size > limit:
+            over.add(path)
+            continue
+        total += size
+        kept[path] = content
+    return kept, frozenset(over)
 
 
 def capped_configs(paths: Sequence[str]) -> tuple[list[str], str | None]:

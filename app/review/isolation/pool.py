@@ -247,6 +247,7 @@ def limits_of(settings: AnalysisSettings) -> Limits:
         pattern_seconds=settings.review_pattern_seconds,
         budget_seconds=settings.review_budget_seconds,
         niceness=settings.review_niceness,
+        review_bytes=settings.review_max_bytes,
     )
 
 
