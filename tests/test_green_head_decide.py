@@ -138,3 +138,40 @@ def test_readiness_counts_the_bots_approval_only_at_the_head(
     assert verdict.outcome is outcome
     assert words in verdict.headline
     assert not (verdict.looks_ready and any(r.commit != NEW and r.login == ME for r in reviews[-1:]))
+
+
+@pytest.mark.parametrize(
+    ("check", "reviews", "outcome", "words"),
+    [
+        (
+            rd.CheckState.PASSED,
+            (rd.Review(ME, ReviewState.APPROVED, NEW, T0),),
+            rd.Outcome.READY,
+            "approved by",
+        ),
+        # the bot commented (not everything analysed): its check holds the call
+        (
+            rd.CheckState.FAILED,
+            (rd.Review(ME, ReviewState.COMMENTED, NEW, T0),),
+            rd.Outcome.BLOCKED,
+            "does not pass",
+        ),
+        (rd.CheckState.PENDING, (), rd.Outcome.WAITING, "my review of this head is still running"),
+        # a block is said once, by the request for changes
+        (
+            rd.CheckState.FAILED,
+            (rd.Review(ME, ReviewState.CHANGES_REQUESTED, NEW, T0),),
+            rd.Outcome.BLOCKED,
+            "changes requested by `revbot[bot]`",
+        ),
+    ],
+)
+def test_readiness_never_calls_ready_past_the_bots_own_failing_check(
+    check: rd.CheckState, reviews: tuple[rd.Review, ...], outcome: rd.Outcome, words: str
+) -> None:
+    verdict = rd.decide(replace(READY, reviews=reviews, my_review_check=check), rd.Settings(), now=LATER)
+    assert verdict is not None and verdict.outcome is outcome
+    assert words in verdict.headline
+    assert "does not pass" not in verdict.headline or outcome is rd.Outcome.BLOCKED
+    if reviews and reviews[0].state == ReviewState.CHANGES_REQUESTED:
+        assert "does not pass" not in verdict.headline

@@ -178,6 +178,7 @@ class Snapshot:
     last_activity: float = 0.0  # newest push, comment, review or check change (the bot's excluded)
     missing_permissions: tuple[str, ...] = ()
     me: str = ""  # the bot's login: its own reviews count as opinions, never as a review in flight
+    my_review_check: CheckState | None = None  # the bot's own review check on the head, if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,8 +410,17 @@ def _review_holds(snapshot: Snapshot, opinions: dict[str, Review]) -> list[_Hold
 
 
 def _my_review_holds(snapshot: Snapshot) -> list[_Hold]:
-    """Once the bot has reviewed the pull request, the call waits for its review of this head: its
-    approval (or silence) about an earlier commit says nothing of what was pushed since."""
+    """The bot's own review of this head: its check failing (blockers, or an analysis the pull
+    request made incomplete) holds the call; once the bot has reviewed the pull request, the call
+    waits for its review of this head: an approval (or silence) about an earlier commit says
+    nothing of what was pushed since."""
+    mine_now = latest_reviews(r for r in snapshot.reviews if _is_me(r.login, snapshot))
+    blocking = any(r.state == ReviewState.CHANGES_REQUESTED for r in mine_now.values())  # said already
+    if snapshot.my_review_check == CheckState.FAILED and not blocking:  # not everything analysed
+        why = "my review of this head does not pass (its check says why): a person must look"
+        return [_Hold(why, frozenset({Block.BOT_REVIEW}))]
+    if snapshot.my_review_check == CheckState.PENDING:
+        return [_Hold("my review of this head is still running")]
     mine = [r for r in snapshot.reviews if _is_me(r.login, snapshot) and r.state != ReviewState.PENDING]
     if not mine or any(r.commit == snapshot.head_sha for r in mine):
         return []

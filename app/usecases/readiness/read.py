@@ -205,7 +205,18 @@ def snapshot_of(observed: Observed, identity: BotIdentity, *, head_pushed_at: fl
         last_activity=max(activity),
         missing_permissions=observed.missing,
         me=identity.bot_login,
+        my_review_check=own_review_check(observed.runs, identity),
     )
+
+
+def own_review_check(runs: Iterable[Mapping[str, Any]], identity: BotIdentity) -> rd.CheckState | None:
+    """The state of the bot's own review check run on the head (None: it has none there)."""
+    name = check_name(CheckKind.REVIEW, identity)
+    mine = [r for r in runs if (r.get("app") or {}).get("slug") == identity.slug and r.get("name") == name]
+    if not mine:
+        return None
+    latest = max(mine, key=lambda r: int(r.get("id") or 0))
+    return check_run_state(latest.get("status"), latest.get("conclusion"))
 
 
 def readiness_comment(
