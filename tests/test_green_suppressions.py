@@ -17,6 +17,7 @@ from tests.test_review_linters import PWN
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 AUTHOR = "mallory"
+APT_INSTALL = "RUN apt-get update && apt-get install -y curl\n"
 DECOY = "revbot"
 
 
@@ -94,3 +95,32 @@ async def test_a_suppression_the_base_already_had_is_honoured(bot: BotHarness) -
     _, posted = await review(bot, head, base)
     assert posted.body["event"] == "APPROVE"
     assert "Suppressed by this pull request" not in said(posted)
+
+
+@pytest.mark.parametrize(
+    ("files", "rule"),
+    [
+        ({"scripts/run.sh": "#!/bin/sh\n# shellcheck disable=SC2086\necho $1\n"}, "shell/SC2086"),
+        (
+            {"Dockerfile": f"FROM debian:12\n# hadolint ignore=DL3008\n{APT_INSTALL}"},
+            "dockerfile/DL3008",
+        ),
+    ],
+    ids=["shellcheck", "hadolint"],
+)
+async def test_what_a_directive_the_pull_request_added_hides_is_listed(
+    bot: BotHarness, files: dict[str, str | None], rule: str
+) -> None:
+    _, posted = await review(bot, files)
+    body = posted.body["body"]
+    assert "suppressed by this pull request's own comments</summary>" in body
+    listed = body.split("suppressed by this pull request's own comments</summary>", 1)[1]
+    assert f"`{rule}`" in listed.split("</details>", 1)[0], body
+    assert all(f"`{rule}`" not in c["body"] for c in posted.body.get("comments", []))  # not inline
+
+
+async def test_a_directive_the_base_already_had_is_honoured_and_not_listed(bot: BotHarness) -> None:
+    base = {"scripts/run.sh": "#!/bin/sh\n# shellcheck disable=SC2086\necho $1\n"}
+    head = {"scripts/run.sh": "#!/bin/sh\n# shellcheck disable=SC2086\necho $1\necho done\n"}
+    _, posted = await review(bot, head, base)
+    assert "suppressed by this pull request" not in posted.body["body"]

@@ -3,12 +3,17 @@ tests/test_green_suppressions.py)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app.review.analyzers.suppressions import (
+    HADOLINT_DIRECTIVE,
+    SHELLCHECK_DIRECTIVE,
     adds_noqa,
     noqa_added_for,
     suppressed_by_pull_request,
+    without_added_directives,
     zizmor_ignore_added,
 )
 from app.review.core.model import Finding, Severity
@@ -75,3 +80,37 @@ def test_only_a_blocker_outlives_the_pull_requests_suppression(severity: Severit
     if found is not None:
         assert found.message.startswith("Suppressed by this pull request (`# noqa` (line 1)), yet a blocker")
         assert (found.severity, found.fingerprint) == (hidden.severity, hidden.fingerprint)
+
+
+@pytest.mark.parametrize(
+    ("text", "added", "directive", "expected"),
+    [
+        (
+            "#!/bin/sh\n# shellcheck disable=SC2086\necho $1\n",
+            {2: "", 3: ""},
+            SHELLCHECK_DIRECTIVE,
+            "#!/bin/sh\n# inert-for-the-bot disable=SC2086\necho $1\n",
+        ),
+        (
+            "#!/bin/sh\n# shellcheck disable=SC2086\necho $1\n",
+            {3: ""},
+            SHELLCHECK_DIRECTIVE,
+            None,
+        ),  # the base's
+        ("# shellcheck source=lib.sh\n", {1: ""}, SHELLCHECK_DIRECTIVE, None),  # not a suppression
+        (
+            "FROM x\n# hadolint ignore=DL3008\nRUN y\n",
+            {2: ""},
+            HADOLINT_DIRECTIVE,
+            "FROM x\n# inert-for-the-bot ignore=DL3008\nRUN y\n",
+        ),
+    ],
+    ids=["added", "at-base", "other-directive", "hadolint"],
+)
+def test_the_directives_the_pull_request_added_are_made_inert_for_a_second_run(
+    text: str, added: dict[int, str], directive: re.Pattern[str], expected: str | None
+) -> None:
+    rewritten = without_added_directives(text, added, directive)
+    assert rewritten == expected
+    if rewritten is not None:
+        assert rewritten.count("\n") == text.count("\n")  # every line number stays

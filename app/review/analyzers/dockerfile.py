@@ -20,8 +20,19 @@ from ..core.codespan import code_span
 from ..core.model import ChangedFile, Finding, Severity
 from ..core.toolconfig import hadolint_config, is_dockerfile
 from .base import AnalysisInput, AnalyzerOutput, Rule
-from .external import TOOL_TIMEOUT, Tool, ToolError, collect, command_for, run_tool, tool_tree, unavailable
+from .external import (
+    TOOL_TIMEOUT,
+    Tool,
+    ToolError,
+    added_suppressions,
+    collect,
+    command_for,
+    run_tool,
+    tool_tree,
+    unavailable,
+)
 from .shell import diagnostic_findings, diagnostics, shellcheck_link
+from .suppressions import HADOLINT_DIRECTIVE
 
 __all__ = ["CHOICES", "HADOLINT", "DockerfileAnalyzer", "kept", "posix_shell", "severity_of"]
 
@@ -90,15 +101,20 @@ class DockerfileAnalyzer:
         config = hadolint_config(batch.configs)
         out.notes.extend(config.notes)
         files = {path: item.text or "" for path, item in targets.items()}
-        try:
-            async with tool_tree({**config.files, **files}) as root:
+
+        async def lint(texts: Mapping[str, str]) -> list[Finding]:
+            async with tool_tree({**config.files, **texts}) as root:
                 args = [*command, "--config", next(iter(config.files)), "--format", "json", "--no-fail"]
-                stdout = await run_tool([*args, "--no-color", "--", *files], root, time_limit=self.time_limit)
-            entries = diagnostics(stdout, files)
+                stdout = await run_tool([*args, "--no-color", "--", *texts], root, time_limit=self.time_limit)
+            entries = [e for e in diagnostics(stdout, texts) if kept(e, texts[e["file"]])]
+            return [severity_of(f) for f in diagnostic_findings(entries, targets, PREFIX, rule_link)]
+
+        try:
+            found = await lint(files)
         except ToolError as exc:
             return unavailable(out, list(targets), f"Dockerfiles were not checked ({exc})", HADOLINT)
         used = f" with the repository's {code_span(config.used[0])}" if config.used else ""
         out.notes.append(f"Dockerfiles checked by hadolint{used}")
-        entries = [e for e in entries if kept(e, files[e["file"]])]
-        out.findings.extend(severity_of(f) for f in diagnostic_findings(entries, targets, PREFIX, rule_link))
+        out.findings.extend(found)
+        await added_suppressions(targets, found, HADOLINT_DIRECTIVE, lint, out)
         return out

@@ -13,15 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.model import Severity, Skipped
+from ..core.model import Finding, Severity, Skipped
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, safe_relative, unreadable
+from .suppressions import suppressed_by_pull_request, without_added_directives
 
 __all__ = [
     "LEVELS",
@@ -121,6 +123,42 @@ def unavailable(out: AnalyzerOutput, paths: Sequence[str], why: str, tool: Tool)
     out.notes.append(why)
     out.skipped.extend(Skipped(path, f"{tool.program} not run: {why}") for path in paths)
     return out
+
+
+async def added_suppressions(
+    targets: Mapping[str, FileUnderReview],
+    found: Sequence[Finding],
+    directive: re.Pattern[str],
+    lint: Callable[[Mapping[str, str]], Awaitable[list[Finding]]],
+    out: AnalyzerOutput,
+) -> None:
+    """The tool again on the files where the pull request added one of its ``directive``s, with
+    those made inert (``suppressions``): what only they hid, on added lines, is a finding when it
+    is a blocker, else listed as suppressed. Its own directives the bot cannot check: incomplete."""
+    rewritten = {
+        path: text
+        for path, item in targets.items()
+        if (text := without_added_directives(item.text or "", item.lines.added_text, directive)) is not None
+    }
+    if not rewritten:
+        return
+    try:
+        again = await lint(rewritten)
+    except ToolError as exc:
+        out.incomplete = True
+        out.notes.append(f"the pull request's own suppressions could not be checked ({exc})")
+        return
+    seen = {(f.path, f.rule, f.line) for f in found}
+    for hidden in again:
+        if (hidden.path, hidden.rule, hidden.line) in seen or hidden.line not in targets[
+            hidden.path
+        ].lines.added:
+            continue
+        flagged = suppressed_by_pull_request(hidden, "a directive it added")
+        if flagged is not None:
+            out.findings.append(flagged)
+        else:
+            out.suppressed.append(hidden)
 
 
 def _write_tree(tmp: str, files: Mapping[str, str]) -> Path:

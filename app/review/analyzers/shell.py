@@ -24,12 +24,14 @@ from .external import (
     TOOL_TIMEOUT,
     Tool,
     ToolError,
+    added_suppressions,
     collect,
     command_for,
     run_tool,
     tool_tree,
     unavailable,
 )
+from .suppressions import SHELLCHECK_DIRECTIVE
 
 __all__ = ["SHELLCHECK", "ShellAnalyzer", "shellcheck_link"]
 
@@ -120,22 +122,28 @@ class ShellAnalyzer:
         config = shellcheck_configs(batch.configs)
         out.notes.extend(config.notes)
         files = {path: item.text or "" for path, item in targets.items()}
-        try:
-            async with tool_tree({**config.files, **files}) as root:
+
+        async def lint(texts: Mapping[str, str]) -> list[Finding]:
+            async with tool_tree({**config.files, **texts}) as root:
                 stdout = await run_tool(
-                    [*command, "--format=json1", "--color=never", "--", *files],
+                    [*command, "--format=json1", "--color=never", "--", *texts],
                     root,
                     ok=frozenset({0, 1}),  # 1: it found something
                     time_limit=self.time_limit,
                 )
             entries = [
                 {**e, "code": f"SC{e.get('code')}"}
-                for e in diagnostics(stdout, files)
+                for e in diagnostics(stdout, texts)
                 if e.get("code") not in ARTEFACTS
             ]
+            return diagnostic_findings(entries, targets, PREFIX, shellcheck_link)
+
+        try:
+            found = await lint(files)
         except ToolError as exc:
             return unavailable(out, list(targets), f"shell scripts were not checked ({exc})", SHELLCHECK)
         used = f" with the repository's {', '.join(code_span(p) for p in config.used)}" if config.used else ""
         out.notes.append(f"shell scripts checked by shellcheck{used}")
-        out.findings.extend(diagnostic_findings(entries, targets, PREFIX, shellcheck_link))
+        out.findings.extend(found)
+        await added_suppressions(targets, found, SHELLCHECK_DIRECTIVE, lint, out)
         return out

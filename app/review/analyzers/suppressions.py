@@ -18,6 +18,22 @@ from ..core.model import Finding, Severity
 _NOQA = re.compile(r"#\s*noqa\b", re.IGNORECASE)
 _FILE_NOQA = re.compile(r"#\s*(?:ruff|flake8)\s*:\s*noqa\b", re.IGNORECASE)
 _ZIZMOR = re.compile(r"#\s*zizmor\s*:\s*ignore\b", re.IGNORECASE)
+# shellcheck's and hadolint's directives: a comment that silences the line (or command) below.
+SHELLCHECK_DIRECTIVE = re.compile(r"(#\s*shellcheck)(\s+disable\s*=)", re.IGNORECASE)
+HADOLINT_DIRECTIVE = re.compile(r"(#\s*hadolint)(\s+ignore\s*=)", re.IGNORECASE)
+
+
+def without_added_directives(text: str, added: Mapping[int, str], directive: re.Pattern[str]) -> str | None:
+    """``text`` with the directives on the lines the pull request added made inert (renamed, the
+    lines kept, so every line number stays), for a second run; None when it added none. The
+    base's directives stay: the repository's convention."""
+    lines = text.split("\n")
+    changed = False
+    for number in added:
+        if 0 < number <= len(lines) and directive.search(lines[number - 1]):
+            lines[number - 1] = directive.sub(r"# inert-for-the-bot\2", lines[number - 1])
+            changed = True
+    return "\n".join(lines) if changed else None
 
 
 def adds_noqa(added: Mapping[int, str]) -> bool:
