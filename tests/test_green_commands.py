@@ -86,3 +86,15 @@ async def test_commands_leave_the_share_of_writes_kept_for_reviews(bot: BotHarne
     await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)  # a review still goes out
     await bot.drain()
     assert len(writes(bot, before, "/reviews")) == 1
+
+
+@pytest.mark.parametrize("command", ["@revbot status", "@revbot learnings", "@revbot help"])
+async def test_the_same_question_on_an_unchanged_pull_request_is_answered_once(
+    bot: BotHarness, command: str
+) -> None:
+    number = bot.open_pull({"src/ok.py": "x = 1\n"}, author=AUTHOR)
+    await bot.start()
+    for _ in range(3):
+        await bot.fake.comment(REPO, number, command, by=AUTHOR)
+        await bot.drain()
+    assert len(bot_comments(bot, number)) == 1

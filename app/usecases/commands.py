@@ -8,6 +8,7 @@ check of the bot's open threads, or the help text.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
@@ -85,9 +86,23 @@ async def answer_command(
             text = HELP_TEXT.format(slug=slug, decoy=bot.identity.decoy_login)
         case _:
             assert_never(command)
-    # The help never changes: answered once per pull request, however often it is asked.
-    key = command.value if command is Command.HELP else f"{command.value}:{comment.comment_id}"
+    # An answer that reads the same as one given (the help, the same learnings) is given once.
+    key = (
+        f"{command.value}:{answer_key(text)}"
+        if command in SAME_ANSWER_ONCE
+        else f"{command.value}:{comment.comment_id}"
+    )
     await say_once(gh, bot, repo=repo, pr_number=pr_number, key=key, text=text, thread_root=where)
+
+
+# Commands whose answer depends only on what it says: asked again while nothing changed (the same
+# head, the same learnings), the answer already given stands (status is keyed the same way).
+SAME_ANSWER_ONCE = frozenset({Command.HELP, Command.LEARNINGS, Command.OVERRULE})
+
+
+def answer_key(text: str) -> str:
+    """What identifies an answer: a digest of its words."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def within_budgets(
@@ -192,7 +207,7 @@ async def answer_status(
         bot,
         repo=repo,
         pr_number=pr_number,
-        key=f"status:{comment.comment_id}",
+        key=f"status:{answer_key(text)}",  # the same call, asked again: answered once
         text=text,
         thread_root=thread_root,
     )
