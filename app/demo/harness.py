@@ -73,9 +73,12 @@ class BotAndFake:
         self.router = router
         self.worker_options = worker_options
         self.run_worker = run_worker
-        self.fake_port = fake_port or free_port()
+        # 0: the kernel's choice when each starts (a port chosen early and bound later could be
+        # taken meanwhile by another process of the test run). A fake the caller starts itself
+        # needs both known before: they are chosen now.
+        self.fake_port = fake_port or (0 if start_fake else free_port())
         self.start_fake = start_fake
-        self.bot_port = free_port()
+        self.bot_port = 0 if start_fake else free_port()
         self.database_path = workdir / database_name
         self.clock = clock  # the bot's queue and the fake's timestamps (tests pass a fake one)
         fake.world.clock = clock
@@ -103,9 +106,9 @@ class BotAndFake:
         return load_settings(self.env())
 
     async def start(self) -> Self:
-        self.fake.webhook_url = self.webhook_url
         if self.start_fake:
-            await self.fake.start(port=self.fake_port)
+            base_url = await self.fake.start(port=self.fake_port)
+            self.fake_port = int(base_url.rsplit(":", 1)[1])
         settings, pem = self.settings()
         self.runtime = Runtime(
             settings,
@@ -121,6 +124,8 @@ class BotAndFake:
         self._runner = web.AppRunner(self.runtime.web_app(), access_log=None)
         await self._runner.setup()
         await listen(self._runner, host="127.0.0.1", port=self.bot_port, limits=self.runtime.http_limits())
+        self.bot_port = int(self._runner.addresses[0][1])
+        self.fake.webhook_url = self.webhook_url
         return self
 
     async def stop(self) -> None:
