@@ -169,3 +169,13 @@ async def test_readiness_never_counts_the_bots_approval_of_an_earlier_head(bot: 
     conclusion, title = bot.check(number)
     assert conclusion != "success"
     assert title is not None and "my approval is of an earlier commit" in title
+
+
+async def test_where_github_refuses_the_dismissal_the_new_head_is_reviewed_instead(bot: Bot) -> None:
+    """A branch rule may keep the App from dismissing reviews: the approval must not stand on the
+    new head all the same, so the bot reviews it, and its request for changes supersedes it."""
+    bot.fake.set_dismissal_forbidden(REPO)
+    number = await approved_then_pushed(bot, on_push=False, approval_on_push=ApprovalOnPush.DISMISS)
+    latest = bot_reviews(bot, number)[-1]
+    assert (latest.state, latest.commit_id) == ("CHANGES_REQUESTED", bot.head(number))
+    assert_no_green(bot, number)

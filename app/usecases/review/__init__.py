@@ -60,6 +60,10 @@ async def run(reviewing: Reviewing, reader: Reader, publisher: Publisher, reques
     mode = decide.ReviewMode.of(request.trigger)
     head = await reader.head(request)
     step = decide.step(head, mode)
+    if step is decide.Step.DISMISS_APPROVAL:
+        if await publisher.dismiss_approval(head):
+            return None
+        step = decide.Step.REVIEW  # GitHub refused: a review of the new head supersedes it instead
     if step is decide.Step.REVIEW and (by := await reader.paused_by(head)) is not None:
         await publisher.paused(head, by)
         return None

@@ -52,6 +52,11 @@ class Publisher(Protocol):
 
     async def paused(self, head: Head, by: str) -> None: ...
 
+    async def dismiss_approval(self, head: Head) -> bool:
+        """The bot's approval of an earlier head dismissed, saying why; False when GitHub refused
+        (the new head is then reviewed, which supersedes it)."""
+        ...
+
     def check_run(self, head: Head, mode: ReviewMode) -> AbstractAsyncContextManager[StartedRun]:
         """Around the review: its check run, completed whatever happens."""
         ...
@@ -65,27 +70,29 @@ class GitHubPublisher:
     bot: Bot
 
     async def skip(self, head: Head, step: Step, trigger: Trigger) -> None:
-        if step is Step.DISMISS_APPROVAL:
-            await self.dismiss_stale_approval(head, reviewed=False)
-        elif step is Step.CLOSED:
+        if step is Step.CLOSED:
             log.info("not reviewing: the pull request is %s", head.pull.get("state"))
         elif step is Step.COALESCED:
             log.info("head %s already reviewed; trigger %s coalesces into it", head.head_sha[:12], trigger)
             if trigger == Trigger.DECOY:
                 await drop_decoy(self.gh, self.bot, repo=head.repo, pr_number=head.pr_number, pull=head.pull)
 
-    async def dismiss_stale_approval(self, head: Head, *, reviewed: bool) -> None:
-        """The bot's approval of an earlier head (re-read from GitHub with the head) goes."""
+    async def dismiss_approval(self, head: Head) -> bool:
+        return await self.dismiss_stale_approval(head, reviewed=False) is not render.Dismissal.FORBIDDEN
+
+    async def dismiss_stale_approval(self, head: Head, *, reviewed: bool) -> render.Dismissal | None:
+        """The bot's approval of an earlier head (re-read from GitHub with the head) goes; None
+        when there is none."""
         approved = decide.stale_approval(head.mine, head.head_sha)
         if approved is None:
-            return
+            return None
         message = stale_approval_message(
             approved, head.head_sha, slug=self.bot.identity.slug, reviewed=reviewed
         )
         log.info(
             "dismissing the approval of %s: the head is now %s", approved.get("commit_id"), head.head_sha
         )
-        await dismiss_reviews(
+        return await dismiss_reviews(
             self.gh,
             repo=head.repo,
             pr_number=head.pr_number,
@@ -159,9 +166,13 @@ class GitHubPublisher:
                 overruled=overruled,
             )
         review = plan.review(dismissal)
-        if review.event is not Verdict.APPROVE and review.event is not Verdict.REQUEST_CHANGES:
-            # A comment leaves the bot's earlier approval as its opinion on GitHub: it must go.
-            await self.dismiss_stale_approval(state.head, reviewed=True)
+        # A comment leaves the bot's earlier approval as its opinion on GitHub: it must go.
+        commented = review.event is not Verdict.APPROVE and review.event is not Verdict.REQUEST_CHANGES
+        if (
+            commented
+            and await self.dismiss_stale_approval(state.head, reviewed=True) is render.Dismissal.FORBIDDEN
+        ):
+            log.warning("GitHub refused to dismiss my approval of an earlier head of %s", head_sha[:12])
         posted = await post_review(
             gh,
             repo=repo,
@@ -213,10 +224,11 @@ class RecordingPublisher:
     said: list[str] = field(default_factory=list)
 
     async def skip(self, head: Head, step: Step, trigger: Trigger) -> None:
-        if step is Step.DISMISS_APPROVAL:
-            self.said.append("not reviewing: a push after my approval; the approval would be dismissed")
-            return
         self.said.append(f"not reviewing: {step.value}")
+
+    async def dismiss_approval(self, head: Head) -> bool:
+        self.said.append("not reviewing: a push after my approval; the approval would be dismissed")
+        return True
 
     async def paused(self, head: Head, by: str) -> None:
         self.said.append(f"not reviewing: paused by @{by}")
