@@ -155,7 +155,9 @@ class AnalysisSettings(BaseSettings):
     review_open_files: int = Field(default=256, ge=64, le=65536)
     review_pattern_seconds: float = Field(default=2.0, gt=0, le=600)  # one config file's patterns
     review_budget_seconds: float = Field(default=30.0, gt=0, le=3600)  # child time, all of one review
-    review_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024 * 1024)  # read, one review
+    review_max_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024 * 1024
+    )  # kept and handed to the children, one review
     review_niceness: int = Field(default=10, ge=0, le=19)  # children's nice, above the server's
     review_ruff_versions: Path | None = None  # where pinned ruff versions are installed; unset: none
     review_ruff_keep: int = Field(default=4, ge=1, le=100)  # pinned versions kept (least recent go)

@@ -671,6 +671,6 @@ async def test_a_review_reads_at_most_its_byte_limit_and_says_what_it_left_out()
         boundary.close()
     assert ("src/app.py", "python/F821", 2) in located(result.findings)
     assert [(s.path, s.reason) for s in result.skipped] == [
-        ("src/big.py", "not analysed: the review read its limit of 100 bytes")
+        ("src/big.py", "not analysed: past the review's limit of 100 bytes of files")
     ]
     assert result.incomplete and result.verdict is Verdict.REQUEST_CHANGES

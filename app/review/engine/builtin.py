@@ -113,9 +113,10 @@ class BuiltinReviewer(Reviewer):
         if settings.settings_path in {f.path for f in selection.analysable}:
             wanted[settings.settings_path] = None  # the bot's own settings, changed by the PR
         contents = dict(await context.read(list(wanted))) if wanted else {}
-        contents, over = within_bytes(contents, self.boundary.limits.review_bytes)
-        if over:  # what the review could not afford to read is not analysed, and said so
-            why = f"not analysed: the review read its limit of {_bytes(self.boundary.limits.review_bytes)}"
+        limit = self.boundary.limits.review_bytes
+        contents, over = within_bytes(contents, limit)
+        if over:  # what the review cannot afford to keep is not analysed, and said so
+            why = f"not analysed: past the review's limit of {_bytes(limit)} of files"
             skipped += [Skipped(path, why) for path in over]
             selection = replace(
                 selection,

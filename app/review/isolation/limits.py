@@ -31,8 +31,8 @@ class Limits:
     open_files: int = 256  # RLIMIT_NOFILE
     pattern_seconds: float = 2.0  # one configuration file's patterns, against every path
     budget_seconds: float = 30.0  # child time for all the jobs of one review (``Budget``)
-    # What one review reads of the pull request's files (and so hands to the children): beyond
-    # it, files are not analysed, and said so.
+    # What one review keeps of the pull request's files and hands to the children (each file's
+    # text is already bounded by GitHub's API): beyond it, files are not analysed, and said so.
     review_bytes: int = 64 * 1024 * 1024
     # How far below the serving process's scheduling priority (nice) the children and all they run
     # are, so on a small machine the webhook door keeps its CPU while reviews run.
