@@ -38,6 +38,7 @@ __all__ = [
     "SECRET",
     "SLUG",
     "BotHarness",
+    "bot_thread_of",
     "free_port",
 ]
 
@@ -150,3 +151,13 @@ async def harness_with_decoy(tmp_path: Path, decoy: str = "revbot") -> AsyncIter
     yield harness
     await harness.stop()
     harness.assert_conforms()
+
+
+def bot_thread_of(fake: FakeGitHub, number: int, rule: str) -> int:
+    """The root comment id of the bot's thread for ``rule`` on pull request ``number``."""
+    world = fake.world
+    for thread in world.threads_of(world.pull(world.repo(REPO), number)):
+        root = world.review_comments[thread.comment_ids[0]]
+        if root.user == BOT and f"`{rule}`" in root.body:
+            return root.id
+    raise AssertionError(f"the bot has no thread for {rule}")

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClock
-from tests.harness import BOT, REPO, BotHarness
+from tests.harness import BOT, REPO, BotHarness, bot_thread_of
 from tests.test_readiness_e2e import QUIET, SETTLED, Bot, green
 from tests.test_review_linters import PWN
 from tests.test_trusted_verdict import STACK_OVERFLOW
@@ -54,15 +54,6 @@ class Lever:
 
 
 # --- what the rows do after the first review --------------------------------------------------
-def bot_thread(bot: Bot, number: int, rule: str) -> int:
-    world = bot.fake.world
-    for thread in world.threads_of(world.pull(world.repo(REPO), number)):
-        root = world.review_comments[thread.comment_ids[0]]
-        if root.user == BOT and f"`{rule}`" in root.body:
-            return root.id
-    raise AssertionError(f"the bot has no thread for {rule}")
-
-
 def push(files: Files) -> After:
     async def act(bot: Bot, number: int) -> None:
         bot.fake.push(REPO, "feature", files)
@@ -73,7 +64,7 @@ def push(files: Files) -> After:
 
 def reply(rule: str, text: str, *, by: str = AUTHOR) -> After:
     async def act(bot: Bot, number: int) -> None:
-        await bot.fake.reply(REPO, number, bot_thread(bot, number, rule), text, by=by)
+        await bot.fake.reply(REPO, number, bot_thread_of(bot.fake, number, rule), text, by=by)
         await bot.h.drain()
 
     return act
@@ -90,7 +81,7 @@ def comment(text: str, times: int = 1) -> After:
 
 def thumbs_down(rule: str) -> After:
     async def act(bot: Bot, number: int) -> None:
-        root = bot_thread(bot, number, rule)
+        root = bot_thread_of(bot.fake, number, rule)
         bot.fake.actions.react(bot.fake.world.repo(REPO), ("review_comment", root), AUTHOR, "-1")
         await bot.fake.comment(REPO, number, "@revbot resolve", by=AUTHOR)
         await bot.h.drain()
@@ -101,7 +92,7 @@ def thumbs_down(rule: str) -> After:
 def resolve_by_hand(rule: str) -> After:
     async def act(bot: Bot, number: int) -> None:
         world = bot.fake.world
-        root = bot_thread(bot, number, rule)
+        root = bot_thread_of(bot.fake, number, rule)
         [thread] = [
             t for t in world.threads_of(world.pull(world.repo(REPO), number)) if t.comment_ids[0] == root
         ]

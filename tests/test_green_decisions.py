@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.sandbox import Call
-from tests.harness import BOT, REPO, BotHarness
+from tests.harness import REPO, BotHarness, bot_thread_of
 from tests.test_disputes import AUTHOR, MAINTAINER, open_and_review, reviews_posted, start
 from tests.test_review_linters import COMPOSITE, PWN
 from tests.test_review_secrets import UPPER_DIGITS, j, rand
@@ -40,16 +40,6 @@ async def bot(tmp_path: Path) -> AsyncIterator[BotHarness]:
     harness.assert_conforms()
 
 
-def thread_of(bot: BotHarness, number: int, rule: str) -> int:
-    """The root comment id of the bot's thread for ``rule``."""
-    world = bot.fake.world
-    for thread in world.threads_of(world.pull(world.repo(REPO), number)):
-        root = world.review_comments[thread.comment_ids[0]]
-        if root.user == BOT and f"`{rule}`" in root.body:
-            return root.id
-    raise AssertionError(f"the bot has no thread for {rule}")
-
-
 def inline(review: Call, rule: str) -> list[str]:
     return [c["path"] for c in review.body.get("comments", []) if f"`{rule}`" in c["body"]]
 
@@ -69,7 +59,7 @@ async def test_the_authors_overrule_of_a_concern_never_withdraws_the_blocker_on_
     the author checks out the pull request's head under it: the pwn request's blocker stands."""
     number = await open_and_review(bot, {WORKFLOW: HARMLESS})
     assert reviews_posted(bot)[-1].body["event"] == "COMMENT"
-    root = thread_of(bot, number, "workflow/dangerous-triggers")
+    root = bot_thread_of(bot.fake, number, "workflow/dangerous-triggers")
     await bot.fake.reply(REPO, number, root, "Intentional: this job only labels.", by=AUTHOR)
     await bot.drain()
     last = await again(bot, number, {WORKFLOW: PWN})
@@ -83,7 +73,7 @@ async def test_an_overrule_of_a_concern_injection_never_withdraws_a_blocker_inje
 ) -> None:
     """Row 3: zizmor's template-injection reads the same at both severities."""
     number = await open_and_review(bot, {ACTION: INPUT_ONLY})
-    root = thread_of(bot, number, "workflow/template-injection")
+    root = bot_thread_of(bot.fake, number, "workflow/template-injection")
     await bot.fake.reply(REPO, number, root, "Intentional: the caller's own input.", by=AUTHOR)
     await bot.drain()
     hostile = INPUT_ONLY.replace(
@@ -101,7 +91,7 @@ async def test_a_maintainers_overrule_of_one_injection_leaves_another_in_the_fil
     """Row 6: the overrule saw one expression; another in the same file is another finding."""
     number = await open_and_review(bot, {".github/workflows/ci.yml": TITLE})
     assert reviews_posted(bot)[-1].body["event"] == "REQUEST_CHANGES"
-    root = thread_of(bot, number, "workflow/template-injection")
+    root = bot_thread_of(bot.fake, number, "workflow/template-injection")
     await bot.fake.reply(REPO, number, root, "@revbot dismiss the title is sanitised upstream", by=MAINTAINER)
     await bot.drain()
     assert bot.fake.review_decision(REPO, number) == "APPROVED"
@@ -115,7 +105,7 @@ async def test_a_learned_pwn_request_never_withdraws_a_strangers_other_pwn_reque
     """Row 6: ``dismiss --always`` on one pwn request is a learning of what it saw (its job and
     ref), not of every ``pull_request_target:`` line in the repository's workflows."""
     first = await open_and_review(bot, {WORKFLOW: PWN})
-    root = thread_of(bot, first, "workflow/dangerous-triggers")
+    root = bot_thread_of(bot.fake, first, "workflow/dangerous-triggers")
     await bot.fake.reply(REPO, first, root, "@revbot dismiss --always we build in a sandbox", by=MAINTAINER)
     await bot.drain()
     stranger = PWN.replace("  build:", "  deploy:").replace("head.sha", "head.ref")
@@ -130,7 +120,7 @@ async def test_an_overrule_of_one_secret_never_withdraws_another_in_the_file(bot
     """Row 6: two keys in one file read the same message; the overrule saw one of them."""
     one, two = j("AKIA", rand(UPPER_DIGITS, 16)), j("AKIA", rand(UPPER_DIGITS, 16))
     number = await open_and_review(bot, {"deploy/settings.py": f'FIRST = "{one}"\n'})
-    root = thread_of(bot, number, "secrets/aws-access-key")
+    root = bot_thread_of(bot.fake, number, "secrets/aws-access-key")
     await bot.fake.reply(REPO, number, root, "@revbot dismiss a revoked key kept for a test", by=MAINTAINER)
     await bot.drain()
     last = await again(
