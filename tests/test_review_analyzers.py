@@ -611,3 +611,19 @@ def test_fingerprints_ignore_surrounding_whitespace() -> None:
     assert fingerprint("r", "p", "  x = 1  ") == fingerprint("r", "p", "x = 1")
     assert fingerprint("r", "p", "x = 1") != fingerprint("r", "q", "x = 1")
     assert len(fingerprint("r", "p", "x")) == 16
+
+
+async def test_the_noqa_check_uses_the_configuration_the_first_run_could_use() -> None:
+    """A setting this ruff no longer knows is dropped for the run with ``noqa`` ignored too: the
+    pull request's own ``# noqa`` is judged, not left as a check that could not run."""
+    config = content('show-source = true\n[lint]\nselect = ["F"]\n')
+    output = await run(
+        PythonAnalyzer(),
+        under_review("m.py", None, "x = undefined_name  # noqa\n", read=True),
+        extra={"ruff.toml": config},
+    )
+    [found] = output.findings
+    assert (found.rule, found.line) == ("python/F821", 1)
+    assert found.message.startswith("Suppressed by this pull request (`# noqa` (line 1)), yet a blocker")
+    assert not output.incomplete
+    assert sum("no longer knows the setting" in note for note in output.notes) == 1  # said once

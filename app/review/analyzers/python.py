@@ -215,8 +215,7 @@ class PythonAnalyzer:
         out.notes.append(await self._which(command, used, lint, dropped))
         found = self._findings(diagnostics, targets)
         out.findings.extend(found)
-        configs = {item.path: item.text for item in inputs} if used else None
-        await self._pr_suppressions(texts, targets, found, configs, layout, command, out)
+        await self._pr_suppressions(texts, targets, found, inputs if used else None, layout, command, out)
         return out
 
     async def _pr_suppressions(
@@ -224,21 +223,28 @@ class PythonAnalyzer:
         texts: Mapping[str, str],
         targets: Mapping[str, FileUnderReview],
         found: Sequence[Finding],
-        configs: Mapping[str, str] | None,
+        inputs: Sequence[RuffInput] | None,
         layout: Sequence[str],
         command: Sequence[str],
         out: AnalyzerOutput,
     ) -> None:
-        """ruff again, with ``noqa`` ignored, on the files where the pull request adds a ``noqa``:
-        a blocker only that directive hid is a finding ("suppressed by this pull request"), a
+        """ruff again, with ``noqa`` ignored, on the files where the pull request adds a ``noqa``,
+        with the configuration the first run used (``inputs``; None: the default rules): a
+        blocker only that directive hid is a finding ("suppressed by this pull request"), a
         concern or a nit stays suppressed and is listed (``suppressions``)."""
         adding = {path: text for path, text in texts.items() if adds_noqa(targets[path].lines.added_text)}
         if not adding:
             return
         try:
-            unsuppressed = await run_ruff(
-                adding, configs, layout=layout, time_limit=self.time_limit, command=command, ignore_noqa=True
-            )
+            if inputs is None:
+                unsuppressed = await run_ruff(
+                    adding, None, layout=layout, time_limit=self.time_limit, command=command, ignore_noqa=True
+                )
+            else:
+                unsuppressed = await self._run_tolerating_old_settings(
+                    adding, inputs, layout, command, out, ignore_noqa=True
+                )
+                out.notes[:] = list(dict.fromkeys(out.notes))  # a dropped setting is said once
         except RuffUnavailableError:
             raise
         except RuffError as exc:  # its own suppressions could not be checked: not approved on trust
@@ -288,6 +294,8 @@ class PythonAnalyzer:
         layout: Sequence[str],
         command: Sequence[str],
         out: AnalyzerOutput,
+        *,
+        ignore_noqa: bool = False,
     ) -> list[dict[str, Any]]:
         """Run ruff; a setting this ruff no longer knows (``show-source``, removed after the
         repository pinned its ruff) is dropped from the configuration and said so, rather than
@@ -297,7 +305,12 @@ class PythonAnalyzer:
             configs = {item.path: item.text for item in inputs}
             try:
                 return await run_ruff(
-                    texts, configs, layout=layout, time_limit=self.time_limit, command=command
+                    texts,
+                    configs,
+                    layout=layout,
+                    time_limit=self.time_limit,
+                    command=command,
+                    ignore_noqa=ignore_noqa,
                 )
             except RuffUnavailableError:
                 raise
