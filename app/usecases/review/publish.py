@@ -132,21 +132,25 @@ class GitHubPublisher:
             )
         return run.id
 
-    async def publish(self, plan: Plan, check: StartedRun) -> None:
-        gh, state = self.gh, plan.state
-        repo, pr_number, head_sha = state.head.repo, state.head.pr_number, state.context.head_sha
+    async def record_overrules(self, plan: Plan) -> None:
+        state = plan.state
         for pending in state.pending:
             await record_overrule(
-                gh,
+                self.gh,
                 self.bot,
-                repo=repo,
-                pr_number=pr_number,
+                repo=state.head.repo,
+                pr_number=state.head.pr_number,
                 pending=pending,
                 comments=state.comments,
                 patch=next(
                     (f.patch for f in state.context.files if f.path == pending.item.finding.path), None
                 ),
             )
+
+    async def publish(self, plan: Plan, check: StartedRun) -> None:
+        gh, state = self.gh, plan.state
+        repo, pr_number, head_sha = state.head.repo, state.head.pr_number, state.context.head_sha
+        await self.record_overrules(plan)
         if not plan.post:
             log.info("an overrule leaves the verdict as it was at %s; nothing to post", head_sha[:12])
             await recount_check_run(
