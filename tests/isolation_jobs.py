@@ -106,6 +106,7 @@ class Gate:
     name: str = "gate"
     tools: tuple[str, ...] = ()
     rules: tuple[Rule, ...] = ()
+    differential: bool = False
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []
@@ -195,6 +196,7 @@ class Stall:
     name: str = "stall"
     tools: tuple[str, ...] = ()
     rules: tuple[Rule, ...] = ()
+    differential: bool = False
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []
@@ -231,6 +233,7 @@ class Explode:
     name: str = "explode"
     tools: tuple[str, ...] = ()
     rules: tuple[Rule, ...] = ()
+    differential: bool = False
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []

@@ -164,13 +164,29 @@ def test_the_builtin_reviewer_is_a_reviewer() -> None:
 async def test_findings_only_on_changed_lines_but_syntax_errors_anywhere() -> None:
     old_names = "import os\n\n\ndef f():\n    return missing_before\n"
     new_names = old_names + "\n\ndef g():\n    return os.sep\n"
-    old_syntax = "def f(:\n    pass\n\n\n\n\n\nx = 1\n"
-    new_syntax = old_syntax + "y = 2\n"
+    # The change removes a closing bracket: the error is reported on a line it did not touch.
+    old_syntax = "x = [\n    1,\n]\n\n\n\n\ny = 2\n"
+    new_syntax = "x = [\n    1,\n\n\n\n\ny = 2\n"
     files = [changed("a.py", old_names, new_names), changed("b.py", old_syntax, new_syntax)]
     reader = RecordingReader({"a.py": new_names, "b.py": new_syntax})
     result = await BuiltinReviewer().review(pull(files, reader))
-    assert located(result.findings) == {("b.py", "python/syntax-error", 1)}
+    assert {(path, rule) for path, rule, _ in located(result.findings)} == {("b.py", "python/syntax-error")}
     assert result.verdict is Verdict.REQUEST_CHANGES
+
+
+async def test_a_syntax_error_that_stood_at_the_base_is_not_the_pull_requests() -> None:
+    """Counted, never a blocker; and the file, which cannot be wholly analysed, is not approved."""
+    old_syntax = "def f(:\n    pass\n\n\n\n\n\nx = 1\n"
+    new_syntax = old_syntax + "y = 2\n"
+    reader = RecordingReader({"b.py": new_syntax})
+    result = await BuiltinReviewer().review(pull([changed("b.py", old_syntax, new_syntax)], reader))
+    assert result.findings == ()
+    assert [(f.path, f.rule) for f in result.preexisting] == [("b.py", "python/syntax-error")]
+    assert "1 finding on lines this pull request touched was already there at the base" in result.summary
+    assert ("b.py", "does not parse, as at the base: only partly analysed") in {
+        (s.path, s.reason) for s in result.skipped
+    }
+    assert result.incomplete and result.verdict is Verdict.COMMENT
 
 
 # --- verdicts -------------------------------------------------------------------------------------
@@ -218,6 +234,7 @@ class _Unfinished:
     name = "unfinished"
     tools: tuple[str, ...] = ()
     rules: tuple[Rule, ...] = ()
+    differential: bool = False
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         return []

@@ -302,6 +302,7 @@ class ApiBreakAnalyzer:
 
     name = "api"
     tools: tuple[str, ...] = ()
+    differential: bool = False
     rules: tuple[Rule, ...] = (
         Rule(
             RULE,

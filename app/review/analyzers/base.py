@@ -132,6 +132,14 @@ class Analyzer(Protocol):
     @property
     def rules(self) -> tuple[Rule, ...]: ...
 
+    @property
+    def differential(self) -> bool:
+        """Whether its findings are judged against the base: the engine runs it on the base side
+        of a file too, and a finding that stood there is not the pull request's
+        (``core.differential``). False for checks that compare the sides themselves or whose
+        finding is worth saying wherever it stands (a secret, a conflict marker)."""
+        ...
+
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
         """Paths whose head contents this analyzer needs (config files included)."""
         ...

@@ -95,6 +95,7 @@ def _scope(path: str) -> str:
 class ConfigChangeAnalyzer:
     name = "config"
     tools: tuple[str, ...] = ()
+    differential: bool = False
     rules: tuple[Rule, ...] = (
         Rule(
             RULES_OFF,

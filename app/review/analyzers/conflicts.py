@@ -37,6 +37,7 @@ def conflict_lines(added: Mapping[int, str]) -> list[tuple[int, str]]:
 class ConflictMarkerAnalyzer:
     name = "conflicts"
     tools: tuple[str, ...] = ()
+    differential: bool = False
     rules: tuple[Rule, ...] = (
         Rule(
             RULE,

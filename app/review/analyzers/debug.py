@@ -148,6 +148,7 @@ def _would_empty_a_block(code: Mapping[int, str], number: int) -> bool:
 class DebugAnalyzer:
     name = "debug"
     tools: tuple[str, ...] = ()
+    differential: bool = False  # its own rules already weigh what the PR added against the rest
     rules: tuple[Rule, ...] = (
         Rule("debug/breakpoint", Severity.CONCERN, "a `breakpoint()` call added outside tests"),
         Rule("debug/pdb", Severity.CONCERN, "a `pdb`/`ipdb` import or `set_trace()` added outside tests"),

@@ -73,6 +73,7 @@ def rule_link(code: str) -> str:
 class DockerfileAnalyzer:
     name = "dockerfile"
     tools: tuple[str, ...] = ("hadolint",)
+    differential: bool = True
     rules: tuple[Rule, ...] = (
         Rule(
             f"{PREFIX}<DL or SC code>",

@@ -94,6 +94,7 @@ def _minified(path: str, lines: PatchLines) -> bool:
 class HygieneAnalyzer:
     name = "hygiene"
     tools: tuple[str, ...] = ()
+    differential: bool = False
     rules: tuple[Rule, ...] = (
         Rule("hygiene/binary-file", Severity.NIT, "a binary file added", file_level=True),
         Rule("hygiene/large-file", Severity.NIT, "a very large file or change", file_level=True),

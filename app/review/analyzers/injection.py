@@ -202,6 +202,7 @@ def _line_hits(added: Mapping[int, str], *, rendered: bool) -> list[tuple[int, s
 class InjectionAnalyzer:
     name = "injection"
     tools: tuple[str, ...] = ()
+    differential: bool = False
     rules: tuple[Rule, ...] = (
         Rule(
             RULE,

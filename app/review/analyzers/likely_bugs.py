@@ -74,6 +74,7 @@ class LikelyBugAnalyzer:
 
     name = "likely-bugs"
     tools: tuple[str, ...] = ()  # the installed ruff: these rules are stable in every supported version
+    differential: bool = True
     rules: tuple[Rule, ...] = (
         Rule(
             "python/<T10, PLE, B006, B015, B018 code>",

@@ -133,6 +133,7 @@ def _listed(paths: Sequence[str]) -> str:
 class PythonAnalyzer:
     name = "python"
     tools: tuple[str, ...] = ("ruff",)  # resolved by the serving process (the pinned version, when installed)
+    differential: bool = True
     rules: tuple[Rule, ...] = (
         Rule(SYNTAX_RULE, Severity.BLOCKER, "a syntax error (the first one of a file)", file_level=True),
         Rule(

@@ -302,6 +302,7 @@ def redact_secrets(text: str) -> str:
 class SecretsAnalyzer:
     name = "secrets"
     tools: tuple[str, ...] = ()
+    differential: bool = False
     rules: tuple[Rule, ...] = (
         Rule("secrets/private-key", Severity.BLOCKER, "a private key block (a concern in tests and docs)"),
         *(

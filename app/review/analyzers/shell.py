@@ -95,6 +95,7 @@ def diagnostic_findings(
 class ShellAnalyzer:
     name = "shell"
     tools: tuple[str, ...] = ("shellcheck",)
+    differential: bool = True
     rules: tuple[Rule, ...] = (
         Rule(
             f"{PREFIX}SC<code>",

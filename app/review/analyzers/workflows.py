@@ -134,6 +134,7 @@ class Reported:
 class WorkflowAnalyzer:
     name = "workflows"
     tools: tuple[str, ...] = ("zizmor",)
+    differential: bool = True
     rules: tuple[Rule, ...] = (
         Rule(
             INVALID_RULE,

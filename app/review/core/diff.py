@@ -9,9 +9,10 @@ context line); everything else must go to the review body.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["PatchLines", "base_of", "is_anchorable", "parse_patch"]
+__all__ = ["PatchLines", "base_of", "is_anchorable", "parse_patch", "whole_file"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -128,6 +129,22 @@ def parse_patch(patch: str | None) -> PatchLines:
         hunks=tuple((first, last) for first, last in hunks if last >= first),
         crlf_lines=frozenset(crlf),
         tail_added=tuple(tail),
+    )
+
+
+def whole_file(rows: Sequence[str], *, newline_at_end: bool = True) -> PatchLines:
+    """A file as if every line were added (a new file's patch): how the base side of a changed
+    file is shown to the analyzers, which then report on all of it."""
+    numbers = range(1, len(rows) + 1)
+    last = len(rows) if rows and not newline_at_end else None
+    return PatchLines(
+        right_lines=frozenset(numbers),
+        added=frozenset(numbers),
+        added_text={n: rows[n - 1] for n in numbers},
+        no_newline_at_end=last is not None,
+        eof_line=last,
+        hunks=((1, len(rows)),) if rows else (),
+        tail_added=tuple(numbers),
     )
 
 

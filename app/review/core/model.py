@@ -215,6 +215,9 @@ class ReviewResult:
     # Concerns and nits that only a suppression the pull request added hides (a noqa comment,
     # a zizmor ignore comment): they stay suppressed, and the review lists them, collapsed.
     suppressed: tuple[Finding, ...] = ()
+    # Would have been shown, but stood at the base already (``core.differential``): not this pull
+    # request's, counted in the summary, never posted as findings.
+    preexisting: tuple[Finding, ...] = ()
 
     # (path, head line) of everything the model's prompts showed (``eval --history``: was the
     # defect in what the model saw); empty for the built-in reviewer, which sees the hunks.

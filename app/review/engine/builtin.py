@@ -10,7 +10,10 @@
    jobs in ``bounded``): parsing the configuration, its patterns, every analyzer. A limit that
    trips there is a note in the summary, and the stage it tripped in is left out.
 3. Run the analyzers; keep findings on lines the pull request added or changed (file-level
-   findings and syntax errors excepted); deduplicate by fingerprint.
+   findings and syntax errors excepted), and of those only what the pull request introduced:
+   a differential analyzer's findings are matched with its findings on the file's base side
+   (rebuilt from the patch, so no call; cached by text across rounds and pull requests) and
+   what stood there is counted, not blamed (``core.differential``); deduplicate by fingerprint.
 4. Decide: a blocker requests changes, a concern or a nit comments, nothing approves — unless the
    analysis is incomplete for a reason the pull request controls (``incomplete_analysis``).
    (Policy — approvals disabled, the bot's own pull request — is applied later, by the caller.)
@@ -26,17 +29,16 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
+from cachetools import LRUCache
+
 from ...config import load_analysis_settings
 from ..analyzers import LINTERS, Analyzer, default_analyzers, find_tool, is_python
-from ..core.diff import base_of
-from ..core.lintconfig import config_paths
+from ..core.differential import Identity
 from ..core.model import (
     ChangedFile,
-    ContentReader,
     FileContent,
     Finding,
     PullContext,
-    RepoTree,
     Reviewer,
     ReviewResult,
     Severity,
@@ -47,10 +49,29 @@ from ..core.model import (
 from ..core.selection import select_files
 from ..isolation.limits import AnalysisError, Budget, Job, Limit, Tripped
 from ..isolation.pool import Boundary, shared_pool
-from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob
+from .bounded import EvaluateJob, Evaluation, Scope, ScopeJob, base_key
+from .inputs import (
+    MAX_CONFIG_CANDIDATES,
+    MAX_CONFIG_DEPTH,
+    base_config_paths,
+    base_sides,
+    capped_configs,
+    rules_digest,
+    size_label,
+    within_bytes,
+)
 from .ruffpins import RuffPins
 
-__all__ = ["BuiltinReviewer", "deduplicate", "summarise", "verdict_for"]
+__all__ = [
+    "MAX_CONFIG_CANDIDATES",
+    "MAX_CONFIG_DEPTH",
+    "BuiltinReviewer",
+    "base_config_paths",
+    "capped_configs",
+    "deduplicate",
+    "summarise",
+    "verdict_for",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +80,7 @@ MAX_TRIPS = 3  # stages left out, one by one, before the analysis is given up
 # Jobs one review may spend finding the files a failing analyzer trips on (halving the files each
 # time: one hostile file among 256 takes about 16). Beyond it, what is still unresolved is refused.
 MAX_PROBES = 24
-MAX_CONFIG_CANDIDATES = 400  # lint configuration files one review reads at the base
-MAX_CONFIG_DEPTH = 12  # directories: a configuration deeper than this is not looked for
+BASE_CACHE_SIDES = 4096  # base sides whose findings are remembered (a few KB each at most)
 
 
 class BuiltinReviewer(Reviewer):
@@ -86,6 +106,9 @@ class BuiltinReviewer(Reviewer):
             if settings.review_ruff_versions is not None:
                 ruff_pins = RuffPins(settings.review_ruff_versions, keep=settings.review_ruff_keep)
         self.ruff_pins = ruff_pins
+        # The findings of base sides already analysed (``bounded.base_key``): a base side is
+        # analysed once under the same rules, across rounds and pull requests.
+        self._base_cache: LRUCache[str, tuple[Identity, ...]] = LRUCache(maxsize=BASE_CACHE_SIDES)
 
     @property
     def boundary(self) -> Boundary:
@@ -116,7 +139,7 @@ class BuiltinReviewer(Reviewer):
         limit = self.boundary.limits.review_bytes
         contents, over = within_bytes(contents, limit)
         if over:  # what the review cannot afford to keep is not analysed, and said so
-            why = f"not analysed: past the review's limit of {_bytes(limit)} of files"
+            why = f"not analysed: past the review's limit of {size_label(limit)} of files"
             skipped += [Skipped(path, why) for path in over]
             selection = replace(
                 selection,
@@ -135,8 +158,11 @@ class BuiltinReviewer(Reviewer):
         if scope.extends and read_base is not None:
             base_configs.update(await read_base(list(scope.extends)))
 
-        base = await _base_sides(selection.analysable, contents, read_base)
+        base = await base_sides(selection.analysable, contents, read_base)
+        base, _ = within_bytes(base, max(0, limit - sum(c.size for c in contents.values() if c is not None)))
         async with self._tools(scope, notes) as tools:
+            digest = rules_digest(self.analyzers, base_configs, tools, settings)
+            known = self._known_sides(digest, selection.analysable, base)
             job = EvaluateJob(
                 tuple(self.analyzers),
                 selection.analysable,
@@ -150,10 +176,28 @@ class BuiltinReviewer(Reviewer):
                 body=context.body,
                 pattern_seconds=self.boundary.limits.pattern_seconds,
                 base=base,
+                rules_digest=digest,
+                base_known=known,
             )
             evaluation = await self._evaluate(job, notes, budget)
+        self._base_cache.update(evaluation.base_seen)
 
         return _result_of(context, evaluation, skipped, notes)
+
+    def _known_sides(
+        self, digest: str, analysable: Sequence[ChangedFile], base: Mapping[str, FileContent | None]
+    ) -> dict[str, tuple[Identity, ...]]:
+        """What the cache knows of this review's base sides, for each differential analyzer."""
+        known: dict[str, tuple[Identity, ...]] = {}
+        for f in analysable:
+            side = base.get(f.previous_path or f.path)
+            if side is None or side.text is None:
+                continue
+            for analyzer in self.analyzers:
+                key = base_key(digest, analyzer.name, f.path, side) if analyzer.differential else None
+                if key is not None and key in self._base_cache:
+                    known[key] = self._base_cache[key]
+        return known
 
     async def _run(self, job: Job[R], budget: Budget) -> R | Tripped:
         """``boundary.run``, where even a boundary that cannot run the job is an answer."""
@@ -254,30 +298,6 @@ class BuiltinReviewer(Reviewer):
         return frozenset(found) if found and len(found) < len(paths) else None
 
 
-async def _base_sides(
-    analysable: Sequence[ChangedFile],
-    contents: Mapping[str, FileContent | None],
-    read_base: ContentReader | None,
-) -> dict[str, FileContent | None]:
-    """The base side of the changed Python files the base had (the API check compares them):
-    rebuilt from the head and the patch, so at the merge base, as the diff is; read from the
-    base only where that fails."""
-    base: dict[str, FileContent | None] = {}
-    unbuilt: list[str] = []
-    for f in analysable:
-        if f.status not in ("modified", "renamed") or not is_python(f.path):
-            continue
-        head = contents.get(f.path)
-        text = base_of(head.text, f.patch) if head is not None and head.text is not None else None
-        if text is None:
-            unbuilt.append(f.previous_path or f.path)
-        else:
-            base[f.previous_path or f.path] = FileContent(text=text, size=len(text.encode()))
-    if read_base is not None and unbuilt:
-        base.update(await read_base(unbuilt))
-    return base
-
-
 def _result_of(
     context: PullContext, evaluation: Evaluation, skipped: list[Skipped], notes: list[str]
 ) -> ReviewResult:
@@ -312,62 +332,7 @@ def _result_of(
         notes=tuple(notes),
         incomplete=incomplete,
         suppressed=evaluation.suppressed,
-    )
-
-
-def base_config_paths(
-    selected: Sequence[str], tree: RepoTree | None, changed: Sequence[ChangedFile]
-) -> list[str]:
-    """The lint configuration files to read at the base: those on the analysed paths that the
-    head's tree holds, and those the pull request changed, removed or renamed (the base may have
-    them where the head does not)."""
-    candidates = set(config_paths(selected, None))
-    touched = {p for f in changed for p in (f.path, f.previous_path) if p is not None and p in candidates}
-    return list(dict.fromkeys([*config_paths(selected, tree), *sorted(touched)]))
-
-
-def _bytes(count: int) -> str:
-    return (
-        f"{count // 2**20} MB"
-        if count >= 2**20
-        else f"{count // 1024} KB"
-        if count >= 1024
-        else f"{count} bytes"
-    )
-
-
-def within_bytes(
-    contents: Mapping[str, FileContent | None], limit: int
-) -> tuple[dict[str, FileContent | None], frozenset[str]]:
-    """The contents, in their order, while their sizes add up to at most ``limit``; and the
-    paths left out past it (what a review reads and pickles for its children is bounded)."""
-    kept: dict[str, FileContent | None] = {}
-    over: set[str] = set()
-    total = 0
-    for path, content in contents.items():
-        size = content.size if content is not None else 0
-        if total + size > limit:
-            over.add(path)
-            continue
-        total += size
-        kept[path] = content
-    return kept, frozenset(over)
-
-
-def capped_configs(paths: Sequence[str]) -> tuple[list[str], str | None]:
-    """At most ``MAX_CONFIG_CANDIDATES`` lint configuration files to read, none deeper than
-    ``MAX_CONFIG_DEPTH`` directories, the shallowest first (where a repository keeps its
-    configuration); and the note when some were left out. Without a complete listing of the
-    repository every candidate on every path is asked for: 300 files 60 directories deep would
-    be 72,005 reads."""
-    fitting = sorted((p for p in paths if p.count("/") <= MAX_CONFIG_DEPTH), key=lambda p: (p.count("/"), p))
-    kept = set(fitting[:MAX_CONFIG_CANDIDATES])
-    if len(kept) == len(paths):
-        return list(paths), None
-    left = len(paths) - len(kept)
-    return [p for p in paths if p in kept], (
-        f"{left} lint configuration candidates not read (at most {MAX_CONFIG_CANDIDATES}, "
-        f"{MAX_CONFIG_DEPTH} directories deep at most: the shallowest were read)"
+        preexisting=evaluation.preexisting,
     )
 
 
