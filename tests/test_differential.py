@@ -225,3 +225,24 @@ async def test_a_base_side_is_analysed_once_under_the_same_rules() -> None:
     other = BuiltinReviewer([analyzer, Unicode(name="other")], boundary=InProcess())
     await other.review(pull([changed("a.py", base, head)], RecordingReader({"a.py": head})))
     assert analyzer.seen.count(base) == 2
+
+
+# --- prints: a module that printed at the base prints on purpose ---------------------------------
+
+PRINTS_BASE = 'def serve():\n    print( "listening")\n    print("on", 8080 )\n'
+PRINTS_BLACK = 'def serve():\n    print("listening")\n    print("on", 8080)\n'
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "printed"),
+    [
+        (PRINTS_BASE, PRINTS_BLACK, []),  # dummyserver/handlers.py under black: its prints were there
+        ("def serve():\n    return 1\n", "def serve():\n    print('x')\n    return 1\n", [2]),
+    ],
+)
+async def test_prints_a_formatter_touched_are_not_the_pull_requests(
+    base: str, head: str, printed: list[int]
+) -> None:
+    file = changed("srv/handlers.py", base, head)
+    result = await BuiltinReviewer().review(pull([file], RecordingReader({file.path: head})))
+    assert [f.line for f in result.findings if f.rule == "debug/print"] == printed

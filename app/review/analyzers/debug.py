@@ -1,14 +1,14 @@
 """Debugging leftovers in added lines.
 
-Python: ``breakpoint()`` and ``pdb``/``ipdb`` (concerns), ``print(`` in library code (a concern: it
-runs at import or on every request; not in tests, docs, scripts, demos, ``__main__``, entry points,
-CLI modules, or a module that already prints elsewhere; a nit when a file gains three or more,
-which looks like output on purpose). ``# noqa``, bare or with the matching ruff code (``T201``/
-``T203`` for print, ``T100`` for debuggers, or a prefix of it), silences them as it silences ruff.
-Files the repository does not lint (``lintconfig``) are left alone. JavaScript and friends:
-``debugger`` (a concern) and ``console.log(`` (a nit). Comments and string literals do not count:
-for Python files whose content was read, the tokenizer tells code from strings (docstrings
-included); otherwise, and for JavaScript, a one-line approximation does.
+Python: ``breakpoint()`` and ``pdb``/``ipdb`` (concerns), ``print(`` in library code (a concern:
+it runs at import or on every request; not in tests, docs, scripts, demos, ``__main__``, entry
+points, CLI modules, or a module that already prints elsewhere or printed at the base; a nit when
+a file gains three or more, which looks like output on purpose). ``# noqa``, bare or with the
+matching ruff code (``T201``/``T203`` for print, ``T100`` for debuggers, or a prefix of it),
+silences them as it silences ruff. Files the repository does not lint (``lintconfig``) are left
+alone. JavaScript and friends: ``debugger`` (a concern) and ``console.log(`` (a nit). Comments and
+string literals do not count: for Python files whose content was read, the tokenizer tells code
+from strings (docstrings included); otherwise, and for JavaScript, a one-line approximation does.
 """
 
 from __future__ import annotations
@@ -168,14 +168,19 @@ class DebugAnalyzer:
             if not batch.linted(item):
                 continue
             if is_python(item.path):
+                base = batch.base.get(item.file.previous_path or item.path)
                 findings.extend(
-                    f for f in self._python(item) if not noqa_silences(item.lines.added_text[f.line], f.rule)
+                    f
+                    for f in self._python(item, base.text if base is not None else None)
+                    if not noqa_silences(item.lines.added_text[f.line], f.rule)
                 )
             elif is_js(item.path):
                 findings.extend(self._js(item))
         return AnalyzerOutput(findings=findings)
 
-    def _python(self, item: FileUnderReview) -> list[Finding]:
+    def _python(self, item: FileUnderReview, base: str | None) -> list[Finding]:
+        """``base``: the file's text at the base, when the engine has it (a module that printed
+        there prints on purpose, however much of it the pull request rewrote)."""
         text = item.text
         view = python_code_view(text) if text is not None else None
         prints_allowed = is_print_exempt(item.path) or item.path.endswith(".pyi")
@@ -185,6 +190,9 @@ class DebugAnalyzer:
             _PRINT.search(line) for number, line in view.items() if number not in item.lines.added
         ):
             prints_allowed = True  # the module already writes to the terminal: that is its job
+        base_view = python_code_view(base) if base is not None and not prints_allowed else None
+        if base_view is not None and any(_PRINT.search(line) for line in base_view.values()):
+            prints_allowed = True  # it did at the base: a formatter rewrote every print line
         added_prints = sum(
             1
             for number, raw in item.lines.added_text.items()

@@ -26,11 +26,13 @@ is never passed on: only the name of a setting it does not know, when the config
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 from ..core.codespan import code_span
-from ..core.lintconfig import LintConfig, governing_paths, version_tuple
+from ..core.lintconfig import RUFF_CONFIGS, LintConfig, governing_paths, version_tuple
 from ..core.model import ChangedFile, Finding, RepoTree, Severity, Skipped
+from ..core.pyversion import head_declared
 from ..core.ruffinputs import RuffInput, ruff_inputs
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding, is_python, unreadable
 from .ruff_runner import (
@@ -50,6 +52,7 @@ from .suppressions import adds_noqa, noqa_added_for, suppressed_by_pull_request
 __all__ = ["SYNTAX_RULE", "PythonAnalyzer", "severity_for", "single_line_fix"]
 
 SYNTAX_RULE = "python/syntax-error"
+VERSION_RULE = "python/declared-version"
 _DEFAULTS = ", ".join(DEFAULT_SELECT)
 MAX_DROPPED_SETTINGS = 3
 
@@ -137,6 +140,12 @@ class PythonAnalyzer:
     rules: tuple[Rule, ...] = (
         Rule(SYNTAX_RULE, Severity.BLOCKER, "a syntax error (the first one of a file)", file_level=True),
         Rule(
+            VERSION_RULE,
+            Severity.CONCERN,
+            "the change moves the minimum Python it declares (its code is checked against the new one)",
+            file_level=True,
+        ),
+        Rule(
             "python/<ruff code>",
             None,
             "a ruff diagnostic, with the repository's ruff configuration (else E9 and F): undefined names "
@@ -149,8 +158,9 @@ class PythonAnalyzer:
         self.command = command
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
-        # The configuration files on their paths are read by the engine (``lintconfig.config_paths``).
-        return [f.path for f in files if is_python(f.path)]
+        # The configuration files on their paths are read at the base by the engine
+        # (``lintconfig.config_paths``); the head of those the PR changes, for the Python it declares.
+        return [f.path for f in files if is_python(f.path) or PurePosixPath(f.path).name in RUFF_CONFIGS]
 
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         out = AnalyzerOutput()
@@ -167,13 +177,17 @@ class PythonAnalyzer:
             assert item.text is not None
             targets[item.path] = item
             texts[item.path] = item.text
+        lint = batch.lint
+        inputs, dropped_paths = ruff_inputs(lint, batch.configs)
+        inputs, changes = head_declared(inputs, batch.contents, {item.path for item in batch.files})
+        out.findings += [
+            finding(c.path, c.line, Severity.CONCERN, VERSION_RULE, c.message, f"{c.before} -> {c.after}")
+            for c in changes
+        ]
         if not texts:
             return out
-
-        lint = batch.lint
         out.notes.extend(f"the repository's ruff configuration was not used: {p}" for p in lint.problems)
         used = governing_paths(lint, list(texts))
-        inputs, dropped_paths = ruff_inputs(lint, batch.configs)
         out.notes.extend(dropped_paths)
         for path in below_configs(list(texts), {item.path: item.text for item in inputs}):
             out.incomplete = True  # ``.ruff.toml/x.py``: the file or the configuration, not both
