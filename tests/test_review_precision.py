@@ -674,6 +674,9 @@ def test_a_truncated_tree_does_not_hide_config_files() -> None:
     cut_short = RepoTree.of(["a/b.py"], truncated=True)
     assert config_paths(["a/b.py"], cut_short) == [
         ".pre-commit-config.yaml",
+        "setup.cfg",  # flake8's, at the root
+        "tox.ini",
+        ".flake8",
         ".ruff.toml",
         "ruff.toml",
         "pyproject.toml",

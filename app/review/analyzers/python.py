@@ -51,6 +51,7 @@ from .suppressions import adds_noqa, noqa_added_for, suppressed_by_pull_request
 
 __all__ = ["SYNTAX_RULE", "PythonAnalyzer", "severity_for", "single_line_fix"]
 
+PREFIX = "python/"
 SYNTAX_RULE = "python/syntax-error"
 VERSION_RULE = "python/declared-version"
 _DEFAULTS = ", ".join(DEFAULT_SELECT)
@@ -228,7 +229,11 @@ class PythonAnalyzer:
                     return self._failed(out, targets, str(again))
         diagnostics, dropped = await self._skew(diagnostics, lint, bool(used), command)
         out.notes.append(await self._which(command, used, lint, dropped))
-        found = self._findings(diagnostics, targets)
+        found = [  # flake8's per-file-ignores, where flake8 is the repository's linter
+            f
+            for f in self._findings(diagnostics, targets)
+            if not lint.flake8_ignores(f.path, f.rule.removeprefix(PREFIX))
+        ]
         out.findings.extend(found)
         await self._pr_suppressions(texts, targets, found, inputs if used else None, layout, command, out)
         return out
@@ -427,7 +432,7 @@ class PythonAnalyzer:
                     item.path,
                     line_no,
                     severity_for(code),
-                    f"python/{code}",
+                    f"{PREFIX}{code}",
                     f"{short} ({code})",
                     line_text,
                     suggestion=suggestion,

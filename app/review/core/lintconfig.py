@@ -7,8 +7,9 @@ The bot lints what the repository lints, with the rules it chose, at the version
   ``pyproject.toml`` with ``[tool.ruff]`` on its path, following ``extend``); the top-level
   ``exclude`` of ``.pre-commit-config.yaml``, or the ``exclude`` of every lint hook it runs (ruff,
   flake8, pyflakes, pylint) when each of them leaves the file out; and, when no ruff configuration
-  governs the file, the formatter's ``[tool.black] exclude``/``extend-exclude``. (Pre-commit's
-  ``files`` patterns count the same way: a path they do not match is left out.)
+  governs the file, flake8's own ``exclude``/``extend-exclude``/``filename`` (``flake8config``;
+  its ``per-file-ignores`` too) and the formatter's ``[tool.black] exclude``/``extend-exclude``.
+  (Pre-commit's ``files`` patterns count the same way: a path they do not match is left out.)
 - **Configs.** Every ruff configuration file on an analysed file's path, so ruff resolves them the
   way it does in a checkout (``config_paths`` lists what to read; ``extend`` targets inside the
   repository are read in a second round, ``missing_extends``). What ruff is given of them, path
@@ -34,12 +35,13 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
-from packaging.version import InvalidVersion, Version
 
 from .codespan import code_span
+from .flake8config import FLAKE8_CONFIGS, Flake8Config, flake8_config
 from .model import FileContent, RepoTree
 from .patterns import YamlRefused, compile_glob, compile_regex, load_yaml
 from .refusals import TOMLDecodeError, load_toml
+from .ruffpin import RuffPin, hook_pin, requirement_pin, version_tuple
 from .selection import glob_regex, inside_tree
 from .toolconfig import tool_config_paths
 
@@ -65,26 +67,8 @@ RUFF_CONFIGS = (".ruff.toml", "ruff.toml", "pyproject.toml")
 LINT_HOOKS = frozenset({"ruff", "ruff-check", "flake8", "pyflakes", "pylint"})
 RUFF_HOOK_REPOS = ("astral-sh/ruff-pre-commit", "charliermarsh/ruff-pre-commit")
 REQUIREMENT_FILES = re.compile(r"^(?:requirements[^/]*|[^/]*requirements|requirements/[^/]+)\.(?:txt|in)$")
-_VERSION = re.compile(r"v?(\d+(?:\.\d+)*)")
-_RUFF_REQUIREMENT = re.compile(r"""(?im)(?:^|["'\s,\[])ruff\s*(?:\[[^\]]*\])?\s*===?\s*v?(\d+(?:\.\d+)+)""")
-_FROZEN = re.compile(r"#\s*frozen:\s*v?(\d+(?:\.\d+)+)")
 MAX_EXTEND_DEPTH = 3
 EXCLUDES_LOST = "its excludes were not applied"
-
-
-def version_tuple(text: str) -> tuple[int, ...] | None:
-    """``"v0.4.1"`` -> ``(0, 4, 1)``, normalised as ``packaging.Version`` compares (trailing zeros
-    dropped: ``0.4.1.0`` is ``(0, 4, 1)``, so tuples compare as versions); None when it is not one."""
-    match = _VERSION.fullmatch(text.strip())
-    if match is None:
-        return None
-    try:
-        release = list(Version(match.group(1)).release)
-    except InvalidVersion:
-        return None
-    while len(release) > 1 and release[-1] == 0:
-        release.pop()
-    return tuple(release)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,18 +121,6 @@ class RuffConfigFile:
 
 
 @dataclass(frozen=True, slots=True)
-class RuffPin:
-    version: tuple[int, ...]
-    source: str
-
-    @property
-    def label(self) -> str:
-        """The version as ruff numbers its releases (``0.5.0``): one label per version."""
-        padded = (*self.version, *(0,) * (3 - len(self.version)))
-        return ".".join(str(part) for part in padded)
-
-
-@dataclass(frozen=True, slots=True)
 class PatternSource:
     """One configuration file's patterns, checked against every path as one bounded stage."""
 
@@ -167,6 +139,7 @@ class LintConfig:
     black_excludes: tuple[Exclusion, ...] = ()
     pin: RuffPin | None = None
     unapplied: frozenset[str] = frozenset()  # ruff configurations whose excludes are not applied
+    flake8: Flake8Config | None = None  # the ``[flake8]`` section at the root (``flake8config``)
 
     def pattern_sources(self) -> list[PatternSource]:
         """Every set of pull-request patterns ``excluded`` evaluates, by the file that holds it."""
@@ -195,6 +168,14 @@ class LintConfig:
                         functools.partial(self._ruff_exclusion, config),
                     )
                 )
+        if self.flake8 is not None and (self.flake8.exclude or self.flake8.filename):
+            sources.append(
+                PatternSource(
+                    "flake8",
+                    f"{code_span(self.flake8.source)}: the flake8 `exclude` patterns",
+                    self.flake8.excluded,
+                )
+            )
         if self.black_excludes:
             black = self.black_excludes
             sources.append(
@@ -214,6 +195,7 @@ class LintConfig:
             pre_commit=None if "pre-commit" in keys else self.pre_commit,
             lint_hooks=() if "pre-commit-hooks" in keys else self.lint_hooks,
             black_excludes=() if "black" in keys else self.black_excludes,
+            flake8=None if "flake8" in keys else self.flake8,
             unapplied=self.unapplied | {k.removeprefix("ruff:") for k in keys if k.startswith("ruff:")},
         )
 
@@ -239,10 +221,18 @@ class LintConfig:
         governing = self.governing(path)
         if governing is not None:
             return self._ruff_exclusion(governing, path)
+        flake8 = self.flake8.excluded(path) if self.flake8 is not None else None
+        if self.flake8 is not None and flake8 is not None:  # no ruff configuration: flake8 lints it
+            return Exclusion(self.flake8.source, flake8)
         for exclusion in self.black_excludes:
             if _search(exclusion.pattern, "/" + path, verbose="\n" in exclusion.pattern):
                 return exclusion
         return None
+
+    def flake8_ignores(self, path: str, code: str) -> bool:
+        """Whether flake8's ``per-file-ignores`` leave ruff's ``code`` out on ``path``: where no
+        ruff configuration governs it, flake8 is what the repository lints with."""
+        return self.flake8 is not None and self.governing(path) is None and self.flake8.ignores(path, code)
 
     def _ruff_exclusion(self, config: RuffConfigFile, path: str) -> Exclusion | None:
         if config.path in self.unapplied:
@@ -330,7 +320,7 @@ def config_paths(paths: Iterable[str], tree: RepoTree | None) -> list[str]:
     dev-requirement files at the root, the other linters' (``toolconfig``), and every ruff
     configuration candidate on each path
     (only those the tree holds, when the tree is known)."""
-    wanted: dict[str, None] = {PRE_COMMIT: None}
+    wanted: dict[str, None] = {PRE_COMMIT: None, **dict.fromkeys(FLAKE8_CONFIGS)}
     paths = list(paths)
     wanted.update(dict.fromkeys(tool_config_paths(paths)))  # zizmor's, shellcheck's, hadolint's
     for path in paths:
@@ -409,22 +399,8 @@ def _pre_commit(text: str) -> tuple[HookScope | None, list[HookScope], RuffPin |
             if isinstance(hook, dict) and str(hook.get("id")) in LINT_HOOKS
         ]
         if any(url.rstrip("/").endswith(name) for name in RUFF_HOOK_REPOS):
-            pin = pin or _hook_pin(text, str(repo.get("rev") or ""))
+            pin = pin or hook_pin(text, str(repo.get("rev") or ""))
     return HookScope.of(data), hooks, pin, None
-
-
-def _hook_pin(text: str, rev: str) -> RuffPin | None:
-    """The ruff version of a ``rev: v0.4.1``, or of a frozen sha (``rev: <sha>  # frozen: v0.4.1``)."""
-    version = version_tuple(rev)
-    if version is not None and "." in rev:
-        return RuffPin(version, PRE_COMMIT)
-    for line in text.splitlines():
-        if rev and rev in line:
-            frozen = _FROZEN.search(line)
-            if frozen:
-                found = version_tuple(frozen.group(1))
-                return RuffPin(found, PRE_COMMIT) if found else None
-    return None
 
 
 def lint_config(contents: Mapping[str, FileContent | None]) -> LintConfig:
@@ -448,9 +424,7 @@ def lint_config(contents: Mapping[str, FileContent | None]) -> LintConfig:
             if path == "pyproject.toml":
                 black = _black_excludes(path, content.text)
         if (path == "pyproject.toml" or REQUIREMENT_FILES.match(path)) and pin is None:
-            requirement = _RUFF_REQUIREMENT.search(content.text)
-            version = version_tuple(requirement.group(1)) if requirement else None
-            pin = RuffPin(version, path) if version else None
+            pin = requirement_pin(path, content.text)
     for _ in range(MAX_EXTEND_DEPTH):  # the files ``extend`` names, whatever they are called
         targets = {_extend_target(c) for c in configs.values()} - set(configs) - {None}
         added = False
@@ -468,13 +442,15 @@ def lint_config(contents: Mapping[str, FileContent | None]) -> LintConfig:
             break
     top: HookScope | None = None
     hooks: list[HookScope] = []
-    hook_pin: RuffPin | None = None
+    hooked: RuffPin | None = None
     scope_problems: list[str] = []
     pre_commit = contents.get(PRE_COMMIT)
     if pre_commit is not None and pre_commit.text is not None:
-        top, hooks, hook_pin, problem = _pre_commit(pre_commit.text)
+        top, hooks, hooked, problem = _pre_commit(pre_commit.text)
         if problem is not None:
             scope_problems.append(problem)
+    flake8, problem = flake8_config(contents)
+    scope_problems += [problem] if problem is not None else []
     return LintConfig(
         ruff_configs=configs,
         problems=tuple(problems),
@@ -482,7 +458,8 @@ def lint_config(contents: Mapping[str, FileContent | None]) -> LintConfig:
         pre_commit=top,
         lint_hooks=tuple(hooks),
         black_excludes=tuple(black),
-        pin=hook_pin or pin,
+        pin=hooked or pin,
+        flake8=flake8,
     )
 
 

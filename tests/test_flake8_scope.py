@@ -1,0 +1,162 @@
+"""flake8's configuration is lint scope (``core.flake8config``), read at the base like ruff's
+and pre-commit's: its excludes leave files out, its per-file-ignores leave out ruff's findings of
+the same codes, and a pull request that edits it is judged under the base's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from app.review.core.flake8config import flake8_config
+from app.review.core.lintconfig import LintConfig, config_paths, lint_config
+from app.review.core.model import FileContent, RepoTree, ReviewResult, SkipCause, Verdict
+from app.review.engine.builtin import BuiltinReviewer
+from tests.test_review_analyzers import changed
+from tests.test_review_engine import RecordingReader, pull
+
+URLLIB3_SETUP_CFG = """[flake8]
+exclude=./docs/conf.py,./src/urllib3/packages/*
+max-line-length=99
+
+[metadata]
+license_file = LICENSE.txt
+"""
+
+
+def text(value: str) -> FileContent:
+    return FileContent(value, len(value.encode()))
+
+
+def scope(files: dict[str, str]) -> LintConfig:
+    return lint_config({path: text(value) for path, value in files.items()})
+
+
+@pytest.mark.parametrize(
+    ("files", "path", "source"),
+    [
+        # urllib3's setup.cfg, exactly: ``./`` anchors at the root, ``*`` crosses ``/``.
+        ({"setup.cfg": URLLIB3_SETUP_CFG}, "src/urllib3/packages/six.py", "setup.cfg"),
+        (
+            {"setup.cfg": URLLIB3_SETUP_CFG},
+            "src/urllib3/packages/ssl_match_hostname/_implementation.py",
+            "setup.cfg",
+        ),
+        ({"setup.cfg": URLLIB3_SETUP_CFG}, "docs/conf.py", "setup.cfg"),
+        ({"setup.cfg": URLLIB3_SETUP_CFG}, "src/urllib3/connection.py", None),
+        ({"setup.cfg": URLLIB3_SETUP_CFG}, "other/docs/conf.py", None),  # anchored at the root
+        # A bare name matches a file or directory name anywhere.
+        (
+            {".flake8": "[flake8]\nexclude = .git,build,migrations\n"},
+            "app/migrations/0001_initial.py",
+            ".flake8",
+        ),
+        ({".flake8": "[flake8]\nexclude = .git,build\n"}, "src/builder.py", None),
+        # Globs, extend-exclude, newline-separated lists, underscores for dashes.
+        (
+            {"tox.ini": "[flake8]\nextend-exclude =\n    tests/data/*\n    *_pb2.py\n"},
+            "proto/x_pb2.py",
+            "tox.ini",
+        ),
+        ({"tox.ini": "[flake8]\nextend_exclude = tests/data/*\n"}, "tests/data/bad.py", "tox.ini"),
+        # ``filename``: a Python file none of its patterns match is not linted.
+        ({".flake8": "[flake8]\nfilename = ./src/*.py\n"}, "scripts/x.py", ".flake8"),
+        ({".flake8": "[flake8]\nfilename = ./src/*.py\n"}, "src/pkg/x.py", None),
+        # flake8's order: setup.cfg, then tox.ini, then .flake8; the first with a section wins.
+        (
+            {
+                "setup.cfg": "[metadata]\nname = x\n",
+                "tox.ini": "[flake8]\nexclude = gen\n",
+                ".flake8": "[flake8]\n",
+            },
+            "gen/x.py",
+            "tox.ini",
+        ),
+        # Nothing outside the tree: ``..`` and absolute patterns match nothing.
+        ({".flake8": "[flake8]\nexclude = ../*,/etc/*\n"}, "src/x.py", None),
+        # A ruff configuration governs the file: ruff's scope is what the repository lints.
+        (
+            {"setup.cfg": URLLIB3_SETUP_CFG, "pyproject.toml": "[tool.ruff]\n"},
+            "src/urllib3/packages/six.py",
+            None,
+        ),
+    ],
+)
+def test_excludes(files: dict[str, str], path: str, source: str | None) -> None:
+    config = scope(files)
+    exclusion = config.excluded(path)
+    assert (exclusion.source if exclusion is not None else None) == source
+
+
+@pytest.mark.parametrize(
+    ("value", "path", "code", "ignored"),
+    [
+        ("__init__.py:F401", "pkg/__init__.py", "F401", True),
+        ("__init__.py:F401", "pkg/mod.py", "F401", False),
+        ("tests/*: E501, F811", "tests/test_x.py", "F811", True),
+        ("tests/*: E501, F811", "tests/test_x.py", "F401", False),
+        ("\n    tests/*:E\n    docs/*:F,W\n", "docs/conf.py", "F821", True),  # a prefix ignores a family
+        ("src/a.py src/b.py: F401", "src/b.py", "F401", True),  # several names, one colon
+        ("*.pyi:E301,E302", "x.pyi", "E302", True),
+        ("legacy/*:X100", "legacy/a.py", "X100", False),  # a plugin whose codes ruff does not share
+    ],
+)
+def test_per_file_ignores(value: str, path: str, code: str, ignored: bool) -> None:
+    config = scope({".flake8": f"[flake8]\nper-file-ignores = {value}\n"})
+    assert config.flake8_ignores(path, code) is ignored
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("[flake8]\nexclude = a\n[flake8]\nexclude = b\n", None),  # duplicates tolerated, as flake8 does
+        ("[flake8]\nexclude\n", "could not be read"),  # a key without a value
+        ("no section header\n[flake8]\n", "could not be read"),
+        ("[flake8]\n" + "exclude = " + "x," * 200_000 + "\n", "was not read (over 256 KB)"),
+        ("[metadata]\nname = x\n", None),
+    ],
+)
+def test_a_file_that_cannot_be_read_is_a_note(body: str, problem: str | None) -> None:
+    _, note = flake8_config({"setup.cfg": text(body)})
+    assert (note is None) if problem is None else (note is not None and problem in note)
+
+
+def test_the_flake8_files_at_the_root_are_read() -> None:
+    wanted = config_paths(["src/a.py"], RepoTree.of({"src/a.py", "setup.cfg", "tox.ini", "sub/.flake8"}))
+    assert {"setup.cfg", "tox.ini"} <= set(wanted) and "sub/.flake8" not in wanted
+
+
+# --- the engine: urllib3's formatter pull request ------------------------------------------------
+
+SIX_BASE = "if PY2:\n    text_type=unicode\n"
+SIX_HEAD = "if PY2:\n    text_type = unicode\n    binary_type = str\n    string_types = (basestring,)\n"
+
+
+async def review(setup_cfg_base: str, setup_cfg_head: str | None = None) -> ReviewResult:
+    files = [changed("src/urllib3/packages/six.py", SIX_BASE, SIX_HEAD)]
+    head = {"src/urllib3/packages/six.py": SIX_HEAD, "setup.cfg": setup_cfg_head or setup_cfg_base}
+    if setup_cfg_head is not None:
+        files.append(changed("setup.cfg", setup_cfg_base, setup_cfg_head))
+    context = replace(
+        pull(files, RecordingReader(head)), read_base=RecordingReader({"setup.cfg": setup_cfg_base})
+    )
+    return await BuiltinReviewer().review(context)
+
+
+async def test_a_file_flake8_excludes_is_not_linted() -> None:
+    result = await review(URLLIB3_SETUP_CFG)
+    assert not [f for f in result.findings if f.rule.startswith("python/")]
+    assert ("src/urllib3/packages/six.py", SkipCause.REPOSITORY) in {
+        (s.path, s.cause) for s in result.skipped
+    }
+    assert "1 file not linted, as `setup.cfg` excludes it" in result.summary
+    assert result.verdict is Verdict.APPROVE
+
+
+async def test_a_pull_request_that_edits_the_flake8_config_is_judged_under_the_base() -> None:
+    # The PR removes the exclude: the base's still holds. And one that adds it changes nothing.
+    result = await review(URLLIB3_SETUP_CFG, "[flake8]\nmax-line-length=99\n")
+    assert not [f for f in result.findings if f.rule.startswith("python/F")]
+    blocked = await review("[flake8]\nmax-line-length=99\n", URLLIB3_SETUP_CFG)
+    assert {f.rule for f in blocked.findings} >= {"python/F821"}
+    assert blocked.verdict is Verdict.REQUEST_CHANGES
