@@ -198,9 +198,11 @@ def finding(
     suggestion: str | None = None,
     inline: bool = True,
     evidence: str = "",
+    docs: str = "",
 ) -> Finding:
     """A ``Finding`` whose fingerprint is computed from ``text``, the flagged line(s);
-    ``evidence``: what was flagged where the message does not say it (``Finding.evidence``)."""
+    ``evidence``: what was flagged where the message does not say it (``Finding.evidence``);
+    ``docs``: the rule's documentation (``Finding.docs``)."""
     return Finding(
         path=path,
         line=line,
@@ -213,6 +215,7 @@ def finding(
         inline=inline,
         content=content_digest(rule, text),
         evidence=evidence,
+        docs=docs,
     )
 
 

@@ -436,6 +436,7 @@ class PythonAnalyzer:
                     f"{short} ({code})",
                     line_text,
                     suggestion=suggestion,
+                    docs=str(diagnostic.get("url") or ""),
                 )
             )
         return found

@@ -85,8 +85,9 @@ def diagnostic_findings(
                 line,
                 severity,
                 f"{prefix}{code}",
-                f"{message} ({link(code)})",
+                message,
                 lines[line - 1] if 0 < line <= len(lines) else "",
+                docs=link(code),
             )
         )
     return found

@@ -34,10 +34,24 @@ from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
 from .external import TOOL_TIMEOUT, Tool, ToolError, collect, command_for, run_tool, tool_tree, unavailable
 from .suppressions import suppressed_by_pull_request, zizmor_ignore_added
 
-__all__ = ["INVALID_RULE", "ZIZMOR", "WorkflowAnalyzer", "pr_code_checkouts", "zizmor_severity"]
+__all__ = [
+    "INVALID_RULE",
+    "UNKNOWN_KEY_RULE",
+    "ZIZMOR",
+    "WorkflowAnalyzer",
+    "pr_code_checkouts",
+    "unknown_keys",
+    "zizmor_severity",
+]
 
 ZIZMOR = Tool("zizmor", "zizmor", "GitHub Actions workflows")
 INVALID_RULE = "workflow/invalid-yaml"
+UNKNOWN_KEY_RULE = "workflow/unknown-key"
+# A workflow's top level, as GitHub's workflow syntax defines it (``on`` is read as YAML 1.1's
+# ``true`` by PyYAML); GitHub refuses to run a workflow with any other key there.
+WORKFLOW_KEYS = frozenset(
+    {"name", "run-name", "on", "permissions", "env", "defaults", "concurrency", "jobs", True}
+)
 PREFIX = "workflow/"
 DANGEROUS_TRIGGERS = ("pull_request_target", "workflow_run")
 FIRST_PARTY = ("actions/", "github/")
@@ -49,6 +63,7 @@ _PR_HEAD = re.compile(
 _ATTACKER_EXPRESSION = re.compile(r"\$\{\{[^}]*\b(?:github\.event\.|github\.head_ref\b)")
 _ZIZMOR_LEVELS = {"High": Severity.CONCERN, "Medium": Severity.CONCERN}
 DOCS = "https://docs.zizmor.sh/audits/"
+SYNTAX_DOCS = "https://docs.github.com/actions/writing-workflows/workflow-syntax-for-github-actions"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +158,11 @@ class WorkflowAnalyzer:
             file_level=True,
         ),
         Rule(
+            UNKNOWN_KEY_RULE,
+            Severity.BLOCKER,
+            "a workflow with a top-level key GitHub's workflow syntax does not have (GitHub will not run it)",
+        ),
+        Rule(
             f"{PREFIX}template-injection",
             None,
             "zizmor: an expression expanded into a script; a blocker when zizmor is highly confident "
@@ -184,6 +204,7 @@ class WorkflowAnalyzer:
                 out.findings.extend(self._invalid(item, exc))
                 continue
             targets[path] = item
+            out.findings += unknown_keys(item, parsed[path])
         if not targets:
             return out
         command = command_for(ZIZMOR, self.command, batch)
@@ -232,9 +253,9 @@ class WorkflowAnalyzer:
                 max(1, min(line, len(lines) or 1)),
                 Severity.BLOCKER,
                 INVALID_RULE,
-                f"This file no longer parses as YAML ({problem}), so GitHub Actions will not run it "
-                f"at all (https://docs.github.com/actions/writing-workflows/workflow-syntax-for-github-actions).",
+                f"This file no longer parses as YAML ({problem}), so GitHub Actions will not run it at all.",
                 lines[line - 1] if 0 < line <= len(lines) else "",
+                docs=SYNTAX_DOCS,
             )
         ]
 
@@ -326,11 +347,13 @@ class WorkflowAnalyzer:
                 return pwn
         annotation = self._annotation(entry)
         desc = str(entry.get("desc") or ident)
-        message = f"{desc[:1].upper()}{desc[1:]}: {annotation} (zizmor {code_span(ident)}: {url})."
+        message = f"{desc[:1].upper()}{desc[1:]}: {annotation} (zizmor {code_span(ident)})."
         # zizmor's annotation reads the same for every expression it flags: what it flagged
         # (the feature: the expression, the step) tells one finding from another
         evidence = str(entry.get("feature") or "")
-        return finding(item.path, line, severity, f"{PREFIX}{ident}", message, text, evidence=evidence)
+        return finding(
+            item.path, line, severity, f"{PREFIX}{ident}", message, text, evidence=evidence, docs=url
+        )
 
     @staticmethod
     def _annotation(entry: Mapping[str, Any]) -> str:
@@ -363,7 +386,39 @@ class WorkflowAnalyzer:
             f"Job {code_span(checkout.job)} runs with this repository's secrets and write token on a "
             f"dangerous trigger, yet checks out the pull request's head ({code_span(checkout.ref)}) and "
             "runs it, so anyone who opens a pull request runs code with those rights"
-            f" (zizmor `dangerous-triggers`: {url}).",
+            " (zizmor `dangerous-triggers`).",
             (lines[line - 1] if 0 < line <= len(lines) else "") + f"\n{evidence}",
             evidence=evidence,
+            docs=url,
         )
+
+
+def unknown_keys(item: FileUnderReview, document: Any) -> list[Finding]:
+    """A blocker on each top-level key of a workflow (not an action definition) that GitHub's
+    workflow syntax does not have: GitHub refuses to run such a workflow (a misspelt ``jobs:``, an
+    ``on:`` indented by mistake). The bot's own check: zizmor audits what runs, not the syntax."""
+    if not item.path.startswith(".github/workflows/") or not isinstance(document, dict):
+        return []
+    found: list[Finding] = []
+    for key in document:
+        if key in WORKFLOW_KEYS:
+            continue
+        name = str(key)
+        line = next(
+            (n for n, row in enumerate(item.rows, 1) if re.match(rf"['\"]?{re.escape(name)}['\"]?\s*:", row)),
+            1,
+        )
+        found.append(
+            finding(
+                item.path,
+                line,
+                Severity.BLOCKER,
+                UNKNOWN_KEY_RULE,
+                f"{code_span(name)} is not a top-level key of a workflow (GitHub knows `name`, "
+                "`run-name`, `on`, `permissions`, `env`, `defaults`, `concurrency` and `jobs`), "
+                "so GitHub will not run it.",
+                item.rows[line - 1] if 0 < line <= len(item.rows) else name,
+                docs=SYNTAX_DOCS,
+            )
+        )
+    return found

@@ -164,6 +164,9 @@ class Finding:
     # of a secret, the ref a job checks out): part of the problem key, so a decision about one
     # finding never withdraws another that reads the same (``rounds.identity``).
     evidence: str = ""
+    # The rule's documentation, from the analyzer (never inside ``message``, where the text
+    # defuser would make it a dead link): posted as a live link when ``inert.docs_link`` allows.
+    docs: str = ""
 
     @property
     def problem(self) -> str:

@@ -32,6 +32,13 @@ from ..core.codespan import code_span
 
 WORD_JOINER = "\u2060"  # invisible; ends a mention, an autolink or a reference where it stands
 ZERO_WIDTH_SPACE = "\u200b"
+# The only links the bot posts live: the rule documentation of the tools it runs, each under
+# its documentation's own prefix, then a plain path (no parenthesis, quote, space or percent
+# escape that could end the Markdown link or smuggle another one in).
+_DOCS = re.compile(
+    r"https://(?:www\.shellcheck\.net/wiki/|github\.com/hadolint/hadolint/wiki/|docs\.zizmor\.sh/audits/"
+    r"|docs\.astral\.sh/ruff/rules/|docs\.github\.com/(?:en/)?actions/)[A-Za-z0-9/_.#-]{0,200}"
+)
 
 # What GitHub turns into a notification or a link in text: ``@name`` / ``@org/team`` and e-mail
 # addresses, ``scheme://`` and ``www.`` autolinks, ``#123`` and ``GH-123`` references. Each
@@ -41,6 +48,12 @@ _TICKS = re.compile(r"`+")
 _PROSE = str.maketrans(
     {"\\": "\\\\", "`": "\\`", "[": "\\[", "]": "\\]", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
 )
+
+
+def docs_link(url: str) -> str:
+    """`` ([docs](url))`` for a rule's documentation the bot may link, else nothing: a URL a tool
+    reported from a file's content is only posted when it is one of these."""
+    return f" ([docs]({url}))" if _DOCS.fullmatch(url) else ""
 
 
 def neutralise(text: str) -> str:

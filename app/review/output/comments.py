@@ -13,10 +13,18 @@ from typing import Any
 
 from ..analyzers.secrets import redact_secrets
 from ..core.model import Finding
-from ..engine.inert import code, defuse, escape
+from ..engine.inert import code, defuse, docs_link, escape
 from ..rounds.markers import FindingMarker, problem_key
 
-__all__ = ["anchor", "comment_body", "finding_marker", "location", "most_severe_first", "postable_suggestion"]
+__all__ = [
+    "anchor",
+    "comment_body",
+    "finding_marker",
+    "location",
+    "most_severe_first",
+    "postable_suggestion",
+    "said",
+]
 
 
 def anchor(finding: Finding, commentable: frozenset[int]) -> dict[str, Any] | None:
@@ -60,8 +68,13 @@ def finding_marker(finding: Finding, head_sha: str) -> str:
     ).encode()
 
 
+def said(finding: Finding) -> str:
+    """What a finding says, as posted: its message inert, its rule's documentation linked."""
+    return escape(finding.message) + docs_link(finding.docs)
+
+
 def comment_body(finding: Finding, head_sha: str) -> str:
-    lines = [f"**{finding.severity.label}** · {code(finding.rule)} · {escape(finding.message)}"]
+    lines = [f"**{finding.severity.label}** · {code(finding.rule)} · {said(finding)}"]
     if finding.suggestion is not None and postable_suggestion(finding.suggestion):
         lines += ["", _suggestion_block(finding.suggestion)]
     elif finding.suggestion is not None:

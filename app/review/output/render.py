@@ -30,7 +30,7 @@ from ..engine.inert import code, escape, neutralise
 from ..rounds.identity import Delta, Recorded, Renames, held, in_delta
 from ..rounds.markers import FindingMarker, ReviewMarker, Trigger
 from ..rounds.overrule import Overrule
-from .comments import anchor, comment_body, finding_marker, location, most_severe_first
+from .comments import anchor, comment_body, finding_marker, location, most_severe_first, said
 
 ANNOTATION_LEVEL = {Severity.BLOCKER: "failure", Severity.CONCERN: "warning", Severity.NIT: "notice"}
 HEADLINE = {
@@ -285,7 +285,7 @@ def render_body(
         lines += [_finding_line(f) for f in listed]
     if summarised:
         lines += ["", "**Housekeeping** (summarised):"]
-        lines += [f"- {code(f.rule)} {code(f.path)}: {escape(f.message)}" for f in summarised]
+        lines += [f"- {code(f.rule)} {code(f.path)}: {said(f)}" for f in summarised]
     if result.skipped:
         lines += [
             "",
@@ -336,9 +336,7 @@ def _policy_lines(
 
 
 def _finding_line(finding: Finding) -> str:
-    return (
-        f"- **{finding.severity.label}** {code(finding.rule)} {location(finding)}: {escape(finding.message)}"
-    )
+    return f"- **{finding.severity.label}** {code(finding.rule)} {location(finding)}: {said(finding)}"
 
 
 def _quieted_lines(quieted: list[Finding], policy: Policy) -> list[str]:
