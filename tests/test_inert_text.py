@@ -23,7 +23,7 @@ from app.review.engine import inert
 from app.review.engine.builtin import summarise
 from app.review.llm.checks import check_findings
 from app.review.llm.schema import ModelFinding
-from app.review.output import render
+from app.review.output import checkrun, render
 from app.review.rounds.learnings import Learning
 from app.review.rounds.markers import Trigger
 from app.review.rounds.overrule import Overrule
@@ -220,7 +220,7 @@ def test_pr_text_is_inert_wherever_it_is_posted(place: Place, as_code: bool, val
 @pytest.mark.parametrize("value", HOSTILE)
 def test_annotations_are_plain_text_with_nothing_live(value: str) -> None:
     result = ReviewResult(Verdict.COMMENT, "s", findings=(finding(f"Undefined name `{value}`", rule=value),))
-    [annotation] = render.check_annotations(result)
+    [annotation] = checkrun.check_annotations(result)
     assert not LIVE.search(annotation["title"]) and not LIVE.search(annotation["message"])
     assert annotation["message"].replace(inert.WORD_JOINER, "") == f"Undefined name `{value}`"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.review.core.model import Finding, ReviewResult, Severity, Verdict
-from app.review.output import render
+from app.review.output import checkrun, render
 from app.review.output.comments import postable_suggestion
 from app.review.rounds.markers import (
     FindingMarker,
@@ -143,9 +143,9 @@ def test_messages_paths_and_annotations_never_quote_a_key() -> None:
         bot_name="revbot",
     )
     # The hidden marker keeps the path as GitHub names the file (it is matched against it later).
-    assert KEY not in render.check_summary(plan)
+    assert KEY not in checkrun.check_summary(plan)
     assert f"conf/{KEY}.py" not in plan.body.replace(f'"path":"conf/{KEY}.py"', "")
-    assert KEY not in json.dumps(render.check_annotations(result)).replace(f'"path": "conf/{KEY}.py"', "")
+    assert KEY not in json.dumps(checkrun.check_annotations(result)).replace(f'"path": "conf/{KEY}.py"', "")
     assert len(decode_all(plan.body, "finding")) == 1
 
 

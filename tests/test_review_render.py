@@ -10,7 +10,7 @@ import pytest
 from app.repoconfig import RepoConfig, parse_repo_config
 from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
 from app.review.engine import inert
-from app.review.output import render
+from app.review.output import checkrun, render
 from app.review.rounds.markers import FindingMarker, ReviewMarker, Trigger, decode_all, encode
 from app.review.rounds.overrule import Overrule
 
@@ -209,19 +209,19 @@ def test_the_review_check_passes_only_a_complete_analysis(
     severities: tuple[Severity, ...], incomplete: bool, unconfirmed: bool, conclusion: str
 ) -> None:
     found = replace(result(*(finding(severity=s) for s in severities)), incomplete=incomplete)
-    assert render.check_conclusion(found, blockers_unconfirmed=unconfirmed) == conclusion
+    assert checkrun.check_conclusion(found, blockers_unconfirmed=unconfirmed) == conclusion
 
 
 def test_check_run_outcome_follows_the_worst_finding() -> None:
-    assert render.check_conclusion(result(finding())) == "failure"
-    assert render.check_conclusion(result(finding(severity=Severity.CONCERN))) == "neutral"
-    assert render.check_conclusion(result(finding(severity=Severity.NIT))) == "success"
-    assert render.check_conclusion(result()) == "success"
+    assert checkrun.check_conclusion(result(finding())) == "failure"
+    assert checkrun.check_conclusion(result(finding(severity=Severity.CONCERN))) == "neutral"
+    assert checkrun.check_conclusion(result(finding(severity=Severity.NIT))) == "success"
+    assert checkrun.check_conclusion(result()) == "success"
     assert (
-        render.check_title(result(finding(), finding(line=4), finding(severity=Severity.NIT)))
+        checkrun.check_title(result(finding(), finding(line=4), finding(severity=Severity.NIT)))
         == "2 blockers, 1 nit"
     )
-    notes = render.check_annotations(result(finding(start_line=2)))
+    notes = checkrun.check_annotations(result(finding(start_line=2)))
     assert notes == [
         {
             "path": "a.py",

@@ -22,7 +22,7 @@ from .. import github
 from ..github import GitHubClient
 from ..guards import BotIdentity
 from ..review.core.model import ReviewResult
-from ..review.output import render
+from ..review.output import checkrun, render
 from ..review.rounds.overrule import Overrule
 from .bot import Bot
 from .pause import paused_headline
@@ -216,7 +216,7 @@ async def settle_check_run(
 # ------------------------------------------------------------------------- the review's run
 def review_conclusion(result: ReviewResult, *, blockers_unconfirmed: bool = False) -> Conclusion:
     """``blockers_unconfirmed``: the re-review could not confirm an earlier blocker fixed."""
-    return Conclusion(render.check_conclusion(result, blockers_unconfirmed=blockers_unconfirmed))
+    return Conclusion(checkrun.check_conclusion(result, blockers_unconfirmed=blockers_unconfirmed))
 
 
 async def finish_check_run(
@@ -234,7 +234,7 @@ async def finish_check_run(
     the summary, where the repository's people look; ``details_url`` (the pull request, where the
     review says what could not be analysed) goes with ``action_required``, as GitHub asks;
     ``blockers_unconfirmed``: an earlier blocker's file could not be judged (``failure``)."""
-    summary = render.check_summary(plan)
+    summary = checkrun.check_summary(plan)
     if note is not None:
         summary = f"{note}\n\n{summary}"[: render.MAX_CHECK_TEXT]
     conclusion = review_conclusion(result, blockers_unconfirmed=blockers_unconfirmed)
@@ -243,8 +243,8 @@ async def finish_check_run(
         repo=repo,
         check_run_id=check_run_id,
         conclusion=conclusion,
-        output=Output(render.check_title(result), summary),
-        annotations=render.check_annotations(result),
+        output=Output(checkrun.check_title(result), summary),
+        annotations=checkrun.check_annotations(result),
         details_url=details_url if conclusion is Conclusion.ACTION_REQUIRED else None,
     )
 
@@ -265,7 +265,7 @@ async def recount_check_run(
     if existing is None or existing.get("status") != "completed":
         return  # none yet, or a review is writing it now and will count the overrule itself
     said = str((existing.get("output") or {}).get("summary") or "")
-    output = Output(render.check_title(result), render.recounted_summary(said, overruled))
+    output = Output(checkrun.check_title(result), render.recounted_summary(said, overruled))
     conclusion = review_conclusion(result)
     if output.shown_by(existing, conclusion):
         return

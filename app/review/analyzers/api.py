@@ -2,7 +2,8 @@
 function, method or class removed (or renamed), a parameter removed, renamed or moved, a new
 required parameter (every existing call lacks it), a default changed, a function turned async or
 back. Concerns, never blockers: most API changes are deliberate, so the finding says what changed
-and asks whether the callers and the changelog know.
+and asks whether the callers and the changelog know; nits in a package at 0.x (its declared
+version at the base), whose API is not a promise yet.
 
 Read with griffe's static visitor (the AST, never an import: no inspection, no extensions), one
 module at a time from the two texts: ``api_findings`` is a pure function of (path, base text,
@@ -14,18 +15,20 @@ followed.
 
 from __future__ import annotations
 
+import configparser
+import contextlib
 import logging
 import re
 import warnings
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import griffe
 
 from ..core.codespan import code_span
-from ..core.model import ChangedFile, Finding, RepoTree, Severity, Skipped
-from ..core.refusals import EXHAUSTED
+from ..core.model import ChangedFile, FileContent, Finding, RepoTree, Severity, Skipped
+from ..core.refusals import EXHAUSTED, TOMLDecodeError, load_toml
 from .base import AnalysisInput, AnalyzerOutput, Rule, finding, is_python, is_test_path
 
 __all__ = [
@@ -41,6 +44,8 @@ __all__ = [
 ]
 
 RULE = "api/break"
+_MAJOR = re.compile(r"\s*v?(\d+)\.")
+_DUNDER_VERSION = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*["']v?(\d+)\.""", re.MULTILINE)
 BASE_STATUSES = ("modified", "renamed")  # a file the base also had
 MAX_FINDINGS = 5  # per review; the rest in one more
 
@@ -297,6 +302,53 @@ def capped(findings: Sequence[tuple[str, Finding]], limit: int = MAX_FINDINGS) -
     return [*kept, summary]
 
 
+def _major_of(version: object) -> int | None:
+    match = _MAJOR.match(version) if isinstance(version, str) else None
+    return int(match.group(1)) if match else None
+
+
+def package_major(configs: Mapping[str, FileContent | None], modules: Iterable[str]) -> int | None:
+    """The major version the package declares at the base: ``pyproject.toml``'s ``[project]`` (or
+    ``[tool.poetry]``) ``version``, ``setup.cfg``'s ``[metadata] version``, else a literal
+    ``__version__`` in one of ``modules`` (texts); None when it says none (a dynamic version)."""
+    pyproject = configs.get("pyproject.toml")
+    if pyproject is not None and pyproject.text is not None:
+        try:
+            document = load_toml(pyproject.text)
+        except TOMLDecodeError:
+            document = {}
+        tool = document.get("tool")
+        for table in (document.get("project"), tool.get("poetry") if isinstance(tool, dict) else None):
+            major = _major_of(table.get("version")) if isinstance(table, dict) else None
+            if major is not None:
+                return major
+    setup = configs.get("setup.cfg")
+    if setup is not None and setup.text is not None and "[metadata]" in setup.text:
+        parser = configparser.RawConfigParser(strict=False)
+        with contextlib.suppress(configparser.Error):
+            parser.read_string(setup.text)
+            major = _major_of(parser.get("metadata", "version", fallback=None))
+            if major is not None:
+                return major
+    for text in modules:
+        match = _DUNDER_VERSION.search(text)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def initial_development(batch: AnalysisInput) -> bool:
+    """Whether the package is at 0.x, where its public API is not yet a promise."""
+    inits = [
+        side.text
+        for item in batch.files
+        if PurePosixPath(item.path).name == "__init__.py"
+        and (side := batch.base.get(item.file.previous_path or item.path) or item.content) is not None
+        and side.text is not None
+    ]
+    return package_major(batch.configs, inits) == 0
+
+
 class ApiBreakAnalyzer:
     """Implements ``analyzers.Analyzer``; needs the base side of the files (``batch.base``)."""
 
@@ -344,7 +396,10 @@ class ApiBreakAnalyzer:
                         item.path, f"API checks not run: it nests too deeply to parse ({type(exc).__name__})"
                     )
                 )
-        output.findings.extend(capped(found))
+        kept = capped(found)
+        if kept and initial_development(batch):  # 0.x: anything may change (SemVer's item 4)
+            kept = [replace(f, severity=Severity.NIT) for f in kept]
+        output.findings.extend(kept)
         if compared:
             output.notes.append(
                 f"public API compared with the base in {compared} module{'s' if compared != 1 else ''}"

@@ -19,7 +19,7 @@ import tokenize
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
-from ..core.model import ChangedFile, Finding, Severity
+from ..core.model import ChangedFile, Finding, RepoTree, Severity
 from ..core.refusals import EXHAUSTED
 from .base import (
     AnalysisInput,
@@ -33,7 +33,14 @@ from .base import (
 )
 from .base import strip_python_noise as _strip_python_line
 
-__all__ = ["DebugAnalyzer", "is_print_exempt", "noqa_silences", "python_code_view", "strip_js_noise"]
+__all__ = [
+    "DebugAnalyzer",
+    "is_action_script",
+    "is_print_exempt",
+    "noqa_silences",
+    "python_code_view",
+    "strip_js_noise",
+]
 
 _BREAKPOINT = re.compile(r"(?<![\w.])(?<!def )breakpoint\s*\(")
 _PDB = re.compile(
@@ -48,6 +55,8 @@ _CONSOLE_LOG = re.compile(r"(?<![\w.$])console\s*\.\s*log\s*\(")
 _DEBUGGER = re.compile(r"(?<![\w.$])debugger\s*;|^\s*debugger\s*$")
 _JS_STRING = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\\n]|\\.)*`""")
 _MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
+_WORKFLOW_COMMAND = re.compile(r"""print\(\s*[rbf]*["']::[a-z-]+|GITHUB_OUTPUT|GITHUB_STEP_SUMMARY""")
+_ACTION_FILES = ("action.yml", "action.yaml")
 
 _PRINT_EXEMPT_DIRS = frozenset(
     {
@@ -90,13 +99,28 @@ def noqa_silences(line: str, rule: str) -> bool:
 
 
 def is_print_exempt(path: str) -> bool:
-    """Where ``print`` is the point: tests, scripts, entry points (by path alone)."""
+    """Where ``print`` is the point: tests, scripts, entry points, anything under ``.github/``
+    (a workflow's or an action's script, whose output is the workflow's log) (by path alone)."""
     parts = PurePosixPath(path).parts
     return (
         is_test_path(path)
+        or (bool(parts) and parts[0] == ".github")
         or any(part in _PRINT_EXEMPT_DIRS for part in parts[:-1])
         or (bool(parts) and parts[-1] in _PRINT_EXEMPT_NAMES)
     )
+
+
+def is_action_script(path: str, text: str | None, tree: RepoTree | None) -> bool:
+    """A GitHub Action's script, whose prints are its output: it speaks workflow commands
+    (``::set-output``, ``::error::``, ``::group::``) or writes ``$GITHUB_OUTPUT``, or a directory
+    on its path holds an ``action.yml`` (a composite or Docker action's sources)."""
+    if text is not None and _WORKFLOW_COMMAND.search(text):
+        return True
+    if tree is None:
+        return False
+    parts = path.split("/")[:-1]
+    directories = ["/".join(parts[:depth]) for depth in range(len(parts), -1, -1)]
+    return any((f"{d}/{name}" if d else name) in tree.files for d in directories for name in _ACTION_FILES)
 
 
 def python_code_view(text: str) -> dict[int, str] | None:
@@ -171,19 +195,23 @@ class DebugAnalyzer:
                 base = batch.base.get(item.file.previous_path or item.path)
                 findings.extend(
                     f
-                    for f in self._python(item, base.text if base is not None else None)
+                    for f in self._python(item, base.text if base is not None else None, batch.tree)
                     if not noqa_silences(item.lines.added_text[f.line], f.rule)
                 )
             elif is_js(item.path):
                 findings.extend(self._js(item))
         return AnalyzerOutput(findings=findings)
 
-    def _python(self, item: FileUnderReview, base: str | None) -> list[Finding]:
+    def _python(self, item: FileUnderReview, base: str | None, tree: RepoTree | None) -> list[Finding]:
         """``base``: the file's text at the base, when the engine has it (a module that printed
         there prints on purpose, however much of it the pull request rewrote)."""
         text = item.text
         view = python_code_view(text) if text is not None else None
-        prints_allowed = is_print_exempt(item.path) or item.path.endswith(".pyi")
+        prints_allowed = (
+            is_print_exempt(item.path)
+            or item.path.endswith(".pyi")
+            or is_action_script(item.path, text, tree)
+        )
         if text is not None and _MAIN_GUARD.search(text):
             prints_allowed = True  # a CLI module
         if view is not None and any(

@@ -25,6 +25,7 @@ is never passed on: only the name of a setting it does not know, when the config
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
@@ -49,9 +50,13 @@ from .ruff_runner import (
 )
 from .suppressions import adds_noqa, noqa_added_for, suppressed_by_pull_request
 
-__all__ = ["SYNTAX_RULE", "PythonAnalyzer", "severity_for", "single_line_fix"]
+__all__ = ["SYNTAX_RULE", "PythonAnalyzer", "binds_alias", "severity_for", "single_line_fix"]
 
 PREFIX = "python/"
+REEXPORTING = frozenset({"__init__.py", "__init__.pyi"})
+_ALIAS = re.compile(
+    r"(?:from\s+[\w.]+\s+)?import\s+[^#]*\bas\s+\w+|[A-Za-z_]\w*\s*=\s*[A-Za-z_][\w.]*\s*(?:#.*)?$"
+)
 SYNTAX_RULE = "python/syntax-error"
 VERSION_RULE = "python/declared-version"
 _DEFAULTS = ", ".join(DEFAULT_SELECT)
@@ -128,6 +133,13 @@ def single_line_fix(diagnostic: Mapping[str, Any], row: int, line_text: str) -> 
     if not full.endswith("\n"):
         return None
     return full[:-1]
+
+
+def binds_alias(line: str) -> bool:
+    """Whether the line binds a module-level alias (``import a as b``, ``from m import a as b``,
+    ``OldName = NewName``): kept for compatibility more often than not, so no one-click
+    suggestion deletes or rewrites it."""
+    return _ALIAS.match(line) is not None
 
 
 def _listed(paths: Sequence[str]) -> str:
@@ -426,7 +438,10 @@ class PythonAnalyzer:
                 )
                 continue
             assert code is not None
-            suggestion = single_line_fix(diagnostic, row, line_text) if row in item.lines.added else None
+            if code == "F401" and PurePosixPath(item.path).name in REEXPORTING:
+                continue  # a package's imports are its interface: a re-export is not unused
+            offer = row in item.lines.added and not binds_alias(line_text)
+            suggestion = single_line_fix(diagnostic, row, line_text) if offer else None
             found.append(
                 finding(
                     item.path,

@@ -23,22 +23,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analyzers.injection import PR_BODY_PATH
-from ..analyzers.secrets import redact_secrets
 from ..core.model import MODEL_RULES, Finding, ReviewResult, Severity, Verdict
-from ..engine.inert import code, escape, neutralise
+from ..engine.inert import code, escape
 from ..rounds.identity import Delta, Recorded, Renames, held, in_delta
 from ..rounds.markers import FindingMarker, ReviewMarker, Trigger
 from ..rounds.overrule import Overrule
 from .comments import anchor, comment_body, finding_marker, location, most_severe_first, said
 
-ANNOTATION_LEVEL = {Severity.BLOCKER: "failure", Severity.CONCERN: "warning", Severity.NIT: "notice"}
 HEADLINE = {
     Verdict.REQUEST_CHANGES: "changes requested",
     Verdict.COMMENT: "comments",
     Verdict.APPROVE: "approved",
 }
 MAX_CHECK_TEXT = 60_000
+API_RULES = "api/"  # the public API checks (``analyzers.api``): listed under their own heading
 INCOMPLETE = "not everything was analysed (the files listed under Not analysed, and the notes above)"
 
 
@@ -283,9 +281,14 @@ def render_body(
         why = "outside the diff or over the limit of inline comments" if inline else "outside the diff"
         lines += ["", f"**Findings not commented inline** ({why}):"]
         lines += [_finding_line(f) for f in listed]
-    if summarised:
+    api = [f for f in summarised if f.rule.startswith(API_RULES)]
+    if api:  # what callers see is never filed beside trailing whitespace
+        lines += ["", "**Public API changes**:"]
+        lines += [f"- **{f.severity.label}** {code(f.path)}: {said(f)}" for f in api]
+    housekeeping = [f for f in summarised if not f.rule.startswith(API_RULES)]
+    if housekeeping:
         lines += ["", "**Housekeeping** (summarised):"]
-        lines += [f"- {code(f.rule)} {code(f.path)}: {said(f)}" for f in summarised]
+        lines += [f"- {code(f.rule)} {code(f.path)}: {said(f)}" for f in housekeeping]
     if result.skipped:
         lines += [
             "",
@@ -434,63 +437,3 @@ def recounted_summary(summary: str, overruled: Sequence[Overrule]) -> str:
     if not overruled:
         return said
     return "\n".join([said, "", RECOUNT_HEADING, *_overrule_lines(overruled)])[:MAX_CHECK_TEXT]
-
-
-def check_conclusion(result: ReviewResult, *, blockers_unconfirmed: bool = False) -> str:
-    """Blockers fail. An analysis the pull request made incomplete never passes a required check
-    (GitHub passes ``neutral`` and ``skipped``): ``action_required``, or ``failure`` while an
-    earlier blocker stands unconfirmed (``blockers_unconfirmed``: its file could not be judged).
-    Concerns are neutral; else success."""
-    severities = {f.severity for f in result.findings}
-    if Severity.BLOCKER in severities:
-        return "failure"
-    if result.incomplete:
-        return "failure" if blockers_unconfirmed else "action_required"
-    if Severity.CONCERN in severities:
-        return "neutral"
-    return "success"
-
-
-def check_title(result: ReviewResult) -> str:
-    withdrawn = [
-        f"{len(found)} {why}"
-        for found, why in ((result.overruled, "overruled"), (result.learned, "learned"))
-        if found
-    ]
-    suffix = f" ({', '.join(withdrawn)})" if withdrawn else ""
-    if not result.findings:
-        return (
-            f"{'Not fully analysed; no problems found' if result.incomplete else 'No problems found'}{suffix}"
-        )
-    counts = Counter(f.severity for f in result.findings)
-    parts = [
-        f"{counts[s]} {s.label}{'s' if counts[s] != 1 else ''}"
-        for s in sorted(Severity, reverse=True)
-        if counts[s]
-    ]
-    return ", ".join(parts) + suffix
-
-
-def check_summary(plan: ReviewPlan) -> str:
-    """The review body without its hidden markers, capped to what the Checks API accepts."""
-    visible = "\n".join(line for line in plan.body.splitlines() if not line.startswith("<!-- "))
-    return visible[:MAX_CHECK_TEXT]
-
-
-def check_annotations(result: ReviewResult) -> list[dict[str, Any]]:
-    out = []
-    for finding in most_severe_first(result.findings):
-        if finding.path == PR_BODY_PATH:
-            continue  # not a file: annotations need one
-        start = finding.start_line if finding.start_line is not None else finding.line
-        out.append(
-            {
-                "path": finding.path,
-                "start_line": start,
-                "end_line": finding.line,
-                "annotation_level": ANNOTATION_LEVEL[finding.severity],
-                "title": neutralise(redact_secrets(finding.rule)),
-                "message": neutralise(redact_secrets(finding.message)),
-            }
-        )
-    return out

@@ -1,0 +1,183 @@
+"""Say less, and right (Python): each case from what a maintainer called wrong or noise on real
+pull requests. Re-exports are not unused; no suggestion deletes an alias; an Action's prints are
+its output; a 0.x package's API changes are nits; API changes are not housekeeping."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.review.analyzers.api import RULE as API_RULE
+from app.review.analyzers.api import package_major
+from app.review.analyzers.debug import is_action_script, is_print_exempt
+from app.review.analyzers.python import binds_alias
+from app.review.core.model import FileContent, Finding, RepoTree, ReviewResult, Severity, Verdict
+from app.review.engine.builtin import BuiltinReviewer
+from app.review.measure.local import context_from_git
+from app.review.output import render
+from app.review.rounds.markers import Trigger
+from tests.test_review_analyzers import changed
+from tests.test_review_api import BASE as API_BASE
+from tests.test_review_api import change
+from tests.test_review_engine import RecordingReader, pull
+
+# --- re-exports ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "head", "unused"),
+    [
+        # httpx's and starlette's ``__init__.py``: every import is the package's interface.
+        ("httpx/__init__.py", "from ._client import Client\nfrom ._models import Request as Request\n", []),
+        ("pkg/__init__.pyi", "from .a import B\n", []),
+        # Listed in ``__all__``: used.
+        ("pkg/api.py", 'from .core import run\n__all__ = ["run"]\n', []),
+        # Anywhere else an unused import is still said.
+        ("pkg/mod.py", "from .core import run\n", ["python/F401"]),
+    ],
+)
+async def test_re_exports_are_not_unused(path: str, head: str, unused: list[str]) -> None:
+    file = changed(path, None, head)
+    result = await BuiltinReviewer().review(pull([file], RecordingReader({path: head})))
+    assert [f.rule for f in result.findings if f.rule == "python/F401"] == unused
+
+
+# --- no suggestion deletes an alias -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "alias"),
+    [
+        ("from .new_module import thing as old_name", True),
+        ("import numpy as np", True),
+        ("from . import a, b as c  # compat", True),
+        ("OldName = NewName", True),
+        ("old_api = module.new_api", True),
+        ("import os", False),
+        ("from x import y", False),
+        ("    import os as o", False),  # inside a function: not the module's
+        ("x = compute()", False),
+        ("LIMIT = 5", False),
+    ],
+)
+def test_binds_alias(line: str, alias: bool) -> None:
+    assert binds_alias(line) is alias
+
+
+async def test_an_unused_alias_keeps_its_finding_but_gets_no_suggestion() -> None:
+    head = "from .new_module import thing as old_name\nimport os\n\nx = 1\n"
+    file = changed("pkg/compat.py", "x = 1\n", head)
+    result = await BuiltinReviewer().review(pull([file], RecordingReader({file.path: head})))
+    by_line = {f.line: f for f in result.findings if f.rule == "python/F401"}
+    assert set(by_line) == {1, 2}
+    assert by_line[1].suggestion is None  # the back-compat alias: never a one-click deletion
+    assert by_line[2].suggestion == ""  # a plain unused import may be deleted in one click
+
+
+# --- an Action's prints -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "tree", "action"),
+    [
+        ("src/main.py", 'print(f"::set-output name=v::{v}")\n', None, True),
+        ("src/main.py", 'print("::error file=a::bad")\n', None, True),
+        (
+            "src/main.py",
+            'with open(os.environ["GITHUB_OUTPUT"], "a") as f:\n    print("v=1", file=f)\n',
+            None,
+            True,
+        ),
+        ("src/main.py", 'print("hello")\n', RepoTree.of(["action.yml", "src/main.py"]), True),
+        ("act/src/main.py", 'print("x")\n', RepoTree.of(["act/action.yaml", "act/src/main.py"]), True),
+        ("lib/main.py", 'print("x")\n', RepoTree.of(["other/action.yml", "lib/main.py"]), False),
+        ("lib/main.py", 'print("x")\n', None, False),
+        ("lib/main.py", 'log("::not a print")\n', None, False),
+    ],
+)
+def test_is_action_script(path: str, text: str, tree: RepoTree | None, action: bool) -> None:
+    assert is_action_script(path, text, tree) is action
+
+
+@pytest.mark.parametrize(
+    ("path", "exempt"),
+    [(".github/scripts/release.py", True), (".github/actions/x/main.py", True), ("src/github/x.py", False)],
+)
+def test_prints_under_github_are_exempt(path: str, exempt: bool) -> None:
+    assert is_print_exempt(path) is exempt
+
+
+async def test_a_print_in_an_action_script_is_not_a_finding() -> None:
+    head = 'import os\n\n\ndef main():\n    print(f"::notice::{os.getcwd()}")\n'
+    file = changed("src/entry.py", "import os\n", head)
+    result = await BuiltinReviewer().review(pull([file], RecordingReader({file.path: head})))
+    assert not [f for f in result.findings if f.rule == "debug/print"]
+
+
+# --- a 0.x package's API ------------------------------------------------------------------------
+
+
+def text(value: str) -> FileContent:
+    return FileContent(value, len(value))
+
+
+@pytest.mark.parametrize(
+    ("configs", "modules", "major"),
+    [
+        ({"pyproject.toml": '[project]\nname = "x"\nversion = "0.27.0"\n'}, [], 0),
+        ({"pyproject.toml": '[project]\nversion = "2.1"\n'}, ['__version__ = "0.1"\n'], 2),
+        ({"pyproject.toml": '[tool.poetry]\nversion = "0.9.1"\n'}, [], 0),
+        ({"pyproject.toml": '[project]\ndynamic = ["version"]\n'}, ['__version__ = "0.38.2"\n'], 0),
+        ({"setup.cfg": "[metadata]\nname = x\nversion = 1.26.0\n"}, [], 1),
+        ({}, ['__version__: str = "3.0.0"\n'], 3),
+        ({}, ["__version__ = get_version()\n"], None),
+        ({"pyproject.toml": "[project\n"}, [], None),
+    ],
+)
+def test_package_major(configs: dict[str, str], modules: list[str], major: int | None) -> None:
+    assert package_major({p: text(t) for p, t in configs.items()}, modules) == major
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize(("version", "severity"), [("0.27.0", Severity.NIT), ("1.0.0", Severity.CONCERN)])
+async def test_a_0x_packages_api_changes_are_nits(tmp_path: Path, version: str, severity: Severity) -> None:
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    (repo / "pyproject.toml").write_text(f'[project]\nname = "pkg"\nversion = "{version}"\n')
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "mod.py").write_text(API_BASE)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    (repo / "pkg" / "mod.py").write_text(change("retries=3", "retries=5", API_BASE))
+    git(repo, "commit", "-qam", "change")
+    result = await BuiltinReviewer().review(await context_from_git(repo, "HEAD~1", "HEAD"))
+    assert [(f.rule, f.severity) for f in result.findings] == [(API_RULE, severity)]
+
+
+# --- API changes are not housekeeping -----------------------------------------------------------
+
+
+def test_api_changes_have_their_own_heading() -> None:
+    api = Finding(
+        "pkg/mod.py", 1, Severity.CONCERN, API_RULE, "3 more public API changes.", "a", inline=False
+    )
+    whitespace = Finding("a.txt", 1, Severity.NIT, "hygiene/large-file", "A large file.", "b", inline=False)
+    plan = render.plan_review(
+        ReviewResult(Verdict.COMMENT, "s", findings=(api, whitespace)),
+        head_sha="a" * 40,
+        commentable={},
+        policy=render.Policy(approve=True, pr_by_bot=False),
+        trigger=Trigger.MENTION,
+        bot_name="revbot",
+    )
+    api_at, housekeeping_at = plan.body.index("**Public API changes**"), plan.body.index("**Housekeeping**")
+    assert api_at < plan.body.index("3 more public API changes") < housekeeping_at
+    assert plan.body.index("A large file.") > housekeeping_at
