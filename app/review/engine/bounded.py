@@ -105,6 +105,7 @@ class EvaluateJob:
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     title: str = ""
     body: str = ""
+    author: str = ""
     pattern_seconds: float = 2.0
     base: Mapping[str, FileContent | None] = field(default_factory=dict)  # base side (the API check)
     left_out: frozenset[str] = frozenset()  # stages not to run (their limit tripped before)
@@ -138,6 +139,7 @@ class EvaluateJob:
             tools=self.tools,
             title=self.title,
             body=self.body,
+            author=self.author,
             base=self.base,
             configs=self.configs,
         )

@@ -174,6 +174,7 @@ class BuiltinReviewer(Reviewer):
                 tools=tools,
                 title=context.title,
                 body=context.body,
+                author=context.author_login or "",
                 pattern_seconds=self.boundary.limits.pattern_seconds,
                 base=base,
                 rules_digest=digest,

@@ -1,0 +1,211 @@
+"""Say less, and right (workflows, Dockerfiles, shell, lint configuration): each case from what a
+maintainer called wrong or noise on real commits."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.review.analyzers.config_change import alternatives, covers, turned_off
+from app.review.analyzers.shell import split_on_purpose
+from app.review.analyzers.workflows import (
+    Pinning,
+    action_refs,
+    pinned_as_usual,
+    pinning,
+    unquoted,
+    zizmor_severity,
+)
+from app.review.core.model import Severity
+from app.review.core.toolconfig import is_dockerfile
+
+# --- Dockerfiles --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "dockerfile"),
+    [
+        ("Dockerfile", True),
+        ("Dockerfile.dev", True),
+        ("docker/Dockerfile-prod", True),
+        ("dev.Dockerfile", True),
+        ("build/app.dockerfile", True),
+        ("Containerfile", True),
+        (".dockerignore", False),
+        ("Dockerfile.dockerignore", False),  # BuildKit's ignore file for one Dockerfile
+        ("app.Dockerfile.dockerignore", False),
+        ("docs/dockerfiles.md", False),
+    ],
+)
+def test_is_dockerfile(path: str, dockerfile: bool) -> None:
+    assert is_dockerfile(path) is dockerfile
+
+
+# --- workflows: quoted references and the repository's pinning convention ----------------------
+
+
+@pytest.mark.parametrize(
+    ("feature", "severity"),
+    [
+        ('"actions/checkout@v4"', Severity.NIT),  # quoted as the file writes it
+        ("'actions/setup-python@v5'", Severity.NIT),
+        ("actions/checkout@v4", Severity.NIT),
+        ('"docker/setup-buildx-action@v3"', Severity.CONCERN),
+    ],
+)
+def test_first_party_tags_are_nits_quoted_or_not(feature: str, severity: Severity) -> None:
+    assert zizmor_severity("unpinned-uses", "High", "High", feature) is severity
+
+
+def test_unquoted() -> None:
+    assert unquoted(' "a/b@v1" ') == "a/b@v1" and unquoted("'a/b@v1'") == "a/b@v1"
+
+
+SHA = "b4ffde65f46336ab88eb53be808477a3936bae11"
+TAG_PINNED = [
+    "    steps:",
+    "      - uses: actions/checkout@v4",  # first party: does not tell the convention
+    "      - uses: docker/setup-buildx-action@v3",
+    '      - uses: "pypa/gh-action-pypi-publish@release/v1"',
+    "        uses: ./local-action",
+    "      - uses: docker://alpine:3.19",
+]
+
+
+@pytest.mark.parametrize(
+    ("rows", "convention"),
+    [
+        (TAG_PINNED, Pinning.TAG),
+        ([*TAG_PINNED, f"      - uses: codecov/codecov-action@{SHA} # v4"], Pinning.SHA),
+        (["      - uses: actions/checkout@v4"], Pinning.UNKNOWN),
+        ([], Pinning.UNKNOWN),
+    ],
+)
+def test_pinning_convention(rows: list[str], convention: Pinning) -> None:
+    assert pinning(action_refs(rows)) is convention
+
+
+@pytest.mark.parametrize(
+    ("feature", "convention", "author", "usual"),
+    [
+        # A repository that pins by tag on purpose: a tag pin is its choice (95 lines of noise).
+        ("docker/setup-buildx-action@v3", Pinning.TAG, "alice", True),
+        ('"docker/login-action@v3"', Pinning.TAG, "alice", True),
+        # Where the base pins by sha, a tag pin is the PR's step back.
+        ("docker/setup-buildx-action@v3", Pinning.SHA, "alice", False),
+        # A dependency bot's bump of an action the base pinned the same way (by tag).
+        ("docker/setup-buildx-action@v4", Pinning.SHA, "dependabot[bot]", True),
+        ("docker/setup-buildx-action@v4", Pinning.UNKNOWN, "renovate[bot]", True),
+        ("evil/new-action@v1", Pinning.UNKNOWN, "dependabot[bot]", False),  # a new action
+        ("docker/setup-buildx-action@v4", Pinning.UNKNOWN, "dependabot", False),  # not the bot
+    ],
+)
+def test_pinned_as_usual(feature: str, convention: Pinning, author: str, usual: bool) -> None:
+    base = action_refs(["      - uses: docker/setup-buildx-action@v3"])
+    assert pinned_as_usual(feature, convention, base, author) is usual
+
+
+# --- the lint configuration's changes, read right -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("selectors", "code", "covered"),
+    [
+        (["E"], "E9", True),
+        (["E"], "E501", True),
+        (["E"], "EM101", False),  # flake8-errmsg, not pycodestyle
+        (["F"], "FBT001", False),
+        (["ALL"], "S101", True),
+        (["PL"], "PLE0101", True),
+        (["E5"], "E9", False),
+        (["e9"], "E902", True),
+    ],
+)
+def test_covers(selectors: list[str], code: str, covered: bool) -> None:
+    assert covers(selectors, code) is covered
+
+
+def sel(
+    selected: list[str], ignored: tuple[str, ...] | list[str] = ()
+) -> tuple[frozenset[str], frozenset[str]]:
+    return frozenset(selected), frozenset(ignored)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "off"),
+    [
+        # "turns off E9" while the head's select holds "E": nothing is turned off.
+        (sel(["E9", "F"]), sel(["E", "F"]), set()),
+        (sel(["E", "F"]), sel(["F"]), {"E"}),
+        (sel(["E", "F"]), sel(["E", "F"], ["E501"]), {"E501"}),
+        (sel(["E", "F"], ["E501"]), sel(["E", "F"], ["E501", "E502"]), {"E502"}),
+        (sel(["F"]), sel(["F"], ["E501"]), set()),  # ignoring what was never selected
+        (sel(["E501"]), sel(["E501"], ["E"]), {"E"}),
+        (sel(["F"]), sel(["F"], ["F401 in __init__.py"]), {"F401 in __init__.py"}),
+    ],
+)
+def test_turned_off(
+    before: tuple[frozenset[str], frozenset[str]], after: tuple[frozenset[str], frozenset[str]], off: set[str]
+) -> None:
+    assert turned_off(before, after) == off
+
+
+BLACK_BASE = "\n/(\n    \\.eggs\n  | \\.git\n  | \\.tox\n  | build\n  | dist\n)/\n"
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "added"),
+    [
+        (BLACK_BASE, BLACK_BASE.replace("  | dist\n", ""), set()),  # one removed: nothing added
+        (BLACK_BASE, BLACK_BASE.replace("    ", "      "), set()),  # re-indented
+        (BLACK_BASE, "/(\\.eggs|\\.git|\\.tox|build|dist)/", set()),  # one line now
+        (BLACK_BASE, BLACK_BASE.replace("  | dist\n", "  | dist\n  | migrations\n"), {"migrations"}),
+        ("^legacy/", "^legacy/|^vendor/", {"^vendor/"}),
+    ],
+)
+def test_exclude_alternatives(base: str, head: str, added: set[str]) -> None:
+    assert alternatives([head]) - alternatives([base]) == added
+
+
+# --- SC2086 where quoting would break the command -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "column", "end", "on_purpose"),
+    [
+        ("cmd $FLAGS", 5, 11, True),
+        ("pip install $EXTRA_PACKAGES", 13, 28, True),
+        ("pytest ${PYTEST_ARGS}", 8, 22, True),
+        ("docker run $DOCKER_OPTS img", 12, 24, True),
+        ("echo $name", 6, 11, False),
+        ("cp $SRC $DEST", 4, 8, False),
+        ("rm -rf $TARGET_DIR", 8, 19, False),
+    ],
+)
+def test_split_on_purpose(line: str, column: int, end: int, on_purpose: bool) -> None:
+    assert split_on_purpose({"column": column, "endColumn": end}, line) is on_purpose
+
+
+# --- through the engine, with zizmor ------------------------------------------------------------
+
+WORKFLOW = (
+    "name: ci\non: [push]\npermissions: {}\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n"
+    "      - uses: actions/checkout@v4\n        with:\n          persist-credentials: false\n"
+    "      - uses: docker/setup-buildx-action@REF\n"
+)
+ADDED_STEP = "      - uses: docker/login-action@v3\n"
+
+
+@pytest.mark.parametrize(("base_ref", "flagged"), [("v3", False), (SHA, True)])
+async def test_a_tag_pin_where_the_repository_pins_by_tag_is_not_a_finding(
+    base_ref: str, flagged: bool
+) -> None:
+    from app.review.engine.builtin import BuiltinReviewer
+    from tests.test_review_analyzers import changed
+    from tests.test_review_engine import RecordingReader, pull
+
+    path = ".github/workflows/ci.yml"
+    base = WORKFLOW.replace("REF", base_ref)
+    head = base + ADDED_STEP
+    result = await BuiltinReviewer().review(pull([changed(path, base, head)], RecordingReader({path: head})))
+    unpinned = [f for f in result.findings if f.rule == "workflow/unpinned-uses" and f.line == 12]
+    assert bool(unpinned) is flagged
