@@ -19,8 +19,12 @@ from tests.harness import REPO, BotHarness
 
 AUTHOR = "alice"
 DECOY = "revbot"
-LOGS = 8  # console.log lines: nits, one each
-NOISY = {"web/app.js": "".join(f"console.log('step {n}');\n" for n in range(LOGS)) + "debugger;\n"}
+LOGS = 8  # unused imports: nits, one each (each says another name: none is the same finding)
+MODULES = ("os", "sys", "json", "re", "abc", "enum", "math", "time")
+NOISY = {
+    "web/tasks.py": "".join(f"import {name}\n" for name in MODULES[:LOGS]),
+    "web/app.js": "debugger;\n",
+}
 
 
 def posted_review(bot: BotHarness) -> dict[str, Any]:
@@ -35,7 +39,7 @@ def inline_rules(review: dict[str, Any]) -> list[str]:
     return sorted(
         rule
         for c in review.get("comments", [])
-        for rule in ("debug/console-log", "debug/debugger")
+        for rule in ("python/F401", "debug/debugger")
         if rule in c["body"]
     )
 
@@ -66,10 +70,10 @@ async def review_of(
 @pytest.mark.slow
 async def test_by_default_five_nits_are_inline_and_the_rest_collapse_into_the_body(bot: BotHarness) -> None:
     review = await review_of(bot, base_config=None, head_files=NOISY)
-    assert inline_rules(review) == ["debug/console-log"] * 5 + ["debug/debugger"]
+    assert inline_rules(review) == ["debug/debugger"] + ["python/F401"] * 5
     body = review["body"]
     assert f"<details><summary>{LOGS - 5} minor findings (over the budget of 5 inline nits)</summary>" in body
-    assert body.count("`debug/console-log` `web/app.js:") == LOGS - 5  # a short list, one line each
+    assert body.count("`python/F401` `web/tasks.py:") == LOGS - 5  # a short list, one line each
     assert "| nit | 8 |" in body  # still counted in the review
 
 
@@ -89,13 +93,13 @@ async def test_a_pull_request_that_sets_its_own_budget_is_not_obeyed(bot: BotHar
     budget applies and the findings are posted inline."""
     hostile = {**NOISY, ".github/revbot.yml": "review:\n  max_nits: 0\n  inline_min_severity: blocker\n"}
     review = await review_of(bot, base_config="review:\n  max_nits: 2\n", head_files=hostile)
-    assert inline_rules(review) == ["debug/console-log"] * 2 + ["debug/debugger"]
+    assert inline_rules(review) == ["debug/debugger"] + ["python/F401"] * 2
     assert "over the budget of 2 inline nits" in review["body"]
 
 
 # ------------------------------------------------------------------------------- pure decisions
-def nit(line: int) -> Finding:
-    return Finding("a.js", line, Severity.NIT, "debug/console-log", "log", f"fp{line}")
+def nit(line: int) -> Finding:  # each its own problem (identical ones share one comment)
+    return Finding("a.js", line, Severity.NIT, "debug/console-log", f"log {line}", f"fp{line}")
 
 
 def concern(line: int) -> Finding:

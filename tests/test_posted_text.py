@@ -179,9 +179,12 @@ async def test_a_ruff_suggestion_never_requotes_a_key_the_secrets_finding_masks(
     await bot.drain()
     body, _ = root_comment(bot, number, "src/settings.py")
     assert KEY not in body
-    rules = {c.body.split(" · ")[1] for c in bot.fake.world.review_comments.values()}
-    assert {"`python/F541`", "`secrets/aws-access-key`"} <= rules
-    assert "suggested fix is withheld" in "\n".join(c.body for c in bot.fake.world.review_comments.values())
+    # Both findings of the line, in one comment (the blocker leads); the line's F541 fix is not
+    # offered there (one click fixes one finding, not the line's all), so nothing re-quotes the key.
+    [comment] = bot.fake.world.review_comments.values()
+    rules = [line.split(" · ")[1] for line in comment.body.splitlines() if line.startswith("**")]
+    assert rules == ["`secrets/aws-access-key`", "`python/F541`"]
+    assert "```suggestion" not in comment.body
     assert KEY not in sent_to_github(bot)
 
 

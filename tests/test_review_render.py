@@ -83,7 +83,7 @@ def test_findings_outside_the_diff_go_to_the_body() -> None:
 
 
 def test_the_most_severe_findings_get_the_inline_slots() -> None:
-    nits = [finding(line=n, severity=Severity.NIT) for n in range(1, 4)]
+    nits = [finding(line=n, severity=Severity.NIT, message=f"Undefined name `x{n}`") for n in range(1, 4)]
     blocker = finding(line=9)
     p = plan(result(*nits, blocker), {"a.py": frozenset(range(1, 20))}, max_comments=2)
     assert [c["line"] for c in p.comments] == [9, 1]
@@ -93,7 +93,7 @@ def test_the_most_severe_findings_get_the_inline_slots() -> None:
 
 def test_multi_line_findings_use_start_line_only_within_one_hunk() -> None:
     spanning = finding(line=6, start_line=4)
-    broken = finding(path="b.py", line=6, start_line=4)
+    broken = finding(path="b.py", line=6, start_line=4, message="Undefined name `y`")
     p = plan(result(spanning, broken), {"a.py": frozenset({4, 5, 6}), "b.py": frozenset({4, 6})})
     by_path = {c["path"]: c for c in p.comments}
     assert (by_path["a.py"]["start_line"], by_path["a.py"]["start_side"], by_path["a.py"]["line"]) == (

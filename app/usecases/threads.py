@@ -36,7 +36,12 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class OpenThread:
     thread: ReviewThread
-    finding: FindingMarker
+    finding: FindingMarker  # the one the comment leads with (what a dispute in it is about)
+    also: tuple[FindingMarker, ...] = ()  # the others it holds: on its line, the same elsewhere
+
+    @property
+    def markers(self) -> tuple[FindingMarker, ...]:
+        return (*self.also, self.finding)
 
 
 async def open_bot_threads(
@@ -51,9 +56,9 @@ async def open_bot_threads(
         if not thread.is_resolved and is_bot_author(
             thread.root_author_type, thread.root_author_login, identity
         ):
-            marker = FindingMarker.read(thread.root_body)
-            if marker is not None:
-                found.append(OpenThread(thread=thread, finding=marker))
+            markers = FindingMarker.read_all(thread.root_body)
+            if markers:
+                found.append(OpenThread(thread=thread, finding=markers[-1], also=tuple(markers[:-1])))
         if root_comment_id is not None:
             break
     return found
@@ -152,7 +157,7 @@ async def verify_threads(
         )
     earlier_replies: list[dict[str, Any]] | None = None
     for item in threads:
-        status = decide.thread_status(item.finding, result, renames)
+        status = decide.combined_status([decide.thread_status(m, result, renames) for m in item.markers])
         if status is ThreadStatus.CANNOT_TELL:
             where = (item.thread.node_id, item.finding.path, head_sha[:12])
             log.info("thread %s: %s was not analysed at %s; leaving it", *where)
@@ -203,7 +208,7 @@ async def _analysed_at_head(
             repo=repo,
             head_sha=str(pull["head"]["sha"]),
             files=pull_context.files,
-            recorded=[(t.finding.path, t.finding.head_sha) for t in threads],
+            recorded=[(m.path, m.head_sha) for t in threads for m in t.markers],
         )
     return result, renames
 

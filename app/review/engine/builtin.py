@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
@@ -403,7 +404,27 @@ def _merged(group: Sequence[Finding]) -> Finding:
         suggestion = suggestion if suggestion == f.suggestion else None
     if len(messages) == 1:
         return first
-    return replace(first, message="; ".join(messages), severity=severity, suggestion=suggestion)
+    message = one_sentence(messages) or "; ".join(messages)
+    return replace(first, message=message, severity=severity, suggestion=suggestion)
+
+
+_SPAN = re.compile(r"`[^`]+`")
+MAX_NAMED = 3  # names one merged sentence lists before "and N more"
+
+
+def one_sentence(messages: Sequence[str]) -> str | None:
+    """Messages that differ only in the one name each quotes, as one sentence that names them all
+    ("`os`, `sys` and `json` imported but unused"); None when they differ otherwise."""
+    shapes = {_SPAN.sub("`?`", m, count=1) for m in messages}
+    names = [span.group(0) for m in messages if (span := _SPAN.search(m)) is not None]
+    if len(shapes) != 1 or len(names) != len(messages) or shapes == {messages[0]}:
+        return None
+    shown = names[:MAX_NAMED]
+    rest = len(names) - len(shown)
+    listed = (
+        ", ".join(shown[:-1]) + f" and {shown[-1]}" if rest == 0 else ", ".join(shown) + f" and {rest} more"
+    )
+    return shapes.pop().replace("`?`", listed, 1)
 
 
 def _plural(count: int, word: str) -> str:

@@ -9,6 +9,7 @@ comment is withheld instead (``postable_suggestion``; the finding is still poste
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..analyzers.secrets import redact_secrets
@@ -17,14 +18,19 @@ from ..engine.inert import code, defuse, docs_link, escape
 from ..rounds.markers import FindingMarker, problem_key
 
 __all__ = [
+    "MAX_LISTED",
     "anchor",
     "comment_body",
     "finding_marker",
+    "group_key",
     "location",
     "most_severe_first",
     "postable_suggestion",
     "said",
 ]
+
+
+MAX_LISTED = 8  # places named in a comment that holds the same finding several times
 
 
 def anchor(finding: Finding, commentable: frozenset[int]) -> dict[str, Any] | None:
@@ -73,14 +79,32 @@ def said(finding: Finding) -> str:
     return escape(finding.message) + docs_link(finding.docs)
 
 
-def comment_body(finding: Finding, head_sha: str) -> str:
+def comment_body(finding: Finding, head_sha: str, *, with_: Sequence[Finding] = ()) -> str:
+    """One inline comment: ``finding``, and ``with_``, the findings it also holds (others on its
+    line, and the same problem elsewhere: ``group_key``), each with its marker, so the thread is
+    resolved only once every one of them is fixed. The leading finding's marker comes last (the
+    one ``FindingMarker.read`` takes: what a dispute in the thread is about)."""
     lines = [f"**{finding.severity.label}** · {code(finding.rule)} · {said(finding)}"]
-    if finding.suggestion is not None and postable_suggestion(finding.suggestion):
-        lines += ["", _suggestion_block(finding.suggestion)]
-    elif finding.suggestion is not None:
+    here = [f for f in with_ if (f.path, f.line) == (finding.path, finding.line)]
+    elsewhere = [f for f in with_ if f not in here]
+    lines += [f"**{f.severity.label}** · {code(f.rule)} · {said(f)}" for f in here]
+    if elsewhere:
+        shown = ", ".join(location(f) for f in elsewhere[:MAX_LISTED])
+        more = f" and {len(elsewhere) - MAX_LISTED} more" if len(elsewhere) > MAX_LISTED else ""
+        lines += ["", f"The same at {shown}{more}."]
+    suggestion = finding.suggestion if not here else None  # one click fixes one finding, not a line's all
+    if suggestion is not None and postable_suggestion(suggestion):
+        lines += ["", _suggestion_block(suggestion)]
+    elif suggestion is not None:
         lines += ["", "_A suggested fix is withheld: it would quote a secret or an HTML comment._"]
-    lines += ["", finding_marker(finding, head_sha)]
+    lines += ["", *(finding_marker(f, head_sha) for f in with_), finding_marker(finding, head_sha)]
     return "\n".join(lines)
+
+
+def group_key(finding: Finding) -> tuple[str, str, str, str]:
+    """What makes findings the same problem, said once (``render._place``): the rule, the message
+    and what was flagged where the message does not say it."""
+    return (finding.rule, finding.message, finding.evidence, finding.severity.label)
 
 
 def location(finding: Finding) -> str:

@@ -28,7 +28,7 @@ from ..engine.inert import code, escape
 from ..rounds.identity import Delta, Recorded, Renames, held, in_delta
 from ..rounds.markers import FindingMarker, ReviewMarker, Trigger
 from ..rounds.overrule import Overrule
-from .comments import anchor, comment_body, finding_marker, location, most_severe_first, said
+from .comments import anchor, comment_body, finding_marker, group_key, location, most_severe_first, said
 
 HEADLINE = {
     Verdict.REQUEST_CHANGES: "changes requested",
@@ -87,6 +87,7 @@ class ReviewPlan:
     in_threads: tuple[Finding, ...] = ()  # already carried by an open thread of the bot
     unchanged: tuple[Finding, ...] = ()  # on lines not changed since the last reviewed head
     quieted: tuple[Finding, ...] = ()  # of ``in_body``: commentable, but over the noise budget
+    grouped: tuple[Finding, ...] = ()  # held by the comment of another (``Placement.grouped``)
 
     def payload(self, head_sha: str) -> dict[str, Any]:
         """The JSON body of ``POST /repos/{o}/{r}/pulls/{n}/reviews``."""
@@ -169,6 +170,7 @@ def plan_review(
         in_threads=tuple(placed.in_threads),
         unchanged=tuple(placed.unchanged),
         quieted=tuple(placed.quieted),
+        grouped=tuple(f for group in placed.grouped.values() for f in group),
     )
 
 
@@ -182,6 +184,23 @@ class Placement:
     in_threads: list[Finding] = field(default_factory=list)
     unchanged: list[Finding] = field(default_factory=list)
     quieted: list[Finding] = field(default_factory=list)
+    # Held by another finding's comment: on its line, or the same problem elsewhere (one comment
+    # says it once and lists where), by the index of that comment in ``comments``.
+    grouped: dict[int, list[Finding]] = field(default_factory=dict)
+
+    def joins(self, finding: Finding) -> int | None:
+        """The comment ``finding`` belongs in: one on its line, else one on the same problem. A
+        model's findings are judged by the model, thread by thread: never grouped."""
+        if finding.rule.startswith(MODEL_RULES):
+            return None
+        leads = [(i, lead) for i, lead in enumerate(self.inline) if not lead.rule.startswith(MODEL_RULES)]
+        for index, lead in leads:
+            if (lead.path, lead.line) == (finding.path, finding.line):
+                return index
+        for index, lead in leads:
+            if group_key(lead) == group_key(finding):
+                return index
+        return None
 
 
 def _carried(result: ReviewResult, threads: Sequence[Recorded], renames: Renames | None) -> set[int]:
@@ -210,17 +229,21 @@ def _place(
         if changed is not None and finding.rule.startswith(MODEL_RULES):
             lines = lines & changed.get(finding.path, frozenset())
         where = anchor(finding, lines)
+        joined = placed.joins(finding) if where is not None else None
         if where is not None and delta is not None and not in_delta(finding, delta):
             placed.unchanged.append(finding)
+        elif joined is not None:
+            placed.grouped.setdefault(joined, []).append(finding)
         elif where is not None and over_budget(finding, placed.inline, policy):
             placed.quieted.append(finding)
             placed.in_body.append(finding)
         elif where is not None and len(placed.inline) < policy.max_comments:
-            where["body"] = comment_body(finding, head_sha)
             placed.comments.append(where)
             placed.inline.append(finding)
         else:
             placed.in_body.append(finding)
+    for index, (where, lead) in enumerate(zip(placed.comments, placed.inline, strict=True)):
+        where["body"] = comment_body(lead, head_sha, with_=placed.grouped.get(index, ()))
     return placed
 
 

@@ -146,6 +146,16 @@ def thread_status(
     return ThreadStatus.CANNOT_TELL if marker.path in unseen or moved in unseen else ThreadStatus.FIXED
 
 
+def combined_status(statuses: Sequence[ThreadStatus]) -> ThreadStatus:
+    """A thread that holds several findings (one comment for a line's, or for the same problem in
+    several places): fixed once every one is; not fixed while one is there; else cannot tell."""
+    if ThreadStatus.NOT_FIXED in statuses:
+        return ThreadStatus.NOT_FIXED
+    if ThreadStatus.CANNOT_TELL in statuses:
+        return ThreadStatus.CANNOT_TELL
+    return ThreadStatus.FIXED
+
+
 def verifiable(marker: FindingMarker) -> bool:
     """Findings of the built-in analyzers can be re-checked at head; others (an LLM reviewer's)
     need the engine that made them, and are left alone until it can judge."""

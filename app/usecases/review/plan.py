@@ -100,7 +100,7 @@ def review_plan(plan: Plan, rereview: render.Rereview | None, *, inline: bool) -
         rereview=rereview,
         issued_at=plan.issued_at,
         changed={path: lines.added for path, lines in patches.items()},
-        threads=[t.finding for t in state.threads],
+        threads=[m for t in state.threads for m in t.markers],
         renames=state.renames,
         delta=state.delta,
     )

@@ -171,7 +171,7 @@ class GitHubReader:
             repo=repo,
             head_sha=head.head_sha,
             files=context.files,
-            recorded=[(t.finding.path, t.finding.head_sha) for t in held(threads, overruled)]
+            recorded=[(m.path, m.head_sha) for t in held(threads, overruled) for m in t.markers]
             + reported_at(comments, self.identity, overruled),
             known=delta.renames,
         )

@@ -1,0 +1,189 @@
+"""One comment per problem: findings on one line share a comment, and the same finding in
+several places is said once with a list of where (``render._place``, ``comments.comment_body``).
+The comment carries every finding's marker, so its thread is resolved only once every one of
+them is fixed at head (``decide.combined_status``), and none of them is posted again."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from app.review.core.model import Finding, ReviewResult, Severity, ThreadStatus, Verdict
+from app.review.output import render
+from app.review.rounds.decide import combined_status
+from app.review.rounds.markers import FindingMarker, Trigger
+from tests.harness import REPO, BotHarness, harness_with_decoy
+
+HEAD = "a" * 40
+
+
+def at(
+    path: str,
+    line: int,
+    rule: str = "debug/console-log",
+    message: str = "`console.log()` left in.",
+    severity: Severity = Severity.NIT,
+) -> Finding:
+    return Finding(path, line, severity, rule, message, f"fp-{path}-{line}-{rule}")
+
+
+def plan(*findings: Finding, max_comments: int = 30, max_nits: int = 5) -> render.ReviewPlan:
+    return render.plan_review(
+        ReviewResult(Verdict.COMMENT, "s", findings=findings),
+        head_sha=HEAD,
+        commentable={"a.js": frozenset(range(1, 50)), "b.js": frozenset(range(1, 50))},
+        policy=render.Policy(approve=True, pr_by_bot=False, max_comments=max_comments, max_nits=max_nits),
+        trigger=Trigger.MENTION,
+        bot_name="revbot",
+    )
+
+
+def test_the_same_finding_in_three_files_is_one_comment_that_lists_where() -> None:
+    p = plan(at("a.js", 3), at("b.js", 7), at("a.js", 9))
+    [comment] = p.comments
+    assert (comment["path"], comment["line"]) == ("a.js", 3)
+    assert "The same at `a.js:9`, `b.js:7`." in comment["body"]
+    assert len(FindingMarker.read_all(comment["body"])) == 3  # each held by the thread
+    lead = FindingMarker.read(comment["body"])
+    assert lead is not None and lead.line == 3  # the lead's marker comes last
+    assert "| nit | 3 |" in p.body  # still counted, one each
+    assert p.in_body == () and len(p.grouped) == 2
+
+
+def test_two_findings_on_one_line_are_one_comment_led_by_the_most_severe() -> None:
+    blocker = at("a.js", 4, "secrets/aws-access-key", "An AWS key.", Severity.BLOCKER)
+    p = plan(at("a.js", 4), blocker)
+    [comment] = p.comments
+    first, second = (line for line in comment["body"].splitlines() if line.startswith("**"))
+    assert first.startswith("**blocker** · `secrets/aws-access-key`") and second.startswith("**nit**")
+    lead = FindingMarker.read(comment["body"])
+    assert lead is not None and lead.rule == "secrets/aws-access-key"
+
+
+@pytest.mark.parametrize(
+    ("findings", "comments"),
+    [
+        # Another message: another problem, another comment.
+        ((at("a.js", 1), at("a.js", 2, message="Another.")), 2),
+        # Another rule with the same words: another problem.
+        ((at("a.js", 1), at("a.js", 2, rule="debug/debugger")), 2),
+        # The same words at another severity are not said as one.
+        ((at("a.js", 1), at("a.js", 2, severity=Severity.CONCERN)), 2),
+        # The same, twice: one.
+        ((at("a.js", 1), at("a.js", 2)), 1),
+        # A model's finding is judged alone, thread by thread: never grouped.
+        ((at("a.js", 1, rule="llm/logic"), at("a.js", 1)), 2),
+    ],
+)
+def test_what_is_grouped(findings: tuple[Finding, ...], comments: int) -> None:
+    assert len(plan(*findings).comments) == comments
+
+
+def test_grouping_costs_no_inline_slot_and_no_nit_budget() -> None:
+    same = [at("a.js", n) for n in range(1, 9)]
+    others = [at("b.js", n, message=f"other {n}") for n in range(1, 5)]
+    p = plan(*same, *others, max_comments=3, max_nits=3)
+    assert len(p.comments) == 3  # one for the eight, two more nits before the budget
+    assert len(p.grouped) == 7 and len(p.quieted) == 2
+
+
+@pytest.mark.parametrize(
+    ("statuses", "combined"),
+    [
+        ([ThreadStatus.FIXED, ThreadStatus.FIXED], ThreadStatus.FIXED),
+        ([ThreadStatus.FIXED, ThreadStatus.NOT_FIXED], ThreadStatus.NOT_FIXED),
+        ([ThreadStatus.CANNOT_TELL, ThreadStatus.FIXED], ThreadStatus.CANNOT_TELL),
+        ([ThreadStatus.CANNOT_TELL, ThreadStatus.NOT_FIXED], ThreadStatus.NOT_FIXED),
+        ([ThreadStatus.FIXED], ThreadStatus.FIXED),
+    ],
+)
+def test_combined_status(statuses: list[ThreadStatus], combined: ThreadStatus) -> None:
+    assert combined_status(statuses) is combined
+
+
+def test_a_suggestion_that_would_quote_a_secret_is_withheld() -> None:
+    key = "AKIA" + "Q3EGRIYNSNDM2XUP"
+    p = plan(Finding("a.js", 2, Severity.NIT, "python/F541", "f-string", "fp", suggestion=f'K = "{key}"\n'))
+    assert "suggested fix is withheld" in p.comments[0]["body"] and key not in p.comments[0]["body"]
+
+
+# --- through the fake GitHub: the thread follows all of its findings ----------------------------
+
+AUTHOR = "alice"
+DECOY = "revbot"
+
+
+@pytest.fixture
+async def bot(tmp_path: Path) -> AsyncIterator[BotHarness]:
+    async with harness_with_decoy(tmp_path, DECOY) as harness:
+        yield harness
+
+
+def threads_on(bot: BotHarness, number: int, path: str) -> list[tuple[str, bool]]:
+    world = bot.fake.world
+    found = []
+    for thread in world.threads_of(world.pull(world.repo(REPO), number)):
+        root = world.review_comments[thread.comment_ids[0]]
+        if root.path == path:
+            found.append((root.body, thread.is_resolved))
+    return found
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+async def test_a_thread_of_two_findings_is_resolved_when_both_are_fixed(bot: BotHarness) -> None:
+    path = "src/app/service.py"
+    number = bot.open_pull({path: "def run():\n    print(undefined_total)\n"}, author=AUTHOR)
+    await bot.start()
+    await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+    await bot.drain()
+    [(body, resolved)] = threads_on(bot, number, path)
+    assert {m.rule for m in FindingMarker.read_all(body)} == {"python/F821", "debug/print"}
+    assert not resolved
+    bot.fake.push(REPO, "feature", {path: "def run():\n    print(1)\n"})  # one of the two fixed
+    await bot.drain()
+    [(_, resolved)] = threads_on(bot, number, path)
+    assert not resolved  # the print is still there: the thread holds it
+    bot.fake.push(REPO, "feature", {path: "def run():\n    return 1\n"})
+    await bot.drain()
+    [(_, resolved)] = threads_on(bot, number, path)
+    assert resolved
+
+
+# --- several names one rule flags on one line: one sentence -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("messages", "sentence"),
+    [
+        (
+            ["`os` imported but unused (F401)", "`sys` imported but unused (F401)"],
+            "`os` and `sys` imported but unused (F401)",
+        ),
+        (
+            [f"`m{n}` imported but unused (F401)" for n in range(7)],
+            "`m0`, `m1`, `m2` and 4 more imported but unused (F401)",
+        ),
+        (["Undefined name `x`", "Undefined name `y`"], "Undefined name `x` and `y`"),
+        (["Undefined name `x`", "Line too long"], None),
+        (["`a` is `b`", "`c` is `d`"], None),  # differ in more than one name
+    ],
+)
+def test_one_sentence(messages: list[str], sentence: str | None) -> None:
+    from app.review.engine.builtin import one_sentence
+
+    assert one_sentence(messages) == sentence
+
+
+async def test_seven_unused_imports_on_a_line_are_one_sentence() -> None:
+    from app.review.engine.builtin import BuiltinReviewer
+    from tests.test_review_analyzers import changed
+    from tests.test_review_engine import RecordingReader, pull
+
+    head = "import os, sys, json, re, abc, enum, math\n"
+    file = changed("pkg/mod.py", None, head)
+    result = await BuiltinReviewer().review(pull([file], RecordingReader({file.path: head})))
+    [f401] = [f for f in result.findings if f.rule == "python/F401"]
+    assert f401.message == "`os`, `sys`, `json` and 4 more imported but unused (F401)"
