@@ -193,6 +193,35 @@ LEVERS = [
         after=push({"src/app.py": UNDEFINED}),
     ),
     Lever("pwn request pushed after approval", {"src/app.py": CLEAN}, after=push({WORKFLOW: PWN})),
+    # --- what the base already had: only what the pull request introduced is blamed ------------
+    Lever(
+        "the base's undefined name, used again in another function",
+        {"src/app.py": UNDEFINED + "\n\ndef other():\n    return undefined_thing\n"},
+        base={"src/app.py": UNDEFINED},
+    ),
+    Lever(
+        "the base's undefined name, once more in its own function",
+        {"src/app.py": "def handler():\n    first = undefined_thing\n    return undefined_thing + first\n"},
+        base={"src/app.py": UNDEFINED},
+    ),
+    Lever(
+        "a new undefined name beside the base's, in a renamed file",
+        {"src/app.py": None, "src/service.py": UNDEFINED.replace("+ 1", "+ also_undefined")},
+        base={"src/app.py": UNDEFINED},
+    ),
+    Lever(  # not blamed for it, but not approved unread either
+        "a file the base could not parse either, touched",
+        {"src/broken.py": "def f(:\n    pass\n\n# touched\n"},
+        base={"src/broken.py": "def f(:\n    pass\n"},
+    ),
+    # --- the Python it declares ------------------------------------------------------------------
+    Lever(
+        "raises requires-python, and hides nothing by it",
+        {"pyproject.toml": '[project]\nname = "w"\nrequires-python = ">=3.14"\n', "src/app.py": UNDEFINED},
+        base={"pyproject.toml": '[project]\nname = "w"\nrequires-python = ">=3.9"\n'},
+    ),
+    # --- how it is said ----------------------------------------------------------------------------
+    Lever("a blocker on the line of a nit", {"src/app.py": "import os\nprint(undefined_thing)\n"}),
     # --- the author's replies, reactions and commands ------------------------------------------
     Lever(
         "author replies 'Intentional'",

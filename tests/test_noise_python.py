@@ -80,25 +80,16 @@ async def test_an_unused_alias_keeps_its_finding_but_gets_no_suggestion() -> Non
 
 
 @pytest.mark.parametrize(
-    ("path", "text", "tree", "action"),
+    ("path", "tree", "action"),
     [
-        ("src/main.py", 'print(f"::set-output name=v::{v}")\n', None, True),
-        ("src/main.py", 'print("::error file=a::bad")\n', None, True),
-        (
-            "src/main.py",
-            'with open(os.environ["GITHUB_OUTPUT"], "a") as f:\n    print("v=1", file=f)\n',
-            None,
-            True,
-        ),
-        ("src/main.py", 'print("hello")\n', RepoTree.of(["action.yml", "src/main.py"]), True),
-        ("act/src/main.py", 'print("x")\n', RepoTree.of(["act/action.yaml", "act/src/main.py"]), True),
-        ("lib/main.py", 'print("x")\n', RepoTree.of(["other/action.yml", "lib/main.py"]), False),
-        ("lib/main.py", 'print("x")\n', None, False),
-        ("lib/main.py", 'log("::not a print")\n', None, False),
+        ("src/main.py", RepoTree.of(["action.yml", "src/main.py"]), True),
+        ("act/src/main.py", RepoTree.of(["act/action.yaml", "act/src/main.py"]), True),
+        ("lib/main.py", RepoTree.of(["other/action.yml", "lib/main.py"]), False),
+        ("lib/main.py", None, False),
     ],
 )
-def test_is_action_script(path: str, text: str, tree: RepoTree | None, action: bool) -> None:
-    assert is_action_script(path, text, tree) is action
+def test_is_action_script(path: str, tree: RepoTree | None, action: bool) -> None:
+    assert is_action_script(path, tree) is action
 
 
 @pytest.mark.parametrize(
@@ -109,11 +100,14 @@ def test_prints_under_github_are_exempt(path: str, exempt: bool) -> None:
     assert is_print_exempt(path) is exempt
 
 
-async def test_a_print_in_an_action_script_is_not_a_finding() -> None:
-    head = 'import os\n\n\ndef main():\n    print(f"::notice::{os.getcwd()}")\n'
+async def test_a_print_of_a_workflow_command_is_not_a_finding() -> None:
+    head = (
+        'import os\n\n\ndef main():\n    print(f"::notice::{os.getcwd()}")\n'
+        '    print("debugging", os.getcwd())  # ::set-output in a comment exempts nothing\n'
+    )
     file = changed("src/entry.py", "import os\n", head)
     result = await BuiltinReviewer().review(pull([file], RecordingReader({file.path: head})))
-    assert not [f for f in result.findings if f.rule == "debug/print"]
+    assert [f.line for f in result.findings if f.rule == "debug/print"] == [6]
 
 
 # --- a 0.x package's API ------------------------------------------------------------------------

@@ -55,7 +55,9 @@ _CONSOLE_LOG = re.compile(r"(?<![\w.$])console\s*\.\s*log\s*\(")
 _DEBUGGER = re.compile(r"(?<![\w.$])debugger\s*;|^\s*debugger\s*$")
 _JS_STRING = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\\n]|\\.)*`""")
 _MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
-_WORKFLOW_COMMAND = re.compile(r"""print\(\s*[rbf]*["']::[a-z-]+|GITHUB_OUTPUT|GITHUB_STEP_SUMMARY""")
+# A print whose text is a workflow command (``::set-output``, ``::error::``, ``::group::``): the
+# Action's output by design. Only that print is exempt: text elsewhere in a file never exempts it.
+_WORKFLOW_COMMAND = re.compile(r"""print\(\s*[rbfRBF]*["']::[a-z-]+""")
 _ACTION_FILES = ("action.yml", "action.yaml")
 
 _PRINT_EXEMPT_DIRS = frozenset(
@@ -110,12 +112,9 @@ def is_print_exempt(path: str) -> bool:
     )
 
 
-def is_action_script(path: str, text: str | None, tree: RepoTree | None) -> bool:
-    """A GitHub Action's script, whose prints are its output: it speaks workflow commands
-    (``::set-output``, ``::error::``, ``::group::``) or writes ``$GITHUB_OUTPUT``, or a directory
-    on its path holds an ``action.yml`` (a composite or Docker action's sources)."""
-    if text is not None and _WORKFLOW_COMMAND.search(text):
-        return True
+def is_action_script(path: str, tree: RepoTree | None) -> bool:
+    """A GitHub Action's script, whose prints are its output: a directory on its path holds an
+    ``action.yml`` (a composite or Docker action's sources). Known from the tree, not the text."""
     if tree is None:
         return False
     parts = path.split("/")[:-1]
@@ -208,9 +207,7 @@ class DebugAnalyzer:
         text = item.text
         view = python_code_view(text) if text is not None else None
         prints_allowed = (
-            is_print_exempt(item.path)
-            or item.path.endswith(".pyi")
-            or is_action_script(item.path, text, tree)
+            is_print_exempt(item.path) or item.path.endswith(".pyi") or is_action_script(item.path, tree)
         )
         if text is not None and _MAIN_GUARD.search(text):
             prints_allowed = True  # a CLI module
@@ -254,7 +251,7 @@ class DebugAnalyzer:
                         suggestion=self._deletion(raw, number, view),
                     )
                 )
-            if not prints_allowed and _PRINT.search(code):
+            if not prints_allowed and _PRINT.search(code) and not _WORKFLOW_COMMAND.search(raw):
                 out.append(
                     finding(
                         item.path,
