@@ -343,13 +343,39 @@ def load_analysis_settings(env: Mapping[str, str] | None = None) -> AnalysisSett
     return _read(AnalysisSettings, env)
 
 
+def _problems(exc: ValidationError) -> list[ConfigError]:
+    """Every setting the validation refused, in the order of the settings class."""
+    found: list[ConfigError] = []
+    for error in exc.errors():
+        setting = str(error["loc"][0]).upper() if error["loc"] else "PRIVATE_KEY"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] == "missing":
+            message = "is required but not set"
+        found.append(ConfigError(setting, message))
+    return found
+
+
 def _first_problem(exc: ValidationError) -> ConfigError:
-    error = exc.errors()[0]
-    setting = str(error["loc"][0]).upper() if error["loc"] else "PRIVATE_KEY"
-    message = str(error["msg"]).removeprefix("Value error, ")
-    if error["type"] == "missing":
-        message = "is required but not set"
-    return ConfigError(setting, message)
+    return _problems(exc)[0]
+
+
+def setting_problems(env: Mapping[str, str] | None = None) -> list[ConfigError]:
+    """Every problem with the settings at once (``doctor``: one run names them all); empty when
+    ``load_settings`` would succeed."""
+    try:
+        load_settings(env)
+    except ConfigError as first:
+        try:
+            Settings() if env is None else Settings.model_validate({k.lower(): v for k, v in env.items()})
+        except ValidationError as exc:
+            found = _problems(exc)
+            environ = os.environ if env is None else {k.upper(): v for k, v in env.items()}
+            if not {"PRIVATE_KEY", "PRIVATE_KEY_PATH"} & {k for k, v in environ.items() if v}:
+                # checked after the fields, so a run with fields missing would not say it
+                found.append(ConfigError("PRIVATE_KEY", "PRIVATE_KEY or PRIVATE_KEY_PATH must be set"))
+            return list({str(p): p for p in found}.values())
+        return [first]
+    return []
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> tuple[Settings, str]:

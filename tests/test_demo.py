@@ -189,6 +189,9 @@ def test_each_scenario_runs_to_the_end_and_tells_what_happened(name: str, demo: 
     for pattern in EXPECTED[name]:
         assert re.search(pattern, run.stdout), f"missing {pattern!r} in:\n{run.stdout}"
     assert "<!-- revbot:" not in run.stdout, "hidden markers are shown"
+    # Every write of the bot is told in words, never as a raw request line.
+    raw = r"(?m)^ +\d+\.\d\ds  revbot\[bot\] +(GET|POST|PATCH|PUT|DELETE) /"
+    assert not re.search(raw, run.stdout), run.stdout
     # Every line of the timeline: elapsed seconds, who, what.
     for line in run.stdout.splitlines():
         if re.match(r"^ +\d+\.\d\ds  ", line):

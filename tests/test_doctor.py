@@ -251,3 +251,37 @@ async def test_metrics_closed_by_default_are_a_warning_that_names_the_token(tmp_
         assert found.level == "warn" and "closed; set METRICS_TOKEN" in found.detail
     finally:
         await harness.stop()
+
+
+def test_doctor_with_nothing_set_names_every_missing_setting_at_once(tmp_path: Path) -> None:
+    """A newcomer's first run: every problem in one run, and where to fix them."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "doctor"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,  # no .env here
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
+        check=False,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert [line.split(":")[2].strip() for line in lines[:-1]] == ["APP_ID", "WEBHOOK_SECRET", "PRIVATE_KEY"]
+    assert "python -m app setup" in lines[-1] and ".env.example" in lines[-1]
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({}, ["APP_ID", "WEBHOOK_SECRET", "PRIVATE_KEY"]),
+        ({"APP_ID": "12", "PRIVATE_KEY_PATH": "/nonexistent.pem"}, ["WEBHOOK_SECRET"]),
+        ({"APP_ID": "twelve", "WEBHOOK_SECRET": "s"}, ["APP_ID", "PRIVATE_KEY"]),
+    ],
+)
+def test_setting_problems(env: dict[str, str], named: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.config import setting_problems
+
+    for name in ("APP_ID", "WEBHOOK_SECRET", "PRIVATE_KEY", "PRIVATE_KEY_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    assert [p.setting for p in setting_problems(env)] == named

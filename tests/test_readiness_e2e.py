@@ -186,7 +186,7 @@ async def test_a_push_restarts_it_waiting_for_ci_then_blocked_on_the_failing_che
     assert bot.check(number)[0] == "success"
     assert len(bot.readiness_comments(number)) == 1  # one place, edited in place
     [body] = bot.readiness_comments(number)
-    assert "Heads seen: 3" in body
+    assert "Heads seen: 4" in body  # opened, fixed, then two more pushes
     assert "CI failures seen: `test` on " in body and "all green since" in body
 
 

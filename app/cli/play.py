@@ -97,5 +97,10 @@ def add_commands(commands: Commands) -> None:
         metavar="OUT",
         help="write the conversation of --pr's PR (or the last one) as HTML",
     )
-    replay.add_argument("--format", choices=("text", "json"), default="text")
+    replay.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: a line per PR, then totals; json: the same",
+    )
     replay.set_defaults(run=_replay)

@@ -331,6 +331,9 @@ def add_commands(commands: Commands) -> None:
     review = commands.add_parser(
         "review",
         help="print the review the bot would post (a GitHub PR, or a local git range) without posting",
+        description="Print the review the bot would post, without posting anything: for a pull request "
+        "on GitHub (OWNER/REPO#NUMBER, read with GITHUB_TOKEN), for a local git range (--git BASE..HEAD, "
+        "no network), or for each of the last N commits of a local repository (--commits N).",
     )
     review.add_argument("target", nargs="?", help="OWNER/REPO#NUMBER (reads GITHUB_TOKEN)")
     review.add_argument("--git", metavar="BASE..HEAD", help="review a local git range instead (no network)")
@@ -342,7 +345,12 @@ def add_commands(commands: Commands) -> None:
         help="review each of the last N first-parent commits of --repo (from --git REV, default HEAD), "
         "one line each, then totals",
     )
-    review.add_argument("--format", choices=("text", "json"), default="text")
+    review.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: the review as a person reads it (default); json: the event, body and comments it posts",
+    )
     review.set_defaults(run=_review)
     from ..review.measure.evaluate import DEFAULT_CASES
 
@@ -354,7 +362,7 @@ def add_commands(commands: Commands) -> None:
         "and print recall, false blockers on clean changes, tokens and time per case.",
     )
     evaluation.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="default: the shipped corpus")
-    evaluation.add_argument("--format", choices=("text", "json"), default="text")
+    evaluation.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
     evaluation.add_argument(
         "--reviewer", choices=("builtin", "llm"), help="default: the REVIEWER setting (builtin when unset)"
     )

@@ -15,9 +15,14 @@ import aiohttp
 import gidgethub
 import yaml
 
-from ..config import ConfigError, ephemeral_sqlite_problem
+from ..config import ConfigError, ephemeral_sqlite_problem, setting_problems
 from ..logs import setup_logging
 from .common import EXIT_CONFIG, EXIT_RUNTIME, settings_or_exit
+
+SETTINGS_HINT = (
+    "revbot: fix them in the environment or in .env (copy .env.example), or run `python -m app setup` "
+    "to register the GitHub App and write .env"
+)
 
 if TYPE_CHECKING:
     from .common import Commands
@@ -63,6 +68,12 @@ def _doctor(args: argparse.Namespace) -> int:
     from ..doctor import report, run_checks
     from ..setup import MANIFEST_PATH
 
+    problems = setting_problems()
+    if problems:  # every one at once, and where to fix them
+        for problem in problems:
+            print(f"revbot: configuration error: {problem}", file=sys.stderr)
+        print(SETTINGS_HINT, file=sys.stderr)
+        return EXIT_CONFIG
     settings, pem = settings_or_exit()
     setup_logging(logging.WARNING)
     # app.yml sits beside the package in a clone or the Docker image; without it, say so and go on
@@ -104,6 +115,9 @@ def add_commands(commands: Commands) -> None:
     doctor = commands.add_parser(
         "doctor",
         help="check settings, database, the App on GitHub, its webhook, deliveries and /metrics (read-only)",
+        description="Check everything the bot needs and say what is wrong in plain words: every missing "
+        "or malformed setting at once (with where to fix it), the database, the App on GitHub and its "
+        "webhook, the latest deliveries, the linters, and the running bot's /metrics. Changes nothing.",
     )
     doctor.add_argument("--url", help="the running bot's base URL (default: from the App's webhook URL)")
     doctor.set_defaults(run=_doctor)

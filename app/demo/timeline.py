@@ -23,6 +23,10 @@ from ..sandbox import Call, FakeGitHub
 from ..sandbox.server import WRITE_METHODS
 from .runner import StampedList
 
+# The readiness comment's marker when the comment no longer states a call (``readiness.memory``).
+QUIET_READINESS = '"quiet":true'
+READINESS_MARKER = "revbot:readiness"
+
 HIDDEN_MARKER = re.compile(r"<!--\s*revbot:.*?-->", re.DOTALL)
 ACTOR_WIDTH = 12
 INDENT = " " * (9 + ACTOR_WIDTH + 1)
@@ -332,6 +336,15 @@ class Narrator:
             yield f"replied in the thread on {where}:{note}\n" + _quote(strip_markers(body.get("body"))), bad
         elif m := re.fullmatch(r"/repos/[^/]+/[^/]+/issues/(\d+)/comments", path):
             yield f"commented on PR #{m[1]}:{note}\n" + _quote(strip_markers(body.get("body"))), bad
+        elif re.fullmatch(r"/repos/[^/]+/[^/]+/issues/comments/\d+", path) and call.method == "PATCH":
+            raw = str(body.get("body") or "")
+            shown = strip_markers(raw)
+            if READINESS_MARKER not in raw:
+                yield f"edited its comment:{note}\n" + _quote(shown), bad
+            elif QUIET_READINESS in raw or not shown:
+                yield f"updated what its readiness comment remembers (it states no call now){note}", bad
+            else:
+                yield f"edited its readiness comment: {shown.splitlines()[0]}{note}", bad
         else:
             yield f"{call.method} {path} -> {call.status}", bad
 

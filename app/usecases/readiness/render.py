@@ -39,9 +39,12 @@ def recap(reading: Reading, now: float) -> list[str]:
             f"{len(reading.my_threads)} thread(s) verified fixed and resolved."
         )
     memory = reading.memory
-    pushes = len(memory.heads)
+    # The heads readiness looked at and those the bot reviewed: readiness may first look after a
+    # push or two (a head reviewed and pushed over at once), and they were seen all the same.
+    reviewed = {str(r.get("commit_id")) for r in reading.my_reviews if r.get("commit_id")}
+    heads = len({sha for sha, _ in memory.heads} | reviewed)
     head = reading.snapshot.head_sha[:7]
-    lines.append(f"Heads seen: {pushes} (now `{head}`).")
+    lines.append(f"Heads seen: {heads} (now `{head}`).")
     if memory.red:
         failed = ", ".join(
             f"{code(name[: rd.MAX_NAME_CHARS])} on `{sha[:7]}` ({_clock(at)})"
