@@ -6,15 +6,9 @@ from __future__ import annotations
 import pytest
 
 from app.review.analyzers.config_change import alternatives, covers, turned_off
+from app.review.analyzers.pins import Pinning, action_refs, pinned_as_usual, pinning, unquoted
 from app.review.analyzers.shell import split_on_purpose
-from app.review.analyzers.workflows import (
-    Pinning,
-    action_refs,
-    pinned_as_usual,
-    pinning,
-    unquoted,
-    zizmor_severity,
-)
+from app.review.analyzers.workflows import zizmor_severity
 from app.review.core.model import Severity
 from app.review.core.toolconfig import is_dockerfile
 
@@ -97,10 +91,22 @@ def test_pinning_convention(rows: list[str], convention: Pinning) -> None:
         ("docker/setup-buildx-action@v4", Pinning.UNKNOWN, "renovate[bot]", True),
         ("evil/new-action@v1", Pinning.UNKNOWN, "dependabot[bot]", False),  # a new action
         ("docker/setup-buildx-action@v4", Pinning.UNKNOWN, "dependabot", False),  # not the bot
+        # GitHub's own actions do not tell the convention, yet a bot's bump of one is not even a
+        # nit: the 177 findings on the very lines dependabot bumped.
+        ("actions/checkout@v5", Pinning.UNKNOWN, "dependabot[bot]", True),
+        ('"actions/setup-python@v6"', Pinning.SHA, "renovate[bot]", True),
+        ("actions/checkout@v5", Pinning.UNKNOWN, "alice", False),  # a nit, as before
+        ("actions/cache@v4", Pinning.UNKNOWN, "dependabot[bot]", False),  # not at the base
     ],
 )
 def test_pinned_as_usual(feature: str, convention: Pinning, author: str, usual: bool) -> None:
-    base = action_refs(["      - uses: docker/setup-buildx-action@v3"])
+    base = action_refs(
+        [
+            "      - uses: docker/setup-buildx-action@v3",
+            "      - uses: actions/checkout@v4",
+            "      - uses: 'actions/setup-python@v5'",
+        ]
+    )
     assert pinned_as_usual(feature, convention, base, author) is usual
 
 
@@ -209,3 +215,34 @@ async def test_a_tag_pin_where_the_repository_pins_by_tag_is_not_a_finding(
     result = await BuiltinReviewer().review(pull([changed(path, base, head)], RecordingReader({path: head})))
     unpinned = [f for f in result.findings if f.rule == "workflow/unpinned-uses" and f.line == 12]
     assert bool(unpinned) is flagged
+
+
+CACHED_BASE = WORKFLOW.replace("REF", "v3") + f"      - uses: codecov/codecov-action@{SHA}\n"
+INJECTION = "      - run: echo ${{ github.event.pull_request.title }}\n"
+
+
+async def test_the_base_side_is_reported_whatever_the_author() -> None:
+    """A base side's findings are cached by its text across pull requests: a dependency bot's
+    pull request must not leave out of them the tag pins it is excused, or another author's
+    pull request on the same base is blamed for a tag pin that stood there."""
+    from dataclasses import replace
+
+    from app.review.engine.builtin import BuiltinReviewer
+    from tests.test_review_analyzers import changed
+    from tests.test_review_engine import RecordingReader, pull
+
+    path = ".github/workflows/ci.yml"
+    reviewer = BuiltinReviewer()
+    # The bot's pull request: something on a line it adds, so its base side is analysed (and cached).
+    head = CACHED_BASE + INJECTION
+    context = replace(
+        pull([changed(path, CACHED_BASE, head)], RecordingReader({path: head})),
+        author_login="dependabot[bot]",
+    )
+    first = await reviewer.review(context)
+    assert any(f.rule == "workflow/template-injection" for f in first.findings)
+    # Another author comments the tag pin that stood at the base (the base pins by sha, too).
+    head = CACHED_BASE.replace("setup-buildx-action@v3\n", "setup-buildx-action@v3  # the builder\n")
+    second = await reviewer.review(pull([changed(path, CACHED_BASE, head)], RecordingReader({path: head})))
+    assert not [f for f in second.findings if f.rule == "workflow/unpinned-uses"]
+    assert [f.line for f in second.preexisting if f.rule == "workflow/unpinned-uses"] == [11]
