@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.review.analyzers.config_change import alternatives, covers, turned_off
+from app.review.analyzers.config_change import alternatives, covers, enabled, turned_off
 from app.review.analyzers.pins import Pinning, action_refs, pinned_as_usual, pinning, unquoted
 from app.review.analyzers.shell import split_on_purpose
 from app.review.analyzers.workflows import zizmor_severity
@@ -130,6 +130,23 @@ def test_covers(selectors: list[str], code: str, covered: bool) -> None:
     assert covers(selectors, code) is covered
 
 
+@pytest.mark.parametrize(
+    ("code", "selected", "ignored", "on"),
+    [
+        ("E501", ["E"], [], True),
+        ("E501", ["E501"], ["E"], True),  # the more specific selector decides
+        ("E501", ["E"], ["E501"], False),
+        ("E501", ["E501"], ["E501"], False),  # a tie: the ignore wins
+        ("E501", ["ALL"], ["E"], False),
+        ("E9", ["E4", "E7", "E9", "F"], [], True),
+        ("E501", ["E4", "E7", "E9", "F"], [], False),
+        ("PLR2004", ["PL"], ["PLR"], False),
+    ],
+)
+def test_enabled(code: str, selected: list[str], ignored: list[str], on: bool) -> None:
+    assert enabled(code, selected, ignored) is on
+
+
 def sel(
     selected: list[str], ignored: tuple[str, ...] | list[str] = ()
 ) -> tuple[frozenset[str], frozenset[str]]:
@@ -145,7 +162,13 @@ def sel(
         (sel(["E", "F"]), sel(["E", "F"], ["E501"]), {"E501"}),
         (sel(["E", "F"], ["E501"]), sel(["E", "F"], ["E501", "E502"]), {"E502"}),
         (sel(["F"]), sel(["F"], ["E501"]), set()),  # ignoring what was never selected
-        (sel(["E501"]), sel(["E501"], ["E"]), {"E"}),
+        # As ruff reads them: the most specific selector wins, an ignore a tie.
+        (sel(["E501"]), sel(["E501"], ["E"]), set()),  # E501 stays: more specific than E
+        (sel(["E501"], ["E"]), sel(["E"], ["E"]), {"E501"}),  # now E decides, and ignores it
+        (sel(["E"], ["E501"]), sel(["E"], ["E5"]), {"E5"}),  # E502... too
+        (sel(["E4", "E7", "E9", "F"]), sel(["E", "F"], ["E501"]), set()),  # E501 was never on
+        (sel(["ALL"], ["D"]), sel(["ALL"], ["D", "ANN"]), {"ANN"}),
+        (sel(["ALL"]), sel(["E", "F"]), {"ALL"}),
         (sel(["F"]), sel(["F"], ["F401 in __init__.py"]), {"F401 in __init__.py"}),
     ],
 )
@@ -155,6 +178,21 @@ def test_turned_off(
     assert turned_off(before, after) == off
 
 
+BLACK_EXAMPLE = """
+(
+  /(
+      \\.eggs         # exclude a few common directories in the
+    | \\.git          # root of the project
+    | \\.hg
+    | _build
+    | build
+    | dist
+  )/
+  | foo.py           # also separately exclude a file named foo.py in
+                     # the root of the project
+)
+"""
+PRE_COMMIT = "(?x)^(\n  migrations/.*\n  | vendor/.*\n)$"
 BLACK_BASE = "\n/(\n    \\.eggs\n  | \\.git\n  | \\.tox\n  | build\n  | dist\n)/\n"
 
 
@@ -164,8 +202,20 @@ BLACK_BASE = "\n/(\n    \\.eggs\n  | \\.git\n  | \\.tox\n  | build\n  | dist\n)/
         (BLACK_BASE, BLACK_BASE.replace("  | dist\n", ""), set()),  # one removed: nothing added
         (BLACK_BASE, BLACK_BASE.replace("    ", "      "), set()),  # re-indented
         (BLACK_BASE, "/(\\.eggs|\\.git|\\.tox|build|dist)/", set()),  # one line now
-        (BLACK_BASE, BLACK_BASE.replace("  | dist\n", "  | dist\n  | migrations\n"), {"migrations"}),
+        (BLACK_BASE, BLACK_BASE.replace("  | dist\n", "  | dist\n  | migrations\n"), {"/migrations/"}),
         ("^legacy/", "^legacy/|^vendor/", {"^vendor/"}),
+        # black's own example (nested groups, comments), and the same on one line.
+        (BLACK_EXAMPLE, "/(\\.eggs|\\.git|\\.hg|_build|build|dist)/|foo.py", set()),
+        (BLACK_EXAMPLE, BLACK_EXAMPLE.replace("  | foo.py", "  | bar.py"), {"bar.py"}),
+        # An alternative removed inside a group after a prefix: the scope only shrinks.
+        ("^/src/(gen|vendor)/", "^/src/gen/", set()),
+        ("^/src/(gen|vendor)/", "^/src/(gen|vendor|legacy)/", {"^/src/legacy/"}),
+        # pre-commit's excludes are verbose when they say so.
+        (PRE_COMMIT, PRE_COMMIT.replace("  | vendor/.*\n", ""), set()),
+        (PRE_COMMIT, PRE_COMMIT.replace("  | vendor/.*\n", "  | vendor/.*\n  | gen/.*\n"), {"^gen/.*$"}),
+        # What is not spelt out is compared as written.
+        ("(a|b)+c", "(a|b)*c", {"(a|b)*c"}),
+        ("files: ^src/", "files: ^(src|lib)/", {"files: ^(src|lib)/"}),
     ],
 )
 def test_exclude_alternatives(base: str, head: str, added: set[str]) -> None:
