@@ -7,7 +7,7 @@ import pytest
 
 from app.review.analyzers.config_change import alternatives, covers, enabled, turned_off
 from app.review.analyzers.pins import Pinning, action_refs, pinned_as_usual, pinning, unquoted
-from app.review.analyzers.shell import split_on_purpose
+from app.review.analyzers.shell import iterated, split_on_purpose
 from app.review.analyzers.workflows import zizmor_severity
 from app.review.core.model import Severity
 from app.review.core.toolconfig import is_dockerfile
@@ -226,19 +226,67 @@ def test_exclude_alternatives(base: str, head: str, added: set[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "column", "end", "on_purpose"),
+    ("line", "flagged", "lists", "on_purpose"),
     [
-        ("cmd $FLAGS", 5, 11, True),
-        ("pip install $EXTRA_PACKAGES", 13, 28, True),
-        ("pytest ${PYTEST_ARGS}", 8, 22, True),
-        ("docker run $DOCKER_OPTS img", 12, 24, True),
-        ("echo $name", 6, 11, False),
-        ("cp $SRC $DEST", 4, 8, False),
-        ("rm -rf $TARGET_DIR", 8, 19, False),
+        ("cmd $FLAGS", "$FLAGS", (), True),
+        ("pip install $EXTRA_PACKAGES", "$EXTRA_PACKAGES", (), True),
+        ("pytest ${PYTEST_ARGS}", "${PYTEST_ARGS}", (), True),
+        ("docker run $DOCKER_OPTS img", "$DOCKER_OPTS", (), True),
+        ("echo $name", "$name", (), False),
+        ("cp $SRC $DEST", "$SRC", (), False),
+        ("rm -rf $TARGET_DIR", "$TARGET_DIR", (), False),
+        # A list the script iterates itself (for f in $files) is the same list elsewhere.
+        ("ruff check $files", "$files", ("files",), True),
+        ("ruff check $files", "$files", (), False),
+        ("cp $files /tmp", "$files", ("changed",), False),
+        # A numeric test's operand: a number neither splits nor globs.
+        ("if [ $count -gt 0 ]; then", "$count", (), True),
+        ("[ 0 -lt $retries ] && retry", "$retries", (), True),
+        ("test $# -eq 2 || exit 1", "$#", (), False),  # not a variable's name: not SC2086's case
+        ('while [ "$i" -le $max ]; do', "$max", (), True),
+        ("if [ $name = main ]; then", "$name", (), False),  # a string test: quoting matters
+        ("if [ $dir -nt $out ]; then", "$dir", (), False),  # -nt compares files
     ],
 )
-def test_split_on_purpose(line: str, column: int, end: int, on_purpose: bool) -> None:
-    assert split_on_purpose({"column": column, "endColumn": end}, line) is on_purpose
+def test_split_on_purpose(line: str, flagged: str, lists: tuple[str, ...], on_purpose: bool) -> None:
+    column = line.index(flagged) + 1
+    entry = {"column": column, "endColumn": column + len(flagged)}
+    assert split_on_purpose(entry, line, frozenset(lists)) is on_purpose
+
+
+@pytest.mark.parametrize(
+    ("script", "lists"),
+    [
+        ("files=$(git ls-files)\nfor f in $files; do\n  echo $f\ndone\n", {"files"}),
+        ("for pkg in ${PKGS} $EXTRA\ndo\n  pip install $pkg\ndone\n", {"PKGS", "EXTRA"}),
+        ('for f in "$files"; do echo; done\n', set()),  # quoted: one word, not a list
+        ("for f in $(ls $dir); do echo; done\n", set()),
+        ("for f in a b c; do echo $f; done  # for x in $y\n", set()),  # a comment
+        ("if ok; then for f in $LIST; do echo; done; fi\n", {"LIST"}),
+    ],
+)
+def test_iterated(script: str, lists: set[str]) -> None:
+    assert iterated(script) == lists
+
+
+@pytest.mark.slow
+async def test_sc2086_where_quoting_would_break_the_script_is_not_reported() -> None:
+    from app.review.analyzers.shell import ShellAnalyzer
+    from tests.test_review_analyzers import run
+    from tests.test_review_linters import reviewed
+
+    script = (
+        "#!/bin/bash\n"
+        "files=$(git diff --name-only)\n"
+        'for f in $files; do echo "$f"; done\n'
+        "ruff check $files\n"  # 4: the list the script iterates
+        "count=$(wc -l < list)\n"
+        "if [ $count -gt 0 ]; then echo many; fi\n"  # 6: a number
+        "pytest $PYTEST_ARGS\n"  # 7: a list by its name
+        "cp $SRC /tmp\n"  # 8: a path: quote it
+    )
+    output = await run(ShellAnalyzer(), reviewed("ci/check.sh", script))
+    assert [(f.rule, f.line) for f in output.findings] == [("shell/SC2086", 8)]
 
 
 # --- through the engine, with zizmor ------------------------------------------------------------
