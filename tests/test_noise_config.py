@@ -26,6 +26,8 @@ from app.review.core.toolconfig import is_dockerfile
         ("Containerfile", True),
         (".dockerignore", False),
         ("Dockerfile.dockerignore", False),  # BuildKit's ignore file for one Dockerfile
+        ("foo.dockerignore", False),
+        ("docker/Dockerfile.DockerIgnore", False),
         ("app.Dockerfile.dockerignore", False),
         ("docs/dockerfiles.md", False),
     ],
@@ -48,6 +50,26 @@ def test_is_dockerfile(path: str, dockerfile: bool) -> None:
 )
 def test_first_party_tags_are_nits_quoted_or_not(feature: str, severity: Severity) -> None:
     assert zizmor_severity("unpinned-uses", "High", "High", feature) is severity
+
+
+@pytest.mark.slow
+async def test_a_quoted_uses_is_read_as_zizmor_reports_it() -> None:
+    from app.review.analyzers.workflows import WorkflowAnalyzer
+    from tests.test_review_analyzers import run
+    from tests.test_review_linters import reviewed
+
+    steps = [
+        '"actions/checkout@v4"\n        with:\n          persist-credentials: false',
+        "'actions/setup-python@v5'",
+        '"docker/setup-buildx-action@v3"',
+    ]
+    workflow = WORKFLOW.split("      - uses:")[0] + "".join(f"      - uses: {s}\n" for s in steps)
+    output = await run(WorkflowAnalyzer(), reviewed(".github/workflows/ci.yml", workflow))
+    assert [(f.rule, f.line, f.severity) for f in output.findings] == [
+        ("workflow/unpinned-uses", 8, Severity.NIT),
+        ("workflow/unpinned-uses", 11, Severity.NIT),
+        ("workflow/unpinned-uses", 12, Severity.CONCERN),  # a new workflow shows no convention
+    ]
 
 
 def test_unquoted() -> None:
