@@ -43,6 +43,8 @@ async def findings(
 
 
 ROOT_F = '[tool.ruff.lint]\nselect = ["F", "E9"]\n'
+BLACK = "[tool.black]\nexclude = '''\n/(\n{}\n)/\n'''\n"
+DIRS = ["    \\.eggs", "  | \\.git", "  | build", "  | dist"]
 
 
 @pytest.mark.parametrize(
@@ -98,6 +100,30 @@ ROOT_F = '[tool.ruff.lint]\nselect = ["F", "E9"]\n'
             [("pyproject.toml", EXCLUDES, "`migrations`")],
         ),
         ({}, {"src/app.py": "x = 1\n"}, []),  # not a configuration file
+        # "turns off E9" while the head's select holds "E": E covers E9.
+        ({"pyproject.toml": ROOT_F}, {"pyproject.toml": '[tool.ruff.lint]\nselect = ["F", "E"]\n'}, []),
+        # Ignoring E where E501 is selected keeps E501: the more specific selector wins.
+        (
+            {"pyproject.toml": '[tool.ruff.lint]\nselect = ["E501"]\n'},
+            {"pyproject.toml": '[tool.ruff.lint]\nselect = ["E501"]\nignore = ["E"]\n'},
+            [],
+        ),
+        # black's exclude, one verbose regex: one alternative removed, or re-indented, adds nothing.
+        (
+            {"pyproject.toml": BLACK.format("\n".join(DIRS))},
+            {"pyproject.toml": BLACK.format("\n".join(DIRS[:-1]))},
+            [],
+        ),
+        (
+            {"pyproject.toml": BLACK.format("\n".join(DIRS))},
+            {"pyproject.toml": BLACK.format("\n".join(" " + d for d in DIRS))},
+            [],
+        ),
+        (
+            {"pyproject.toml": BLACK.format("\n".join(DIRS))},
+            {"pyproject.toml": BLACK.format("\n".join([*DIRS, "  | migrations"]))},
+            [("pyproject.toml", EXCLUDES, "black exclude patterns `/migrations/`")],
+        ),
     ],
 )
 async def test_what_a_pull_request_turns_off_is_a_concern(

@@ -91,6 +91,10 @@ class AnalysisInput:
     # The lint configuration files at the base, which ``lint`` was read from (``contents`` holds
     # the head's side of those the pull request changed, for the ``config`` analyzer).
     configs: Mapping[str, FileContent | None] = field(default_factory=dict)
+    # Whether ``files`` are the base sides, analysed to tell what stood there before
+    # (``core.differential``): what an analyzer reports of one is cached across pull requests by
+    # its text, so it must not depend on this pull request (its author, its other files).
+    at_base: bool = False
 
     def linted(self, item: FileUnderReview) -> bool:
         """Whether the repository lints this file (lint-style checks skip the others)."""

@@ -33,6 +33,7 @@ __all__ = [
     "ConfigChangeAnalyzer",
     "alternatives",
     "covers",
+    "enabled",
     "ruff_selection",
     "turned_off",
 ]
@@ -40,8 +41,11 @@ __all__ = [
 RULES_OFF = "config/lint-rules-off"
 EXCLUDES = "config/lint-excludes"
 SETTINGS = "config/bot-settings"
-RUFF_DEFAULT_SELECT = ("E4", "E7", "E9", "F")
-_SELECTOR = re.compile(r"([A-Z]+)([0-9]*)")  # ruff's own, for a configuration without ``select``
+RUFF_DEFAULT_SELECT = ("E4", "E7", "E9", "F")  # ruff's own, for a configuration without ``select``
+_SELECTOR = re.compile(r"([A-Z]+)([0-9]*)")  # a rule code or prefix: the linter's letters, digits
+MAX_ALTERNATIVES = 256  # the strings a pattern's alternations spell, past which it is compared whole
+MAX_GROUP_DEPTH = 32  # groups in groups: past it, compared whole (a bounded recursion)
+FILES = "files: "  # a pre-commit hook's ``files`` pattern, among its excludes (what it lints)
 MAX_LISTED = 8
 APPLIES_AT_MERGE = "this review used the base's, and the change applies only once merged"
 
@@ -74,8 +78,8 @@ def _per_file(table: Mapping[str, Any]) -> frozenset[str]:
 
 
 def ruff_selection(config: RuffConfigFile | None) -> tuple[frozenset[str], frozenset[str]]:
-    """(selected, ignored) rule selectors of a ruff configuration; no configuration: revbot's
-    defaults. Selectors are compared as written (``F`` and ``F821`` are different entries)."""
+    """(selected, ignored) rule selectors of a ruff configuration, as written; no configuration:
+    revbot's defaults. What they enable is ``enabled``'s to say."""
     if config is None:
         return frozenset(DEFAULT_SELECT), frozenset()
     table = config.table
@@ -107,39 +111,113 @@ def covers(selectors: Iterable[str], code: str) -> bool:
     return False
 
 
+def enabled(code: str, selected: Iterable[str], ignored: Iterable[str]) -> bool:
+    """Whether ruff enables ``code`` (a code or a prefix) under these selectors: as ruff breaks
+    ties, the most specific selector that covers it decides (``ALL``, then ``E``, ``E5``,
+    ``E501``), an ignore winning over a select as specific (``select = ["E501"]`` with
+    ``ignore = ["E"]`` keeps E501)."""
+
+    def specificity(selectors: Iterable[str]) -> int:
+        covering = [s for s in selectors if covers([s], code)]
+        return max((0 if s.strip().upper() == "ALL" else len(s.strip()) for s in covering), default=-1)
+
+    chosen = specificity(selected)
+    return chosen >= 0 and chosen > specificity(ignored)
+
+
 def turned_off(
     before: tuple[frozenset[str], frozenset[str]], after: tuple[frozenset[str], frozenset[str]]
 ) -> frozenset[str]:
-    """The selectors a change turns off (``ruff_selection`` of each side): selected before and no
-    longer covered, or newly ignored while the base selected them and did not ignore them. A
-    per-file ignore (``"E501 in tests/*"``) is compared as written."""
+    """The selectors a change turns off (``ruff_selection`` of each side): one selected, or newly
+    ignored, that the base enabled and the head does not (``enabled``). A per-file ignore
+    (``"E501 in tests/*"``) is compared as written."""
     selected, ignored = before
     now_selected, now_ignored = after
-    dropped = {s for s in selected if not covers(now_selected, s)}
-    added = {
-        s
-        for s in now_ignored - ignored
-        if (" in " in s)
-        or ((covers(selected, s) or any(covers([s], x) for x in selected)) and not covers(ignored, s))
-    }
+
+    def off(code: str) -> bool:
+        return enabled(code, selected, ignored) and not enabled(code, now_selected, now_ignored)
+
+    dropped = {s for s in selected if off(s)}
+    added = {s for s in now_ignored - ignored if " in " in s or off(s)}
     return frozenset(dropped | added)
 
 
 def alternatives(patterns: Iterable[str]) -> frozenset[str]:
-    """The alternatives of these regular expressions, whitespace and grouping aside: a pattern
-    re-indented, or with one alternative removed, adds nothing (black's and pre-commit's excludes
-    are one verbose regex each, ``/(\\.git|\\.tox|build)/`` over many lines)."""
+    """The strings these regular expressions' alternations spell, layout aside: black's exclude
+    ``/(\\.git|build)/`` (one verbose regex over many lines) is ``/\\.git/`` and ``/build/``, so a
+    pattern re-indented, regrouped or with an alternative removed adds nothing. A ``files:``
+    pattern (what is linted, not what is left out), a group repeated (``(a|b)+``), a pattern past
+    ``MAX_ALTERNATIVES`` or not balanced are compared whole."""
     out: set[str] = set()
     for pattern in patterns:
-        flat = re.sub(r"\s+", "", strip_verbose(pattern) if "\n" in pattern else pattern)
-        if flat.startswith("files:"):  # what is linted, not what is left out: compared whole
-            out.add(flat)
-            continue
-        for part in flat.split("|"):  # an alternative, without the group around the lot
-            part = re.sub(r"^\(\?[a-zA-Z]+\)", "", part)  # an inline flag: (?x)
-            part = re.sub(r"\)+[/$]*$", "", re.sub(r"^[\^/]*\((?:\?:)?", "", part))
-            out |= {part} if part else set()
-    return frozenset(out)
+        files = pattern.startswith(FILES)
+        pattern = pattern.removeprefix(FILES)
+        verbose = "\n" in pattern or pattern.lstrip().startswith("(?x)")
+        flat = re.sub(r"\s+", "", strip_verbose(pattern) if verbose else pattern)
+        flat = re.sub(r"^\(\?[aiLmsux]+\)", "", flat)  # the pattern's flags: (?x)
+        spelt = None if files else _spelt(flat)
+        out |= spelt if spelt is not None else {FILES + flat if files else flat}
+    return frozenset(s for s in out if s)
+
+
+class _Unspelt(Exception):
+    """A pattern ``_spelt`` does not expand: compared whole."""
+
+
+def _spelt(pattern: str) -> set[str] | None:
+    """The strings ``pattern``'s alternations spell, each group's alternatives in turn; None when
+    past ``MAX_ALTERNATIVES``, ``MAX_GROUP_DEPTH`` or not balanced."""
+    at = 0
+
+    def alternation(depth: int) -> set[str]:
+        nonlocal at
+        if depth > MAX_GROUP_DEPTH:
+            raise _Unspelt
+        out = sequence(depth)
+        while at < len(pattern) and pattern[at] == "|":
+            at += 1
+            out |= sequence(depth)
+        return out
+
+    def sequence(depth: int) -> set[str]:
+        out = {""}
+        while at < len(pattern) and pattern[at] not in "|)":
+            tails = atom(depth)
+            if len(out) * len(tails) > MAX_ALTERNATIVES:
+                raise _Unspelt
+            out = {head + tail for head in out for tail in tails}
+        return out
+
+    def atom(depth: int) -> set[str]:
+        nonlocal at
+        start = at
+        if pattern[at] == "\\":
+            at += 2
+        elif pattern[at] == "[":  # a class, ``]`` first in it is a member
+            at = pattern.find("]", at + (3 if pattern.startswith("[^", at) else 2))
+            at = len(pattern) if at < 0 else at + 1
+        elif pattern[at] == "(":
+            # A plain or named group is spelt out; a look-around or a flag group stays as written.
+            spelt = not pattern.startswith("?", at + 1) or pattern.startswith(("?:", "?P<"), at + 1)
+            at = pattern.find(">", at) if pattern.startswith("?P<", at + 1) else at
+            if at < 0:
+                raise _Unspelt
+            at += 1
+            inner = alternation(depth + 1)
+            if at >= len(pattern) or pattern[at] != ")":
+                raise _Unspelt
+            at += 1
+            if spelt and not (at < len(pattern) and pattern[at] in "*+?{"):
+                return inner
+        else:
+            at += 1
+        return {pattern[start:at]}
+
+    try:
+        spelt = alternation(0)
+    except _Unspelt:
+        return None
+    return spelt if at == len(pattern) else None
 
 
 def _excludes(config: RuffConfigFile | None) -> frozenset[str]:
@@ -250,7 +328,7 @@ def _hook_patterns(config: LintConfig) -> list[str]:
         [config.pre_commit, *config.lint_hooks] if config.pre_commit is not None else list(config.lint_hooks)
     )
     patterns = [scope.exclude for scope in scopes if scope.exclude]
-    patterns += [f"files: {scope.files}" for scope in scopes if scope.files]
+    patterns += [f"{FILES}{scope.files}" for scope in scopes if scope.files]
     return patterns
 
 

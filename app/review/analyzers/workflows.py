@@ -13,14 +13,17 @@ workflow one of whose jobs checks out the pull request's head and then runs it (
 zizmor's other high and medium findings are concerns, its low and informational ones (and those
 it has low confidence in) nits; an action of GitHub's own (``actions/``, ``github/``) on a tag is
 a nit, another's a concern.
+
+The repository's own pinning convention wins (``pins``), read from the base side of the changed
+workflows. The base side itself (``AnalysisInput.at_base``) is reported in full: what it held must
+not depend on this pull request's author or its other files, as it is cached across pull requests.
 """
 
 from __future__ import annotations
 
-import enum
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +36,7 @@ from ..core.patterns import YamlRefused, load_yaml
 from ..core.toolconfig import is_workflow, zizmor_config
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding
 from .external import TOOL_TIMEOUT, Tool, ToolError, collect, command_for, run_tool, tool_tree, unavailable
+from .pins import FIRST_PARTY, PINNED_BY_TAG, Pinning, action_refs, pinned_as_usual, pinning, unquoted
 from .suppressions import suppressed_by_pull_request, zizmor_ignore_added
 
 __all__ = [
@@ -55,19 +59,6 @@ WORKFLOW_KEYS = frozenset(
 )
 PREFIX = "workflow/"
 DANGEROUS_TRIGGERS = ("pull_request_target", "workflow_run")
-FIRST_PARTY = ("actions/", "github/")
-DEPENDENCY_BOTS = frozenset({"dependabot[bot]", "renovate[bot]"})
-PINNED_BY_TAG = "actions pinned by tag are not flagged: the repository pins every third-party action by tag"
-_USES = re.compile(r"""^[ \t-]*uses:[ \t]*['"]?([^'"\s#]+)""")
-_SHA = re.compile(r"[0-9a-f]{40}")
-
-
-class Pinning(enum.StrEnum):
-    """How a repository pins the third-party actions its workflows use."""
-
-    TAG = "tag"  # every one by a tag or branch, none by a commit: deliberate, bumped by a bot
-    SHA = "sha"  # some by a commit sha: the repository holds itself to it
-    UNKNOWN = "unknown"  # no third-party action to tell by
 
 
 def _base_rows(item: FileUnderReview, batch: AnalysisInput) -> list[str]:
@@ -77,43 +68,6 @@ def _base_rows(item: FileUnderReview, batch: AnalysisInput) -> list[str]:
     if side is not None and side.text is not None:
         return side.text.splitlines()
     return [row for number, row in enumerate(item.rows, 1) if number not in item.lines.added]
-
-
-def unquoted(text: str) -> str:
-    """A YAML scalar as zizmor quotes it from the file (``"actions/checkout@v4"``), unquoted."""
-    return text.strip().strip("'\"")
-
-
-def action_refs(rows: Iterable[str]) -> list[tuple[str, str]]:
-    """(action, ref) of each third-party ``uses:`` in these workflow lines (no local path, no
-    ``docker://`` image, no first-party action)."""
-    out: list[tuple[str, str]] = []
-    for row in rows:
-        match = _USES.match(row)
-        value = match.group(1) if match else ""
-        action, at, ref = value.partition("@")
-        if at and not action.startswith(("./", "docker://", *FIRST_PARTY)):
-            out.append((action, ref))
-    return out
-
-
-def pinning(refs: Sequence[tuple[str, str]]) -> Pinning:
-    """The convention the base's workflows show (``action_refs``)."""
-    if not refs:
-        return Pinning.UNKNOWN
-    return Pinning.SHA if any(_SHA.fullmatch(ref) for _, ref in refs) else Pinning.TAG
-
-
-def pinned_as_usual(feature: str, convention: Pinning, base: Sequence[tuple[str, str]], author: str) -> bool:
-    """Whether an ``unpinned-uses`` finding on ``feature`` (``owner/action@ref``) is the
-    repository's own choice, not the pull request's: where every third-party action is pinned by
-    tag, a tag pin; and a dependency bot's bump of an action the base pinned the same way."""
-    action, _, ref = unquoted(feature).partition("@")
-    if _SHA.fullmatch(ref):
-        return False
-    if convention is Pinning.TAG:
-        return True
-    return author in DEPENDENCY_BOTS and any(a == action and not _SHA.fullmatch(r) for a, r in base)
 
 
 _PR_HEAD = re.compile(
@@ -287,7 +241,8 @@ class WorkflowAnalyzer:
             entries = [
                 e
                 for e in reported.get(item.path, [])
-                if e.get("ident") != "unpinned-uses"
+                if batch.at_base
+                or e.get("ident") != "unpinned-uses"
                 or not pinned_as_usual(e["feature"], convention, base, batch.author)
             ]
             dropped = len(entries) < len(reported.get(item.path, []))

@@ -316,7 +316,7 @@ def base_batch(batch: AnalysisInput, sides: Mapping[str, FileContent]) -> Analys
         for item in batch.files
         if item.path in sides
     )
-    return replace(batch, files=files, unpatched=(), contents={**batch.contents, **sides})
+    return replace(batch, files=files, unpatched=(), contents={**batch.contents, **sides}, at_base=True)
 
 
 def without(batch: AnalysisInput, refused: frozenset[str]) -> AnalysisInput:
