@@ -15,7 +15,7 @@ import statistics
 import time
 from dataclasses import replace
 
-from app.review.diff import parse_patch
+from app.review.core.diff import parse_patch
 from app.review.isolation.limits import Limits, Tripped
 from app.review.isolation.pool import ProcessPool
 from app.review.llm.bounded import ContextJob, Contexts, Reviewed
