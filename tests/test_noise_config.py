@@ -366,3 +366,31 @@ async def test_the_base_side_is_reported_whatever_the_author() -> None:
     second = await reviewer.review(pull([changed(path, CACHED_BASE, head)], RecordingReader({path: head})))
     assert not [f for f in second.findings if f.rule == "workflow/unpinned-uses"]
     assert [f.line for f in second.preexisting if f.rule == "workflow/unpinned-uses"] == [11]
+
+
+@pytest.mark.parametrize(("name", "login"), [("dependabot[bot]", "dependabot[bot]"), ("Alice Liddell", None)])
+async def test_the_local_mode_names_an_apps_commits_by_its_login(
+    tmp_path: object, name: str, login: str | None
+) -> None:
+    """``review --git``: a dependency bot's commit is its pull request, by its author."""
+    import subprocess
+    from pathlib import Path
+
+    from app.review.measure.local import context_from_git
+
+    repo = Path(str(tmp_path)) / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "x@example.com")
+    git("config", "user.name", name)
+    (repo / "a.txt").write_text("1\n")
+    git("add", "-A")
+    git("commit", "-qm", "one")
+    (repo / "a.txt").write_text("2\n")
+    git("commit", "-qam", "two")
+    context = await context_from_git(repo, "HEAD~1", "HEAD")
+    assert context.author_login == login

@@ -17,6 +17,7 @@ from ..core.model import ChangedFile, FileContent, PullContext, RepoTree, Review
 
 STATUS = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "C": "copied", "T": "changed"}
 _DIFF_HEADER = re.compile(r"^diff --git ", re.MULTILINE)
+_BOT_LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*\[bot\]")
 
 
 class GitError(RuntimeError):
@@ -121,11 +122,14 @@ async def context_from_git(
     async def tree() -> RepoTree:
         return await tree_at(repo, head_sha)
 
+    author = (await git(repo, "log", "-1", "--format=%an", head_sha)).decode(errors="replace").strip()
     return PullContext(
         repo=str(repo),
         pr_number=None,
         title=f"{base}..{head}",
-        author_login=None,
+        # A git author name is no GitHub login, but an App's commits carry its login as the name
+        # (``dependabot[bot]``): the only author the local mode can name, as GitHub would.
+        author_login=author if _BOT_LOGIN.fullmatch(author) else None,
         base_sha=base_sha,
         head_sha=head_sha,
         files=tuple(files),
