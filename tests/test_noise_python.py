@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.review.analyzers.api import RULE as API_RULE
-from app.review.analyzers.api import package_major
+from app.review.analyzers.api import package_major, version_paths
 from app.review.analyzers.debug import is_action_script, is_print_exempt
 from app.review.analyzers.python import binds_alias
 from app.review.core.model import FileContent, Finding, RepoTree, ReviewResult, Severity, Verdict
@@ -175,3 +175,29 @@ def test_api_changes_have_their_own_heading() -> None:
     api_at, housekeeping_at = plan.body.index("**Public API changes**"), plan.body.index("**Housekeeping**")
     assert api_at < plan.body.index("3 more public API changes") < housekeeping_at
     assert plan.body.index("A large file.") > housekeeping_at
+
+
+def test_version_paths() -> None:
+    assert version_paths(["httpx/_client.py", "httpx/_transports/default.py", "src/urllib3/response.py"]) == [
+        "httpx/__init__.py",
+        "httpx/__version__.py",
+        "httpx/_version.py",
+        "httpx/version.py",
+        "src/urllib3/__init__.py",
+        "src/urllib3/__version__.py",
+        "src/urllib3/_version.py",
+        "src/urllib3/version.py",
+        "setup.py",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("module", "major"),
+    [
+        ('__title__ = "httpx"\n__version__ = "0.7.2"\n', 0),  # httpx/__version__.py in 2019
+        ('setup(\n    name="httpx",\n    version="0.7.2",\n)\n', 0),  # a setup.py
+        ('setup(name="x", version=get_version())\n', None),
+    ],
+)
+def test_the_version_a_module_or_setup_py_declares(module: str, major: int | None) -> None:
+    assert package_major({}, [module]) == major

@@ -39,13 +39,18 @@ __all__ = [
     "capped",
     "defined_names",
     "in_a_package",
+    "initial_development",
     "is_public_module",
     "module_name",
+    "package_major",
+    "version_paths",
 ]
 
 RULE = "api/break"
 _MAJOR = re.compile(r"\s*v?(\d+)\.")
-_DUNDER_VERSION = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*["']v?(\d+)\.""", re.MULTILINE)
+_DUNDER_VERSION = re.compile(
+    r"""^(?:__version__\s*(?::\s*str\s*)?=|\s*version\s*=)\s*["']v?(\d+)\.""", re.MULTILINE
+)  # a module's ``__version__ = "0.9"``, or ``version="0.9"`` in ``setup.py``
 BASE_STATUSES = ("modified", "renamed")  # a file the base also had
 MAX_FINDINGS = 5  # per review; the rest in one more
 
@@ -337,16 +342,28 @@ def package_major(configs: Mapping[str, FileContent | None], modules: Iterable[s
     return None
 
 
+def version_paths(modules: Sequence[str]) -> list[str]:
+    """Where a package says its version, for these modules' top-level packages (``pkg/`` or
+    ``src/pkg/``): its ``__init__.py`` and the usual version modules, and ``setup.py``."""
+    packages: dict[str, None] = {}
+    for path in modules:
+        parts = path.split("/")
+        depth = 2 if parts[0] == "src" and len(parts) > 2 else 1
+        if len(parts) > depth:
+            packages["/".join(parts[:depth])] = None
+    names = ("__init__.py", "__version__.py", "_version.py", "version.py")
+    return [*(f"{package}/{name}" for package in packages for name in names), "setup.py"]
+
+
 def initial_development(batch: AnalysisInput) -> bool:
     """Whether the package is at 0.x, where its public API is not yet a promise."""
-    inits = [
-        side.text
-        for item in batch.files
-        if PurePosixPath(item.path).name == "__init__.py"
-        and (side := batch.base.get(item.file.previous_path or item.path) or item.content) is not None
-        and side.text is not None
+    modules = [item.path for item in batch.files if item.file.status in BASE_STATUSES]
+    texts = [
+        content.text
+        for path in version_paths(modules)
+        if (content := batch.contents.get(path)) is not None and content.text is not None
     ]
-    return package_major(batch.configs, inits) == 0
+    return package_major(batch.configs, texts) == 0
 
 
 class ApiBreakAnalyzer:
@@ -366,7 +383,8 @@ class ApiBreakAnalyzer:
     )
 
     def wanted_paths(self, files: Sequence[ChangedFile], unpatched: Sequence[ChangedFile]) -> list[str]:
-        return [f.path for f in files if f.status in BASE_STATUSES and is_public_module(f.path)]
+        modules = [f.path for f in files if f.status in BASE_STATUSES and is_public_module(f.path)]
+        return [*modules, *version_paths(modules)] if modules else []
 
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         output = AnalyzerOutput()

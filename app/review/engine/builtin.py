@@ -136,6 +136,8 @@ class BuiltinReviewer(Reviewer):
             wanted.update(dict.fromkeys(analyzer.wanted_paths(selection.analysable, selection.unpatched)))
         if settings.settings_path in {f.path for f in selection.analysable}:
             wanted[settings.settings_path] = None  # the bot's own settings, changed by the PR
+        if tree is not None and not tree.truncated:  # a path the head does not hold is not read
+            wanted = {path: None for path in wanted if path in tree.files}
         contents = dict(await context.read(list(wanted))) if wanted else {}
         limit = self.boundary.limits.review_bytes
         contents, over = within_bytes(contents, limit)
