@@ -201,3 +201,23 @@ def test_version_paths() -> None:
 )
 def test_the_version_a_module_or_setup_py_declares(module: str, major: int | None) -> None:
     assert package_major({}, [module]) == major
+
+
+@pytest.mark.parametrize(
+    ("head_default", "changed"),
+    [
+        ("_READ_CHUNK_SIZE", False),  # urllib3 #5019: ``2 ** 16`` named, the same value
+        ("2**16", False),  # spacing
+        ("_OTHER_SIZE", True),
+        ("2 ** 17", True),
+    ],
+)
+def test_a_default_written_another_way_is_the_same_default(head_default: str, changed: bool) -> None:
+    from app.review.analyzers.api import api_changes
+
+    base = "def stream(amt=2 ** 16, decode_content=None):\n    pass\n"
+    head = (
+        "_READ_CHUNK_SIZE = 2**16\n_OTHER_SIZE = 2**17\n\n\n"
+        f"def stream(amt={head_default}, decode_content=None):\n    pass\n"
+    )
+    assert bool(api_changes("pkg/response.py", base, head)) is changed

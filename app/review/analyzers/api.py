@@ -43,6 +43,7 @@ __all__ = [
     "is_public_module",
     "module_name",
     "package_major",
+    "same_value",
     "version_paths",
 ]
 
@@ -192,14 +193,33 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
                 change.changes.append(f"new required parameter {code_span(name)}: every call must pass it")
         elif kind is griffe.BreakageKind.PARAMETER_CHANGED_DEFAULT:
             old_default, new_default = breakage.old_value.default, breakage.new_value.default
-            change.changes.append(
-                f"default of {code_span(breakage.old_value.name)} changed"
-                f" from {code_span(str(old_default))} to {code_span(str(new_default))}"
-            )
+            # ``2 ** 16`` now named ``_READ_CHUNK_SIZE = 2**16`` is the same default
+            if not same_value(str(old_default), str(new_default), base, head):
+                change.changes.append(
+                    f"default of {code_span(breakage.old_value.name)} changed"
+                    f" from {code_span(str(old_default))} to {code_span(str(new_default))}"
+                )
         if not change.changes:
             del out[qualified]
     _walk(base, head, "", out)
     return sorted(out.values(), key=lambda c: (c.lines is None, c.lines or (0, 0), c.name))
+
+
+def _constant(module: griffe.Module, expression: str) -> str:
+    """``expression`` with a module-level constant it names replaced by its value (once)."""
+    member = module.members.get(expression.strip())
+    value = getattr(member, "value", None) if member is not None and not member.is_alias else None
+    return str(value) if value is not None and member is not None and member.is_attribute else expression
+
+
+def same_value(old: str, new: str, base: griffe.Module, head: griffe.Module) -> bool:
+    """Whether two default expressions are the same value written another way: a constant of
+    the module in place of its value (or back), spacing aside."""
+
+    def plain(text: str) -> str:
+        return re.sub(r"\s+", "", text)
+
+    return plain(_constant(base, old)) == plain(_constant(head, new))
 
 
 def _bound(function: griffe.Object | griffe.Alias, name: str) -> bool:
