@@ -394,3 +394,44 @@ async def test_the_local_mode_names_an_apps_commits_by_its_login(
     git("commit", "-qam", "two")
     context = await context_from_git(repo, "HEAD~1", "HEAD")
     assert context.author_login == login
+
+
+# starlette #2919: a job added to a workflow whose jobs all run on the default permissions
+NO_PERMISSIONS = (
+    "name: Test Suite\non:\n  push:\n    branches: [master]\n  pull_request:\n    branches: [master]\n"
+    "jobs:\n  tests:\n    runs-on: ubuntu-latest\n    steps:\n"
+    "      - uses: actions/checkout@v4\n        with:\n          persist-credentials: false\n"
+    "      - run: pytest\n"
+)
+CHECK_JOB = "  check:\n    needs: [tests]\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo done\n"
+
+
+@pytest.mark.parametrize(
+    ("base", "flagged"),
+    [
+        (NO_PERMISSIONS, False),  # the workflow's own choice: the default permissions
+        (NO_PERMISSIONS.replace("jobs:\n", "permissions:\n  contents: read\njobs:\n"), False),  # set at top
+        (
+            NO_PERMISSIONS.replace(
+                "    steps:\n      - uses", "    permissions: {}\n    steps:\n      - uses", 1
+            ),
+            True,  # the base's jobs set theirs: the new job's default is a step back
+        ),
+    ],
+)
+async def test_a_job_on_the_default_permissions_where_the_workflow_sets_none(
+    base: str, flagged: bool
+) -> None:
+    from app.review.engine.builtin import BuiltinReviewer
+    from tests.test_review_analyzers import changed
+    from tests.test_review_engine import RecordingReader, pull
+
+    path = ".github/workflows/test-suite.yml"
+    head = base + CHECK_JOB
+    result = await BuiltinReviewer().review(pull([changed(path, base, head)], RecordingReader({path: head})))
+    defaulted = [
+        f
+        for f in result.findings
+        if f.rule == "workflow/excessive-permissions" and "default permissions" in f.message
+    ]
+    assert bool(defaulted) is flagged

@@ -50,6 +50,10 @@ __all__ = [
 ]
 
 ZIZMOR = Tool("zizmor", "zizmor", "GitHub Actions workflows")
+_PERMISSIONS = re.compile(r"^\s*['\"]?permissions['\"]?\s*:")
+DEFAULT_PERMISSIONS = (
+    "jobs on the default token permissions are not flagged where the workflow set none at the base"
+)
 INVALID_RULE = "workflow/invalid-yaml"
 UNKNOWN_KEY_RULE = "workflow/unknown-key"
 # A workflow's top level, as GitHub's workflow syntax defines it (``on`` is read as YAML 1.1's
@@ -59,6 +63,28 @@ WORKFLOW_KEYS = frozenset(
 )
 PREFIX = "workflow/"
 DANGEROUS_TRIGGERS = ("pull_request_target", "workflow_run")
+
+
+def sets_no_permissions(item: FileUnderReview, batch: AnalysisInput) -> bool:
+    """Whether the workflow's base side exists and sets ``permissions:`` nowhere: its jobs run
+    with the repository's default token permissions by the repository's choice, and a job the
+    pull request adds that does the same is not a finding (a new workflow shows no choice)."""
+    side = batch.base.get(item.file.previous_path or item.path)
+    if side is None or side.text is None:
+        return False
+    return not any(_PERMISSIONS.match(row) for row in side.text.splitlines())
+
+
+def default_permissions(entry: Mapping[str, Any]) -> bool:
+    """zizmor's ``excessive-permissions`` for a job that sets none (not for one that asks for
+    too much, which stays a finding)."""
+    if entry.get("ident") != "excessive-permissions":
+        return False
+    return any(
+        "default permissions used" in str((location.get("symbolic") or {}).get("annotation") or "")
+        for location in entry.get("locations") or ()
+        if isinstance(location, dict)
+    )
 
 
 def _base_rows(item: FileUnderReview, batch: AnalysisInput) -> list[str]:
@@ -248,6 +274,11 @@ class WorkflowAnalyzer:
             dropped = len(entries) < len(reported.get(item.path, []))
             if convention is Pinning.TAG and dropped and PINNED_BY_TAG not in out.notes:
                 out.notes.append(PINNED_BY_TAG)
+            if not batch.at_base and sets_no_permissions(item, batch):
+                kept = [e for e in entries if not default_permissions(e)]
+                if len(kept) < len(entries) and DEFAULT_PERMISSIONS not in out.notes:
+                    out.notes.append(DEFAULT_PERMISSIONS)
+                entries = kept
             for found in self._findings(item, parsed[item.path], entries):
                 if found.suppression is None:
                     out.findings.append(found.finding)
