@@ -154,3 +154,35 @@ async def test_code_that_does_not_parse_for_the_declared_versions_is_still_block
     result = await review_of(PYPROJECT_38.replace(">=3.8", ">=3.9"))
     [blocker] = [f for f in result.findings if f.severity is Severity.BLOCKER]
     assert blocker.rule == "python/syntax-error" and "match" in blocker.message
+
+
+# --- newer syntax in the repository's own tooling (black #4181: scripts/generate_schema.py) ------
+
+MATCH = "def kind(value):\n    match value:\n        case 1:\n            return 'one'\n    return 'other'\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "rule", "severity"),
+    [
+        ("scripts/generate_schema.py", "python/newer-syntax", Severity.CONCERN),
+        ("docs/conf.py", "python/newer-syntax", Severity.CONCERN),
+        ("src/black/schema.py", "python/syntax-error", Severity.BLOCKER),  # the package: its Python
+        ("pkg/scripts/x.py", "python/syntax-error", Severity.BLOCKER),  # only the top directory counts
+    ],
+)
+async def test_newer_syntax_outside_the_package_is_a_concern(
+    path: str, rule: str, severity: Severity
+) -> None:
+    files = [changed(path, None, MATCH)]
+    reader = RecordingReader({path: MATCH, "pyproject.toml": PYPROJECT_38})
+    context = replace(pull(files, reader), read_base=RecordingReader({"pyproject.toml": PYPROJECT_38}))
+    result = await BuiltinReviewer().review(context)
+    [found] = [f for f in result.findings if f.rule.startswith("python/")]
+    assert (found.rule, found.severity) == (rule, severity)
+
+
+async def test_a_real_syntax_error_in_a_script_is_still_a_blocker() -> None:
+    path = "scripts/tool.py"
+    files = [changed(path, None, "def f(:\n    pass\n")]
+    result = await BuiltinReviewer().review(pull(files, RecordingReader({path: "def f(:\n    pass\n"})))
+    assert [(f.rule, f.severity) for f in result.findings] == [("python/syntax-error", Severity.BLOCKER)]

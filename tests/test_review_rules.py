@@ -42,6 +42,7 @@ def test_rule_ids_are_unique_and_file_level_rules_come_from_the_declarations() -
     assert file_level_rules(default_analyzers()) == {
         "python/syntax-error",
         "python/declared-version",
+        "python/newer-syntax",
         "hygiene/binary-file",
         "hygiene/large-file",
         "config/lint-rules-off",

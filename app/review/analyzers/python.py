@@ -59,6 +59,12 @@ _ALIAS = re.compile(
 )
 SYNTAX_RULE = "python/syntax-error"
 VERSION_RULE = "python/declared-version"
+NEWER_SYNTAX_RULE = "python/newer-syntax"
+# ruff's version-related syntax errors: the code parses, on a newer Python than the declared one.
+_NEWER_SYNTAX = re.compile(r"on Python 3\.\d+ \(syntax was added in Python 3\.\d+\)")
+TOOLING_DIRECTORIES = frozenset(
+    {"scripts", "script", "tools", "bin", "docs", "doc", "benchmarks", "examples", ".github"}
+)
 _DEFAULTS = ", ".join(DEFAULT_SELECT)
 MAX_DROPPED_SETTINGS = 3
 
@@ -135,6 +141,29 @@ def single_line_fix(diagnostic: Mapping[str, Any], row: int, line_text: str) -> 
     return full[:-1]
 
 
+def outside_the_package(path: str) -> bool:
+    """A file of the repository's own tooling (``scripts/``, ``docs/``, ``benchmarks/``, ...), which
+    the package's declared Python does not cover: it runs on whatever its maintainers run."""
+    return path.split("/", 1)[0] in TOOLING_DIRECTORIES
+
+
+def syntax_finding(path: str, line: int, message: str, text: str) -> Finding:
+    """A blocker: code that does not parse. Except newer syntax than the declared minimum Python
+    (ruff's "Cannot use `match` statement on Python 3.8") in the repository's own tooling, which
+    parses on the Python it runs on: a concern (``NEWER_SYNTAX_RULE``)."""
+    if _NEWER_SYNTAX.search(message) and outside_the_package(path):
+        return finding(
+            path,
+            line,
+            Severity.CONCERN,
+            NEWER_SYNTAX_RULE,
+            f"{message}: this file is outside the package, so the declared minimum may not apply to it; "
+            "does the Python that runs it have this syntax?",
+            text,
+        )
+    return finding(path, line, Severity.BLOCKER, SYNTAX_RULE, f"Syntax error: {message}", text)
+
+
 def binds_alias(line: str) -> bool:
     """Whether the line binds a module-level alias (``import a as b``, ``from m import a as b``,
     ``OldName = NewName``): kept for compatibility more often than not, so no one-click
@@ -152,6 +181,13 @@ class PythonAnalyzer:
     differential: bool = True
     rules: tuple[Rule, ...] = (
         Rule(SYNTAX_RULE, Severity.BLOCKER, "a syntax error (the first one of a file)", file_level=True),
+        Rule(
+            NEWER_SYNTAX_RULE,
+            Severity.CONCERN,
+            "syntax newer than the declared minimum Python in the repository's own tooling "
+            "(`scripts/`, `docs/`, `benchmarks/`, ...), which the package's declaration does not cover",
+            file_level=True,
+        ),
         Rule(
             VERSION_RULE,
             Severity.CONCERN,
@@ -431,11 +467,7 @@ class PythonAnalyzer:
                 if item.path in syntax_reported:
                     continue  # later syntax errors usually follow from the first one
                 syntax_reported.add(item.path)
-                found.append(
-                    finding(
-                        item.path, line_no, Severity.BLOCKER, SYNTAX_RULE, f"Syntax error: {short}", line_text
-                    )
-                )
+                found.append(syntax_finding(item.path, line_no, short, line_text))
                 continue
             assert code is not None
             if code == "F401" and PurePosixPath(item.path).name in REEXPORTING:
