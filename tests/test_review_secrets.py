@@ -368,3 +368,63 @@ async def test_a_secret_without_a_public_prefix_shows_none_of_itself(rule: str) 
     [found] = output.findings
     assert found.message.split("(`")[1].startswith("\u2026`)")  # the preview is the ellipsis alone
     assert sample not in found.message
+
+
+# --- test servers' keys and docstring examples (urllib3's history) ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "example"),
+    [
+        ("dummyserver/certs/client_password.key", True),  # urllib3's test server
+        ("tests/fake_api/key.pem", True),
+        ("mocks/server.key", True),
+        ("deploy/key.pem", False),
+        ("src/dummy.py", False),  # a file name, not a directory of stand-ins
+    ],
+)
+def test_a_test_servers_keys_are_examples(path: str, example: bool) -> None:
+    from app.review.analyzers.secrets import is_example_path
+
+    assert is_example_path(path) is example
+
+
+BUILDER = [  # urllib3's vendored rfc3986 builder.py, around line 287
+    "        Example:",
+    "",
+    "            >>> URIBuilder().add_scheme('https').add_host('github.com'",
+    "            ...     ).add_path('sigmavirus24/rfc3986').add_credentials(",
+    "            ...     'sigmavirus24', 'not-re@l').finalize().unsplit()",
+    "            'https://sigmavirus24:not-re%40l@github.com/sigmavirus24/rfc3986'",
+    "",
+    "        connect('https://user:hunter2x@example.com')",
+]
+
+
+@pytest.mark.parametrize(("line", "doctest"), [(5, True), (6, True), (8, False), (1, False)])
+def test_a_docstring_example_is_documentation(line: int, doctest: bool) -> None:
+    from app.review.analyzers.secrets import is_doctest_line
+
+    assert is_doctest_line("src/urllib3/packages/rfc3986/builder.py", BUILDER, line) is doctest
+    assert not is_doctest_line("README.txt", BUILDER, line)
+
+
+async def test_urllib3s_doctest_password_and_test_server_key_are_concerns() -> None:
+    from app.review.core.model import Severity
+    from app.review.engine.builtin import BuiltinReviewer
+    from tests.test_review_analyzers import changed
+    from tests.test_review_engine import RecordingReader, pull
+
+    doc = 'def build():\n    """\n' + "\n".join(BUILDER[:6]) + '\n    """\n'
+    key = (
+        "-----BEGIN RSA PRIVATE KEY-----\n" + "MIIEowIBAAKCAQEAx0a" * 3 + "\n-----END RSA PRIVATE KEY-----\n"
+    )
+    files = {"src/pkg/builder.py": doc, "dummyserver/certs/server.key": key}
+    result = await BuiltinReviewer().review(
+        pull([changed(p, None, t) for p, t in files.items()], RecordingReader(files))
+    )
+    secrets = {(f.path, f.rule, f.severity) for f in result.findings if f.rule.startswith("secrets/")}
+    assert secrets == {
+        ("src/pkg/builder.py", "secrets/url-password", Severity.CONCERN),
+        ("dummyserver/certs/server.key", "secrets/private-key", Severity.CONCERN),
+    }

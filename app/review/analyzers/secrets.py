@@ -208,6 +208,7 @@ def _generic_hits(path: str, number: int, text: str) -> Iterator[SecretHit]:
             return
 
 
+_STAND_IN = ("dummy", "fake", "mock")  # a directory of stand-ins: dummyserver/, fake_api/, mocks/
 _EXAMPLE_DIRS = frozenset(
     {
         "docs",
@@ -225,13 +226,29 @@ _EXAMPLE_DIRS = frozenset(
 
 
 def is_example_path(path: str) -> bool:
-    """Tests, fixtures and documentation: where deliberately public example keys live."""
+    """Tests, fixtures and documentation: where deliberately public example keys live (a test
+    server's directory too: urllib3's ``dummyserver/certs/``)."""
     parts = PurePosixPath(path).parts
     return (
         is_test_path(path)
         or path.lower().endswith(_DOC_SUFFIXES)
-        or any(part.lower() in _EXAMPLE_DIRS for part in parts[:-1])
+        or any(part.lower() in _EXAMPLE_DIRS or part.lower().startswith(_STAND_IN) for part in parts[:-1])
     )
+
+
+def is_doctest_line(path: str, rows: Sequence[str], line: int) -> bool:
+    """A line of a Python docstring's example: a ``>>>`` line, its ``...`` continuation or the
+    output shown under it (up to the next blank line). What it shows is documentation, as a
+    README is. ``rows``: the file at head (row ``n`` is ``rows[n - 1]``)."""
+    if not path.endswith(".py"):
+        return False
+    for number in range(min(line, len(rows)), 0, -1):
+        text = rows[number - 1].strip()
+        if not text:
+            return False
+        if text.startswith((">>> ", "... ")) or text in (">>>", "..."):
+            return True
+    return False
 
 
 def scan_lines(path: str, added: Mapping[int, str]) -> list[SecretHit]:
@@ -320,8 +337,8 @@ class SecretsAnalyzer:
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         findings: list[Finding] = []
         for item in batch.files:
-            example = is_example_path(item.path)
             for hit in scan_lines(item.path, item.lines.added_text):
+                example = is_example_path(item.path) or is_doctest_line(item.path, item.rows, hit.line)
                 findings.append(
                     finding(
                         item.path,
