@@ -221,3 +221,22 @@ def test_a_default_written_another_way_is_the_same_default(head_default: str, ch
         f"def stream(amt={head_default}, decode_content=None):\n    pass\n"
     )
     assert bool(api_changes("pkg/response.py", base, head)) is changed
+
+
+@pytest.mark.parametrize(
+    ("base_param", "head_param", "changed"),
+    [
+        ("__name: str", "name: str, /", False),  # starlette #2178, "Drop support for Python 3.7"
+        ("__name: str", "name: str", False),
+        ("name: str", "label: str", True),  # a keyword someone may pass
+        ("__init__: str", "init: str", True),  # a dunder name is no such convention
+    ],
+)
+def test_a_positional_only_by_convention_parameter_renamed(
+    base_param: str, head_param: str, changed: bool
+) -> None:
+    from app.review.analyzers.api import api_changes
+
+    base = f"class Router:\n    def url_path_for(self, {base_param}, **params):\n        pass\n"
+    head = f"class Router:\n    def url_path_for(self, {head_param}, **params):\n        pass\n"
+    assert bool(api_changes("pkg/routing.py", base, head)) is changed

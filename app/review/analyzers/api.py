@@ -43,6 +43,7 @@ __all__ = [
     "is_public_module",
     "module_name",
     "package_major",
+    "positional_by_convention",
     "same_value",
     "version_paths",
 ]
@@ -179,7 +180,8 @@ def api_changes(path: str, base_text: str, head_text: str) -> list[ApiChange]:
             if successor is not None:
                 renamed.add((qualified, old.name))
                 successors.add((qualified, successor))
-                change.changes.append(f"parameter {code_span(shown)} renamed to {code_span(successor)}")
+                if not positional_by_convention(old.name):  # ``__name`` was never passed by name
+                    change.changes.append(f"parameter {code_span(shown)} renamed to {code_span(successor)}")
             else:
                 change.changes.append(f"parameter {code_span(shown)} removed")
         elif kind is griffe.BreakageKind.PARAMETER_MOVED:
@@ -220,6 +222,12 @@ def same_value(old: str, new: str, base: griffe.Module, head: griffe.Module) -> 
         return re.sub(r"\s+", "", text)
 
     return plain(_constant(base, old)) == plain(_constant(head, new))
+
+
+def positional_by_convention(name: str) -> bool:
+    """A parameter named ``__name`` is positional-only by the convention before ``/`` existed
+    (PEP 484): renaming it (to ``name, /``, in a "drop Python 3.7" change) breaks no call."""
+    return name.startswith("__") and not name.endswith("__")
 
 
 def _bound(function: griffe.Object | griffe.Alias, name: str) -> bool:
