@@ -11,10 +11,12 @@ import pytest
 
 from app.review.analyzers.api import RULE as API_RULE
 from app.review.analyzers.api import package_major, version_paths
+from app.review.analyzers.bindings import binds_alias, exported_imports
 from app.review.analyzers.debug import is_action_script, is_print_exempt
-from app.review.analyzers.python import binds_alias
 from app.review.core.model import FileContent, Finding, RepoTree, ReviewResult, Severity, Verdict
 from app.review.engine.builtin import BuiltinReviewer
+from app.review.llm.checks import check_findings
+from app.review.llm.schema import ModelFinding
 from app.review.measure.local import context_from_git
 from app.review.output import render
 from app.review.rounds.markers import Trigger
@@ -32,8 +34,18 @@ from tests.test_review_engine import RecordingReader, pull
         # httpx's and starlette's ``__init__.py``: every import is the package's interface.
         ("httpx/__init__.py", "from ._client import Client\nfrom ._models import Request as Request\n", []),
         ("pkg/__init__.pyi", "from .a import B\n", []),
-        # Listed in ``__all__``: used.
+        # Listed in ``__all__``: used, however the module lists it (ruff misses ``.extend``).
         ("pkg/api.py", 'from .core import run\n__all__ = ["run"]\n', []),
+        ("pkg/api.py", 'from .core import run, stop\n__all__ = ["run"]\n__all__.extend(["stop"])\n', []),
+        ("pkg/api.py", 'from .core import run\n__all__: list[str] = []\n__all__.append("run")\n', []),
+        (
+            "pkg/api.py",
+            'try:\n    from .fast import run\nexcept ImportError:\n    run = None\n__all__ = ("run",)\n',
+            [],
+        ),
+        ("pkg/api.py", 'import os.path as osp\n__all__ = ["x"] + ["osp"]\n', []),
+        # ``__all__`` lists other names: this one is still unused.
+        ("pkg/api.py", 'from .core import run, stop\n__all__ = ["run"]\n', ["python/F401"]),
         # Anywhere else an unused import is still said.
         ("pkg/mod.py", "from .core import run\n", ["python/F401"]),
     ],
@@ -60,10 +72,31 @@ async def test_re_exports_are_not_unused(path: str, head: str, unused: list[str]
         ("    import os as o", False),  # inside a function: not the module's
         ("x = compute()", False),
         ("LIMIT = 5", False),
+        ("handler = None", False),  # a constant, not an alias
+        ("DEBUG = False  # off", False),
+        ("NoneType = NoneType_", True),
     ],
 )
 def test_binds_alias(line: str, alias: bool) -> None:
     assert binds_alias(line) is alias
+
+
+@pytest.mark.parametrize(
+    ("text", "places"),
+    [
+        ('from .a import x, y\n__all__ = ["y"]\n', {(1, 19)}),
+        ('from .a import (\n    x as old_x,\n)\n__all__ = ["old_x"]\n', {(2, 5)}),
+        ('import a.b\n__all__ = ["a"]\n', {(1, 8)}),
+        ('s = "é"; import x\n__all__ = ["x"]\n', {(1, 17)}),  # ruff counts characters, not bytes
+        ('__all__ = ["x"]\ndef f():\n    import x\n', set()),  # a function's import is not the module's
+        ("__all__ = names()\nimport x\n", set()),  # what ``__all__`` holds is not known
+        ("from .a import x\n", set()),
+        ("import x\n__all__ = " + '["y"] + ' * 2000 + '["x"]\n', {(1, 8)}),  # deep, not recursed into
+        ("from .a import (\n", set()),  # does not parse: the syntax check says so
+    ],
+)
+def test_exported_imports(text: str, places: set[tuple[int, int]]) -> None:
+    assert exported_imports(text) == places
 
 
 async def test_an_unused_alias_keeps_its_finding_but_gets_no_suggestion() -> None:
@@ -74,6 +107,41 @@ async def test_an_unused_alias_keeps_its_finding_but_gets_no_suggestion() -> Non
     assert set(by_line) == {1, 2}
     assert by_line[1].suggestion is None  # the back-compat alias: never a one-click deletion
     assert by_line[2].suggestion == ""  # a plain unused import may be deleted in one click
+
+
+ALIASES = "import json\nfrom .new import thing as old_name\nOld = New\nx = old_name(Old)\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "line", "end_line", "suggestion", "kept"),
+    [
+        ("pkg/compat.py", 2, None, "", False),  # deletes the alias
+        ("pkg/compat.py", 2, None, "from .new import thing", False),  # rewrites it
+        ("pkg/compat.py", 3, None, "Old = Newer", False),
+        ("pkg/compat.py", 2, 3, "from .new import thing as old_name\nOld = Newer", False),
+        ("pkg/compat.py", 1, 2, "import json\n\nfrom .new import thing as old_name", True),  # kept as it was
+        ("pkg/compat.py", 4, None, "x = old_name(Old) or None", True),  # no alias on the line
+        ("pkg/compat.py", 1, None, "", True),  # a plain import
+        ("docs/compat.md", 2, None, "", True),  # not Python
+    ],
+)
+def test_a_model_suggestion_never_deletes_an_alias(
+    path: str, line: int, end_line: int | None, suggestion: str, kept: bool
+) -> None:
+    file = changed(path, None, ALIASES)
+    proposed = ModelFinding(
+        path=path,
+        line=line,
+        end_line=end_line,
+        severity="nit",
+        category="maintainability",
+        confidence=0.9,
+        message="Unused here.",
+        suggestion=suggestion,
+    )
+    [(_, found)] = check_findings([proposed], files=[file], builtin=[], line_counts={}, blockers=False)[0]
+    assert (found.suggestion == suggestion) is kept
+    assert (found.suggestion is None) is not kept
 
 
 # --- an Action's prints -------------------------------------------------------------------------

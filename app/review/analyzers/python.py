@@ -15,7 +15,9 @@ Files the repository does not lint are left out (``lintconfig``). When the repos
 older ruff, that ruff is run if a directory for pinned versions is configured (installed there by
 the serving process, ``ruffpins``, and handed over as the ``ruff`` tool); otherwise rules that were
 not stable in that version are not reported (ruff's own rule metadata says since when each rule is
-stable). The summary says which ruff and which configuration ran.
+stable). The summary says which ruff and which configuration ran. An unused import that is a
+re-export (in an ``__init__``, or listed in ``__all__``) is not reported, and no suggestion deletes
+or rewrites a line that binds a module-level alias (``bindings``).
 
 This runs inside the execution boundary (``isolation``): ruff gets the boundary's scrubbed
 environment and limits, and the configuration it reads is the repository's re-written with its
@@ -36,6 +38,7 @@ from ..core.model import ChangedFile, Finding, RepoTree, Severity, Skipped
 from ..core.pyversion import head_declared
 from ..core.ruffinputs import RuffInput, ruff_inputs
 from .base import AnalysisInput, AnalyzerOutput, FileUnderReview, Rule, finding, is_python, unreadable
+from .bindings import binds_alias, exported_imports
 from .ruff_runner import (
     DEFAULT_SELECT,
     RUFF_TIMEOUT,
@@ -50,13 +53,10 @@ from .ruff_runner import (
 )
 from .suppressions import adds_noqa, noqa_added_for, suppressed_by_pull_request
 
-__all__ = ["SYNTAX_RULE", "PythonAnalyzer", "binds_alias", "severity_for", "single_line_fix"]
+__all__ = ["SYNTAX_RULE", "PythonAnalyzer", "severity_for", "single_line_fix"]
 
 PREFIX = "python/"
 REEXPORTING = frozenset({"__init__.py", "__init__.pyi"})
-_ALIAS = re.compile(
-    r"(?:from\s+[\w.]+\s+)?import\s+[^#]*\bas\s+\w+|[A-Za-z_]\w*\s*=\s*[A-Za-z_][\w.]*\s*(?:#.*)?$"
-)
 SYNTAX_RULE = "python/syntax-error"
 VERSION_RULE = "python/declared-version"
 NEWER_SYNTAX_RULE = "python/newer-syntax"
@@ -162,13 +162,6 @@ def syntax_finding(path: str, line: int, message: str, text: str) -> Finding:
             text,
         )
     return finding(path, line, Severity.BLOCKER, SYNTAX_RULE, f"Syntax error: {message}", text)
-
-
-def binds_alias(line: str) -> bool:
-    """Whether the line binds a module-level alias (``import a as b``, ``from m import a as b``,
-    ``OldName = NewName``): kept for compatibility more often than not, so no one-click
-    suggestion deletes or rewrites it."""
-    return _ALIAS.match(line) is not None
 
 
 def _listed(paths: Sequence[str]) -> str:
@@ -445,11 +438,24 @@ class PythonAnalyzer:
         out.skipped.extend(Skipped(path, f"Python checks not run: {error}") for path in targets)
         return out
 
+    @staticmethod
+    def _re_export(
+        item: FileUnderReview, row: int, column: int | None, exported: dict[str, frozenset[tuple[int, int]]]
+    ) -> bool:
+        """An import in a package's ``__init__`` (its interface), or of a name the module lists
+        in ``__all__`` (whichever way: ruff misses ``__all__.extend``): a re-export, not unused."""
+        if PurePosixPath(item.path).name in REEXPORTING:
+            return True
+        if item.path not in exported:
+            exported[item.path] = exported_imports(item.text or "")
+        return (row, column) in exported[item.path]
+
     def _findings(
         self, diagnostics: Sequence[Mapping[str, Any]], targets: Mapping[str, FileUnderReview]
     ) -> list[Finding]:
         found: list[Finding] = []
         syntax_reported: set[str] = set()
+        exported: dict[str, frozenset[tuple[int, int]]] = {}  # path -> its imports listed in __all__
         for diagnostic in diagnostics:
             path = diagnostic.get("filename")
             item = targets.get(path) if isinstance(path, str) else None
@@ -470,8 +476,8 @@ class PythonAnalyzer:
                 found.append(syntax_finding(item.path, line_no, short, line_text))
                 continue
             assert code is not None
-            if code == "F401" and PurePosixPath(item.path).name in REEXPORTING:
-                continue  # a package's imports are its interface: a re-export is not unused
+            if code == "F401" and self._re_export(item, row, _column(diagnostic.get("location")), exported):
+                continue
             offer = row in item.lines.added and not binds_alias(line_text)
             suggestion = single_line_fix(diagnostic, row, line_text) if offer else None
             found.append(

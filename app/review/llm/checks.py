@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..analyzers import finding as make_finding
+from ..analyzers import is_python
+from ..analyzers.bindings import binds_alias
 from ..analyzers.secrets import redact_secrets
 from ..core.diff import PatchLines, parse_patch
 from ..core.model import MODEL_RULES, ChangedFile, Finding, Severity
@@ -23,6 +25,18 @@ def clean_message(text: str) -> str:
     return flat
 
 
+def drops_an_alias(lines: PatchLines, first: int, last: int, suggestion: str) -> bool:
+    """Whether a suggestion for lines ``first..last`` deletes or rewrites one the pull request
+    added that binds a module-level alias (``import a as b``, ``Old = New``): kept for callers,
+    which the model cannot see. Lines it did not add are not known here, and not judged."""
+    kept = {line.strip() for line in suggestion.splitlines()}
+    return any(
+        binds_alias(text) and text.strip() not in kept
+        for number in range(first, last + 1)
+        if (text := lines.added_text.get(number)) is not None
+    )
+
+
 def check_findings(
     proposed: Sequence[ModelFinding],
     *,
@@ -34,7 +48,8 @@ def check_findings(
     """Model findings that pass the mechanical checks (a changed file, a line of it, a known
     category, a message left after cleaning), with their confidence; and how many were dropped
     and how many merged into built-in findings on the same line. Severities are capped at
-    concern unless ``blockers``; a suggestion holding a marker or a secret is dropped."""
+    concern unless ``blockers``; a suggestion holding a marker or a secret, or deleting an
+    alias (``drops_an_alias``), is dropped."""
     by_path = {s.path: s for s in files}
     builtin_lines = {(f.path, f.line) for f in builtin} | {
         (f.path, n) for f in builtin if f.start_line for n in range(f.start_line, f.line + 1)
@@ -66,6 +81,8 @@ def check_findings(
         if suggestion is not None and (
             "<!--" in suggestion or "-->" in suggestion or redact_secrets(suggestion) != suggestion
         ):
+            suggestion = None
+        if suggestion is not None and is_python(m.path) and drops_an_alias(lines, first, last, suggestion):
             suggestion = None
         flagged = "\n".join(lines.added_text.get(n, "") for n in range(first, last + 1)) or message
         kept.append(
