@@ -384,13 +384,17 @@ def version_paths(modules: Sequence[str]) -> list[str]:
 
 
 def initial_development(batch: AnalysisInput) -> bool:
-    """Whether the package is at 0.x, where its public API is not yet a promise."""
+    """Whether the package is at 0.x at the base, where its public API is not yet a promise: a
+    version file the pull request changed is read as the base has it, one it adds not at all."""
     modules = [item.path for item in batch.files if item.file.status in BASE_STATUSES]
-    texts = [
-        content.text
-        for path in version_paths(modules)
-        if (content := batch.contents.get(path)) is not None and content.text is not None
-    ]
+    status = {item.path: item.file.status for item in batch.files}
+    texts = []
+    for path in version_paths(modules):
+        if status.get(path) == "added":
+            continue
+        content = batch.base.get(path) if path in status else batch.contents.get(path)
+        if content is not None and content.text is not None:
+            texts.append(content.text)
     return package_major(batch.configs, texts) == 0
 
 
