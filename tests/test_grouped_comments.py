@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.review.core.model import Finding, ReviewResult, Severity, ThreadStatus, Verdict
 from app.review.output import render
+from app.review.output.comments import MAX_HELD
 from app.review.rounds.decide import combined_status
 from app.review.rounds.markers import FindingMarker, Trigger
 from tests.harness import REPO, BotHarness, harness_with_decoy
@@ -29,12 +31,25 @@ def at(
     return Finding(path, line, severity, rule, message, f"fp-{path}-{line}-{rule}")
 
 
-def plan(*findings: Finding, max_comments: int = 30, max_nits: int = 5) -> render.ReviewPlan:
+def plan(
+    *findings: Finding,
+    max_comments: int = 30,
+    max_nits: int = 5,
+    minimum: Severity = Severity.NIT,
+    commentable: dict[str, frozenset[int]] | None = None,
+) -> render.ReviewPlan:
+    policy = render.Policy(
+        approve=True,
+        pr_by_bot=False,
+        max_comments=max_comments,
+        max_nits=max_nits,
+        inline_min_severity=minimum,
+    )
     return render.plan_review(
         ReviewResult(Verdict.COMMENT, "s", findings=findings),
         head_sha=HEAD,
-        commentable={"a.js": frozenset(range(1, 50)), "b.js": frozenset(range(1, 50))},
-        policy=render.Policy(approve=True, pr_by_bot=False, max_comments=max_comments, max_nits=max_nits),
+        commentable=commentable or {"a.js": frozenset(range(1, 50)), "b.js": frozenset(range(1, 50))},
+        policy=policy,
         trigger=Trigger.MENTION,
         bot_name="revbot",
     )
@@ -87,6 +102,62 @@ def test_grouping_costs_no_inline_slot_and_no_nit_budget() -> None:
     p = plan(*same, *others, max_comments=3, max_nits=3)
     assert len(p.comments) == 3  # one for the eight, two more nits before the budget
     assert len(p.grouped) == 7 and len(p.quieted) == 2
+
+
+CONCERN = at("a.js", 4, "debug/debugger", "`debugger` left in.", Severity.CONCERN)
+
+
+@pytest.mark.parametrize(
+    ("findings", "budget", "placed"),
+    [
+        # (comments, held by another's, quieted into the body, in the body in all)
+        # A blocker and a nit on one line: one comment, the blocker's.
+        (
+            (at("a.js", 4, severity=Severity.BLOCKER, rule="x/b", message="b"), at("a.js", 4)),
+            {},
+            (1, 1, 0, 0),
+        ),
+        # A nit the repository keeps out of inline comments is not slipped into another's.
+        ((CONCERN, at("a.js", 4)), {"minimum": Severity.CONCERN}, (1, 0, 1, 1)),
+        ((CONCERN, at("a.js", 4), at("a.js", 5)), {"max_nits": 0}, (1, 0, 2, 2)),
+        # A budget of nits left: the line's nit joins the concern's comment, and costs none of it.
+        ((CONCERN, at("a.js", 4), at("a.js", 5, message="other")), {"max_nits": 1}, (2, 1, 0, 0)),
+        # Every slot taken: what joins a comment is still held by it, the rest goes to the body.
+        ((at("a.js", 1), at("a.js", 2, message="other"), at("b.js", 1)), {"max_comments": 1}, (1, 1, 0, 1)),
+        # The same problem, but the first place is not commentable: the next one leads.
+        (
+            (at("a.js", 1), at("b.js", 1), at("b.js", 2)),
+            {"commentable": {"b.js": frozenset({1, 2})}},
+            (1, 1, 0, 1),
+        ),
+    ],
+)
+def test_grouping_within_the_budget(
+    findings: tuple[Finding, ...], budget: dict[str, Any], placed: tuple[int, int, int, int]
+) -> None:
+    p = plan(*findings, **budget)
+    assert (len(p.comments), len(p.grouped), len(p.quieted), len(p.in_body)) == placed
+    held = [m for c in p.comments for m in FindingMarker.read_all(c["body"])]
+    assert len(held) == len(p.inline) + len(p.grouped)  # each held finding has its marker
+
+
+GITHUB_MAX_BODY = 65_536  # characters GitHub accepts in a comment's body
+
+
+def test_a_problem_found_everywhere_is_said_in_few_comments_of_a_size_github_accepts() -> None:
+    """The most findings a review keeps (50 a file, 500 in all: ``engine.bounded``), all one
+    problem: every one is held by a comment, and no comment is too long to post."""
+    files = [f".github/workflows/release-{n}-publish-to-the-package-registry.yml" for n in range(10)]
+    message = "`${{ github.event.pull_request.title }}` expanded in a run script."
+    same = [
+        at(path, n, "workflows/template-injection", message, Severity.CONCERN)
+        for path in files
+        for n in range(1, 51)
+    ]
+    p = plan(*same, commentable={path: frozenset(range(1, 51)) for path in files})
+    assert max(len(c["body"]) for c in p.comments) <= GITHUB_MAX_BODY
+    assert sum(len(FindingMarker.read_all(c["body"])) for c in p.comments) == len(same)
+    assert len(p.comments) == -(-len(same) // MAX_HELD) and p.in_body == ()
 
 
 @pytest.mark.parametrize(
