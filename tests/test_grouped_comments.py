@@ -217,6 +217,11 @@ async def test_a_thread_of_two_findings_is_resolved_when_both_are_fixed(bot: Bot
     await bot.drain()
     [(_, resolved)] = threads_on(bot, number, path)
     assert not resolved  # the print is still there: the thread holds it
+    await bot.fake.comment(REPO, number, "@revbot resolve", by=AUTHOR)  # "it is fixed"
+    await bot.drain()
+    [answer] = [c.body["body"] for c in bot.fake.calls if c.method == "POST" and c.path.endswith("/replies")]
+    assert "Still there at" in answer and "`debug/print` in `src/app/service.py`." in answer
+    assert "F821" not in answer  # the fixed one is not said to be there
     bot.fake.push(REPO, "feature", {path: "def run():\n    return 1\n"})
     await bot.drain()
     [(_, resolved)] = threads_on(bot, number, path)

@@ -157,7 +157,7 @@ async def verify_threads(
         )
     earlier_replies: list[dict[str, Any]] | None = None
     for item in threads:
-        status = decide.combined_status([decide.thread_status(m, result, renames) for m in item.markers])
+        status, still = _checked(item, result, renames)
         if status is ThreadStatus.CANNOT_TELL:
             where = (item.thread.node_id, item.finding.path, head_sha[:12])
             log.info("thread %s: %s was not analysed at %s; leaving it", *where)
@@ -175,17 +175,27 @@ async def verify_threads(
             claimed=claimed,
             acknowledge=acknowledge,
             fixed_text=f"Verified fixed at {head_sha[:12]}.",
-            open_text=_still_there(item, head_sha),
+            open_text=_still_there(still, head_sha),
             earlier=earlier_replies,
         )
 
 
-def _still_there(item: OpenThread, head_sha: str) -> str:
-    finding = item.finding
-    return (
-        f"Still there at {head_sha[:12]}: {code(finding.rule)} in {code(finding.path)}. "
-        "I resolve this thread once the change is pushed."
-    )
+def _checked(
+    item: OpenThread, result: ReviewResult, renames: Mapping[str, str] | None
+) -> tuple[ThreadStatus, list[FindingMarker]]:
+    """A thread's status at head (of every finding it holds: ``decide.combined_status``), and
+    those of its findings still reported there."""
+    each = [decide.thread_status(m, result, renames) for m in item.markers]
+    still = [m for m, status in zip(item.markers, each, strict=True) if status is ThreadStatus.NOT_FIXED]
+    return decide.combined_status(each), still
+
+
+def _still_there(markers: Sequence[FindingMarker], head_sha: str) -> str:
+    """The answer to a claimed fix that is not there: what the thread holds that is still
+    reported at head (of a comment that holds several findings, only those; the lead first)."""
+    named = dict.fromkeys(f"{code(m.rule)} in {code(m.path)}" for m in reversed(markers))
+    still = ", ".join(named)
+    return f"Still there at {head_sha[:12]}: {still}. I resolve this thread once the change is pushed."
 
 
 async def _analysed_at_head(
