@@ -21,12 +21,13 @@ from ..commands import claims_fix, only_a_command
 from ..github import GitHubClient, ReviewThread
 from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
 from ..repoconfig import RepoConfig
-from ..review.core.model import ChangedFile, Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
+from ..review.core.model import ChangedFile, Reviewer, ReviewResult, Severity, ThreadQuestion, ThreadStatus
 from ..review.engine.inert import code, escape
 from ..review.llm.prompt import hunk_listing, numbered
 from ..review.rounds import decide
 from ..review.rounds.identity import renames_in
 from ..review.rounds.markers import FindingMarker, carries, encode
+from ..review.rounds.overrule import severity_named
 from .bot import Bot
 from .pull import analyse, build_context
 
@@ -42,6 +43,11 @@ class OpenThread:
     @property
     def markers(self) -> tuple[FindingMarker, ...]:
         return (*self.also, self.finding)
+
+    @property
+    def severity(self) -> Severity:
+        """The most severe finding it holds: who may overrule the thread (all of it) is decided by it."""
+        return max(severity_named(m.severity) for m in self.markers)
 
 
 async def open_bot_threads(
