@@ -6,16 +6,19 @@ them is fixed at head (``decide.combined_status``), and none of them is posted a
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.github import ReviewThread
 from app.review.core.model import Finding, ReviewResult, Severity, ThreadStatus, Verdict
 from app.review.output import render
 from app.review.output.comments import MAX_HELD
 from app.review.rounds.decide import combined_status
 from app.review.rounds.markers import FindingMarker, Trigger
+from app.usecases.threads import OpenThread
 from tests.harness import REPO, BotHarness, harness_with_decoy
 
 HEAD = "a" * 40
@@ -158,6 +161,41 @@ def test_a_problem_found_everywhere_is_said_in_few_comments_of_a_size_github_acc
     assert max(len(c["body"]) for c in p.comments) <= GITHUB_MAX_BODY
     assert sum(len(FindingMarker.read_all(c["body"])) for c in p.comments) == len(same)
     assert len(p.comments) == -(-len(same) // MAX_HELD) and p.in_body == ()
+
+
+# A comment as versions before grouping wrote it: one finding, one marker (byte for byte).
+OLD_COMMENT = (
+    "**blocker** · `python/F821` · Undefined name `x`\n\n"
+    '<!-- revbot:finding {"content":"c1","fingerprint":"fp1","head_sha":"'
+    + HEAD
+    + '","key":"k1","line":3,"path":"a.py","rule":"python/F821","severity":"blocker"} -->'
+)
+
+
+def root(body: str) -> ReviewThread:
+    return ReviewThread("PRRT_1", False, "a.py", 3, 11, body, "revbot", "Bot")
+
+
+def test_a_comment_of_an_older_version_holds_its_one_finding() -> None:
+    item = OpenThread.read(root(OLD_COMMENT))
+    assert item is not None and item.also == ()
+    assert (item.finding.rule, item.finding.fingerprint, item.finding.key, item.finding.content) == (
+        "python/F821",
+        "fp1",
+        "k1",
+        "c1",
+    )
+    assert item.severity is Severity.BLOCKER
+
+
+def test_a_comment_that_holds_several_findings_is_read_back_with_all_of_them() -> None:
+    blocker = at("a.js", 4, "secrets/aws-access-key", "An AWS key.", Severity.BLOCKER)
+    [comment] = plan(at("a.js", 4), blocker, replace(blocker, path="b.js", line=9, fingerprint="fp")).comments
+    item = OpenThread.read(root(comment["body"]))
+    assert item is not None and item.finding.rule == "secrets/aws-access-key"  # the lead
+    assert sorted((m.path, m.line) for m in item.also) == [("a.js", 4), ("b.js", 9)]
+    assert item.severity is Severity.BLOCKER
+    assert OpenThread.read(root("A reply that quotes no marker.")) is None
 
 
 @pytest.mark.parametrize(

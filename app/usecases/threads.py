@@ -44,6 +44,15 @@ class OpenThread:
     def markers(self) -> tuple[FindingMarker, ...]:
         return (*self.also, self.finding)
 
+    @classmethod
+    def read(cls, thread: ReviewThread) -> OpenThread | None:
+        """The findings the root comment holds, from its markers: one (what every comment said
+        before comments held several), or several, the lead's last. None: it holds none."""
+        markers = FindingMarker.read_all(thread.root_body)
+        if not markers:
+            return None
+        return cls(thread=thread, finding=markers[-1], also=tuple(markers[:-1]))
+
     @property
     def severity(self) -> Severity:
         """The most severe finding it holds: who may overrule the thread (all of it) is decided by it."""
@@ -62,9 +71,9 @@ async def open_bot_threads(
         if not thread.is_resolved and is_bot_author(
             thread.root_author_type, thread.root_author_login, identity
         ):
-            markers = FindingMarker.read_all(thread.root_body)
-            if markers:
-                found.append(OpenThread(thread=thread, finding=markers[-1], also=tuple(markers[:-1])))
+            item = OpenThread.read(thread)
+            if item is not None:
+                found.append(item)
         if root_comment_id is not None:
             break
     return found
