@@ -181,6 +181,32 @@ async def test_a_thumbs_down_counts_when_the_bot_next_looks_at_its_threads(
 
 
 @pytest.mark.slow
+async def test_a_dispute_in_a_comment_holding_two_findings_withdraws_both(tmp_path: Path) -> None:
+    """A blocker and a nit on one line are one comment: disputed, the thread is resolved, so
+    both are withdrawn (who may overrule it is decided by the blocker), and neither is posted
+    again."""
+    bot = await start(tmp_path)
+    try:
+        number = await open_and_review(bot, {"src/app.py": "def handler():\n    print(undefined_thing)\n"})
+        _, root, _ = bot_thread(bot, number)
+        await bot.fake.reply(REPO, number, root, "Intentional: the loader defines it.", by=MAINTAINER)
+        await bot.drain()
+        [said] = replies(bot)
+        assert "`python/F821`, `debug/print` are withdrawn on this pull request." in said.body["body"]
+        assert [o.rule for o in Overrule.read_all(said.body["body"])] == ["python/F821", "debug/print"]
+        assert bot_thread(bot, number)[2] is True
+        roots = [c for c in bot.fake.world.review_comments.values() if c.user == BOT and not c.in_reply_to_id]
+        assert len(roots) == 1  # the print is not posted again
+        approval = reviews_posted(bot)[-1].body
+        assert (
+            approval["event"] == "APPROVE" and "2 findings overruled on this pull request" in approval["body"]
+        )
+    finally:
+        await bot.stop()
+    bot.assert_conforms()
+
+
+@pytest.mark.slow
 async def test_the_author_may_overrule_a_concern_without_a_new_review(tmp_path: Path) -> None:
     bot = await start(tmp_path)
     try:

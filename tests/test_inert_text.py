@@ -158,7 +158,7 @@ def withheld_approval(value: str) -> str:
 
 def overrule_quote(value: str) -> str:
     item = Overrule("fp", "k", "python/F821", "src/a.py", 1, "blocker", "mia", value, 7)
-    return overrule_text(item)
+    return overrule_text([item])
 
 
 def learning_answer(value: str) -> str:

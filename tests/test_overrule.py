@@ -26,6 +26,7 @@ from app.review.rounds.overrule import (
     PathPattern,
     Role,
     may_overrule,
+    overruled_by_marker,
     role_of,
     severity_named,
     withdraw,
@@ -49,6 +50,34 @@ from app.store import Store
 )
 def test_role_of(login: str, permission: str | None, role: Role) -> None:
     assert role_of(login=login, pr_author="alice", permission=permission) is role
+
+
+def overruled_in(thread: int, *rules: str) -> str:
+    """A reply of the bot recording an overrule: one marker a finding the thread held."""
+    items = [Overrule(f"fp-{r}", "", r, "a.py", 1, "nit", "mia", "why", thread) for r in rules]
+    return "Overruled.\n\n" + "\n".join(o.encode() for o in items)
+
+
+@pytest.mark.parametrize(
+    ("replies", "recorded"),
+    [
+        # One finding a thread (what every version wrote before comments held several).
+        ([overruled_in(7, "python/F821")], [(7, "python/F821")]),
+        # A comment that held two: both withdrawn.
+        ([overruled_in(7, "python/F821", "debug/print")], [(7, "python/F821"), (7, "debug/print")]),
+        # A retried job's second reply for the thread is not counted again.
+        (
+            [overruled_in(7, "python/F821", "debug/print"), overruled_in(7, "debug/print")],
+            [(7, "python/F821"), (7, "debug/print")],
+        ),
+        (
+            [overruled_in(7, "python/F821"), overruled_in(8, "debug/print")],
+            [(7, "python/F821"), (8, "debug/print")],
+        ),
+    ],
+)
+def test_overruled_by_marker(replies: list[str], recorded: list[tuple[int, str]]) -> None:
+    assert [(o.thread, o.rule) for o in overruled_by_marker(replies)] == recorded
 
 
 @pytest.mark.parametrize(

@@ -190,6 +190,28 @@ def test_a_finding_posted_again_after_its_thread_was_resolved_is_not(pull: tuple
     assert count(fake, number, *reopened, review_call(fake, number, third)) == 2
 
 
+def test_a_finding_a_comment_held_beside_another_is_reposted_when_posted_alone(
+    pull: tuple[FakeGitHub, int],
+) -> None:
+    """One comment holds the line's two findings (and the same problem in another file): any of
+    them posted again while its thread is open is a re-post."""
+    fake, number = pull
+    held = [("fp-2", "a.py", 2, "python/F401"), ("fp-3", "b.py", 1, "python/F821"), UNDEFINED]
+    body = "Findings.\n\n" + "\n".join(
+        FindingMarker("head", rule, fp, path, line, "blocker").encode() for fp, path, line, rule in held
+    )
+    repo = fake.world.repo(REPO)
+    spec = {"path": "a.py", "line": 2, "side": "RIGHT", "body": body}
+    merged = fake.actions.create_review(
+        repo, fake.world.pull(repo, number), BOT, body="review", event="COMMENT", comments=[spec],
+        commit_id=None, emit=lambda *_: None,
+    ).id  # fmt: skip
+    alone, _ = bot_review(fake, number, ("fp-4", "a.py", 2, "python/F401"))  # same rule, same line
+    elsewhere, _ = bot_review(fake, number, ("fp-3", "b.py", 1, "python/F821"))
+    reviews = [review_call(fake, number, i) for i in (merged, alone, elsewhere)]
+    assert count(fake, number, *reviews) == 2
+
+
 # ------------------------------------------------------------------------------ blockers and crashes
 def played(fake: FakeGitHub, number: int, final: ReviewResult | None, **extra: Any) -> Played:
     world = fake.world

@@ -164,16 +164,18 @@ def _roots(fake: FakeGitHub, review_id: int) -> list[ReviewComment]:
     ]
 
 
-def _identities(fake: FakeGitHub, root: ReviewComment, marker: FindingMarker) -> set[object]:
-    """What makes two comments the same finding: its fingerprint, and its rule with the text of
-    the line it sits on (which survives the line moving to another file)."""
-    found: set[object] = {marker.fingerprint}
+def _identities(fake: FakeGitHub, root: ReviewComment, markers: Sequence[FindingMarker]) -> set[object]:
+    """What makes two comments the same finding, for each finding the comment holds (a line's,
+    or one problem's places): its fingerprint, and for those on the comment's line, its rule with
+    the text of that line (which survives the line moving to another file)."""
+    found: set[object] = {m.fingerprint for m in markers}
     commit = fake.world.repo(root.repo).commits.get(root.original_commit_id)
     lines = commit.files.get(root.path, "").split("\n") if commit else []
     if root.original_line is not None and 0 < root.original_line <= len(lines):
         text = " ".join(lines[root.original_line - 1].split())
-        if text:
-            found.add((marker.rule, text))
+        # the lead (its marker last) sits on that line; of the others, those recorded there
+        here = [m for m in markers[:-1] if (m.path, m.line) == (root.path, root.original_line)]
+        found |= {(m.rule, text) for m in [*here, markers[-1]] if text}
     return found
 
 
@@ -186,17 +188,17 @@ def reposted(fake: FakeGitHub, calls: Sequence[Call], reviews_path: str) -> int:
         if change is not None:
             thread, resolved = change
             root = fake.world.review_comments[fake.world.threads[thread].comment_ids[0]]
-            marker = FindingMarker.read(root.body)
+            markers = FindingMarker.read_all(root.body)
             open_threads.pop(thread, None)
-            if not resolved and marker is not None and root.user == BOT:
-                open_threads[thread] = _identities(fake, root, marker)
+            if not resolved and markers and root.user == BOT:
+                open_threads[thread] = _identities(fake, root, markers)
             continue
         for review_id in _posted_review_ids([call], reviews_path):
             held = set().union(*open_threads.values())
             for root in _roots(fake, review_id):
-                marker = FindingMarker.read(root.body)
-                if marker is not None:
-                    identities = _identities(fake, root, marker)
+                markers = FindingMarker.read_all(root.body)
+                if markers:
+                    identities = _identities(fake, root, markers)
                     count += bool(identities & held)
                     open_threads[root.thread_id] = identities
     return count

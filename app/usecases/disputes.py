@@ -8,7 +8,10 @@ a blocker re-decides its verdict without it, through the same re-review a fix ge
 (``usecases.review.review_pull``): the last blocker gone, the sticky request for changes is
 replaced by an approval (or, approval disabled, dismissed). Anyone else gets one answer per
 thread saying who can. ``--always`` (or ``review.learn: true``) also remembers the dispute for
-the repository, when it comes from someone with write access.
+the repository, when it comes from someone with write access. A comment that holds several
+findings (a line's, or one problem's places) is disputed as a whole, since its thread is then
+resolved: all of them are withdrawn, and who may is decided by the most severe (the lead's is
+the one remembered).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ..github import GitHubClient
 from ..review.core.model import Severity
 from ..review.engine.inert import escape
 from ..review.rounds.markers import Trigger
-from ..review.rounds.overrule import Role, may_overrule, severity_named
+from ..review.rounds.overrule import Role, may_overrule
 from .bot import Bot
 from .overrules import PendingOverrule, patch_of, record_overrule, role_on, take_reactions
 from .review import review_pull
@@ -61,7 +64,7 @@ async def dispute_finding(
     if pull.get("state") != "open":
         return
     role = await role_on(gh, repo=repo, login=login, pr_author=(pull.get("user") or {}).get("login"))
-    severity = severity_named(item.finding.severity)
+    severity = item.severity
     comments = await github.list_pull_review_comments(gh, repo=repo, pr_number=pr_number)
     if not may_overrule(severity, role):
         log.info("%s (%s) may not overrule %s", login, role.value, item.finding.rule)

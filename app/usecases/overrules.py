@@ -32,7 +32,6 @@ from ..review.rounds.overrule import (
     overruled_by_marker,
     recorded_severity,
     role_of,
-    severity_named,
 )
 from .bot import Bot
 from .threads import OpenThread, open_bot_threads
@@ -69,10 +68,16 @@ def recorded_overrules(comments: Sequence[Mapping[str, Any]], identity: BotIdent
     return overruled_by_marker(c.get("body") for c in bot_comments(comments, identity))
 
 
-def overrule_text(item: Overrule, *, learned: int | None = None, learn_problem: str | None = None) -> str:
-    """The one line recording who overruled the finding and why."""
+def overrule_text(
+    items: Sequence[Overrule], *, learned: int | None = None, learn_problem: str | None = None
+) -> str:
+    """The one line recording who overruled the thread's findings (one, or all a comment held) and why."""
+    item = items[0]
     why = f": {escape(item.reason)}" if item.reason else " (👎, no reason given)"
-    line = f"Overruled by @{item.by}{why}. {code(item.rule)} is withdrawn on this pull request."
+    rules = list(dict.fromkeys(code(o.rule) for o in items))
+    verb = "is" if len(items) == 1 else "are"
+    where = f" ({len(items)} places)" if len(rules) == 1 and len(items) > 1 else ""
+    line = f"Overruled by @{item.by}{why}. {', '.join(rules)}{where} {verb} withdrawn on this pull request."
     if learned is not None:
         line += f" Remembered for this repository as learning #{learned}."
     elif learn_problem is not None:
@@ -93,18 +98,25 @@ class PendingOverrule:
     learn_problem: str | None = None
 
     @property
-    def overrule(self) -> Overrule:
-        return Overrule(
-            fingerprint=self.item.finding.fingerprint,
-            key=self.item.finding.key,
-            rule=self.item.finding.rule,
-            path=self.item.finding.path,
-            line=self.item.thread.line or self.item.finding.line,
-            severity=self.item.finding.severity,
-            by=self.by,
-            reason=self.reason,
-            thread=self.item.thread.root_comment_id,
-            content=self.item.finding.content,
+    def overrules(self) -> tuple[Overrule, ...]:
+        """One for each finding the thread holds, the lead first: the dispute is about the comment,
+        and resolving its thread ends the discussion of all of it."""
+        lead, now = self.item.finding, self.item.thread.line
+        return tuple(
+            Overrule(
+                fingerprint=m.fingerprint,
+                key=m.key,
+                rule=m.rule,
+                path=m.path,
+                # the thread's line where it is now (its lead's line); another place's as recorded
+                line=(now or m.line) if (m.path, m.line) == (lead.path, lead.line) else m.line,
+                severity=m.severity,
+                by=self.by,
+                reason=self.reason,
+                thread=self.item.thread.root_comment_id,
+                content=m.content,
+            )
+            for m in reversed(self.item.markers)
         )
 
 
@@ -153,26 +165,24 @@ async def record_overrule(
     pending: PendingOverrule,
     comments: Sequence[Mapping[str, Any]],
     patch: str | None,
-) -> Overrule:
+) -> tuple[Overrule, ...]:
     """Remember it if asked, record the overrule in the thread (once: a retried job finds its
     reply) and resolve the thread. ``comments``: the PR's review comments, read before."""
     learned, problem = None, pending.learn_problem
     if pending.learn:
         learned, problem = await remember(bot, repo=repo, pr_number=pr_number, pending=pending, patch=patch)
-    overrule = pending.overrule
-    if not any(o.thread == overrule.thread for o in recorded_overrules(comments, bot.identity)):
-        text = overrule_text(overrule, learned=learned, learn_problem=problem)
+    overrules = pending.overrules
+    thread = pending.item.thread.root_comment_id
+    if not any(o.thread == thread for o in recorded_overrules(comments, bot.identity)):
+        text = overrule_text(overrules, learned=learned, learn_problem=problem)
+        markers = "\n".join(o.encode() for o in overrules)
         await github.reply_to_review_comment(
-            gh,
-            repo=repo,
-            pr_number=pr_number,
-            comment_id=overrule.thread,
-            body=f"{text}\n\n{overrule.encode()}",
+            gh, repo=repo, pr_number=pr_number, comment_id=thread, body=f"{text}\n\n{markers}"
         )
     if await github.resolve_review_thread(gh, thread_node_id=pending.item.thread.node_id):
         metrics.THREADS_RESOLVED.inc()
-    log.info("finding %s in %s overruled by %s", overrule.rule, overrule.path, pending.by)
-    return overrule
+    log.info("%d finding(s) of thread %s overruled by %s", len(overrules), thread, pending.by)
+    return overrules
 
 
 def disliked(comments: Sequence[Mapping[str, Any]], identity: BotIdentity) -> set[int]:
@@ -214,7 +224,7 @@ async def read_reactions(
             if not login or is_bot_login(login, identity):
                 continue
             role = await role_on(gh, repo=repo, login=login, pr_author=pr_author)
-            if may_overrule(severity_named(item.finding.severity), role):
+            if may_overrule(item.severity, role):
                 pending.append(PendingOverrule(item, by=login, learn=learn and role is Role.WRITER))
                 break
     return pending
@@ -241,7 +251,9 @@ async def take_reactions(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: in
         learn=config.review.learn,
     )
     return [
-        await record_overrule(
+        overrule
+        for p in pending
+        for overrule in await record_overrule(
             gh,
             bot,
             repo=repo,
@@ -252,5 +264,4 @@ async def take_reactions(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: in
             if p.learn
             else None,
         )
-        for p in pending
     ]

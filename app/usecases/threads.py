@@ -21,12 +21,13 @@ from ..commands import claims_fix, only_a_command
 from ..github import GitHubClient, ReviewThread
 from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
 from ..repoconfig import RepoConfig
-from ..review.core.model import ChangedFile, Reviewer, ReviewResult, ThreadQuestion, ThreadStatus
+from ..review.core.model import ChangedFile, Reviewer, ReviewResult, Severity, ThreadQuestion, ThreadStatus
 from ..review.engine.inert import code, escape
 from ..review.llm.prompt import hunk_listing, numbered
 from ..review.rounds import decide
 from ..review.rounds.identity import renames_in
 from ..review.rounds.markers import FindingMarker, carries, encode
+from ..review.rounds.overrule import severity_named
 from .bot import Bot
 from .pull import analyse, build_context
 
@@ -43,6 +44,20 @@ class OpenThread:
     def markers(self) -> tuple[FindingMarker, ...]:
         return (*self.also, self.finding)
 
+    @classmethod
+    def read(cls, thread: ReviewThread) -> OpenThread | None:
+        """The findings the root comment holds, from its markers: one (what every comment said
+        before comments held several), or several, the lead's last. None: it holds none."""
+        markers = FindingMarker.read_all(thread.root_body)
+        if not markers:
+            return None
+        return cls(thread=thread, finding=markers[-1], also=tuple(markers[:-1]))
+
+    @property
+    def severity(self) -> Severity:
+        """The most severe finding it holds: who may overrule the thread (all of it) is decided by it."""
+        return max(severity_named(m.severity) for m in self.markers)
+
 
 async def open_bot_threads(
     gh: GitHubClient, identity: BotIdentity, *, repo: str, pr_number: int, root_comment_id: int | None = None
@@ -56,9 +71,9 @@ async def open_bot_threads(
         if not thread.is_resolved and is_bot_author(
             thread.root_author_type, thread.root_author_login, identity
         ):
-            markers = FindingMarker.read_all(thread.root_body)
-            if markers:
-                found.append(OpenThread(thread=thread, finding=markers[-1], also=tuple(markers[:-1])))
+            item = OpenThread.read(thread)
+            if item is not None:
+                found.append(item)
         if root_comment_id is not None:
             break
     return found
@@ -157,7 +172,7 @@ async def verify_threads(
         )
     earlier_replies: list[dict[str, Any]] | None = None
     for item in threads:
-        status = decide.combined_status([decide.thread_status(m, result, renames) for m in item.markers])
+        status, still = _checked(item, result, renames)
         if status is ThreadStatus.CANNOT_TELL:
             where = (item.thread.node_id, item.finding.path, head_sha[:12])
             log.info("thread %s: %s was not analysed at %s; leaving it", *where)
@@ -175,17 +190,27 @@ async def verify_threads(
             claimed=claimed,
             acknowledge=acknowledge,
             fixed_text=f"Verified fixed at {head_sha[:12]}.",
-            open_text=_still_there(item, head_sha),
+            open_text=_still_there(still, head_sha),
             earlier=earlier_replies,
         )
 
 
-def _still_there(item: OpenThread, head_sha: str) -> str:
-    finding = item.finding
-    return (
-        f"Still there at {head_sha[:12]}: {code(finding.rule)} in {code(finding.path)}. "
-        "I resolve this thread once the change is pushed."
-    )
+def _checked(
+    item: OpenThread, result: ReviewResult, renames: Mapping[str, str] | None
+) -> tuple[ThreadStatus, list[FindingMarker]]:
+    """A thread's status at head (of every finding it holds: ``decide.combined_status``), and
+    those of its findings still reported there."""
+    each = [decide.thread_status(m, result, renames) for m in item.markers]
+    still = [m for m, status in zip(item.markers, each, strict=True) if status is ThreadStatus.NOT_FIXED]
+    return decide.combined_status(each), still
+
+
+def _still_there(markers: Sequence[FindingMarker], head_sha: str) -> str:
+    """The answer to a claimed fix that is not there: what the thread holds that is still
+    reported at head (of a comment that holds several findings, only those; the lead first)."""
+    named = dict.fromkeys(f"{code(m.rule)} in {code(m.path)}" for m in reversed(markers))
+    still = ", ".join(named)
+    return f"Still there at {head_sha[:12]}: {still}. I resolve this thread once the change is pushed."
 
 
 async def _analysed_at_head(

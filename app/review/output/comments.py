@@ -18,6 +18,7 @@ from ..engine.inert import code, defuse, docs_link, escape
 from ..rounds.markers import FindingMarker, problem_key
 
 __all__ = [
+    "MAX_HELD",
     "MAX_LISTED",
     "anchor",
     "comment_body",
@@ -31,6 +32,9 @@ __all__ = [
 
 
 MAX_LISTED = 8  # places named in a comment that holds the same finding several times
+# Findings one comment holds (each with its marker, ~300 characters): far below GitHub's 65,536
+# characters a comment body, however many times one problem is found (up to 500 a review).
+MAX_HELD = 40
 
 
 def anchor(finding: Finding, commentable: frozenset[int]) -> dict[str, Any] | None:

@@ -28,7 +28,16 @@ from ..engine.inert import code, escape
 from ..rounds.identity import Delta, Recorded, Renames, held, in_delta
 from ..rounds.markers import FindingMarker, ReviewMarker, Trigger
 from ..rounds.overrule import Overrule
-from .comments import anchor, comment_body, finding_marker, group_key, location, most_severe_first, said
+from .comments import (
+    MAX_HELD,
+    anchor,
+    comment_body,
+    finding_marker,
+    group_key,
+    location,
+    most_severe_first,
+    said,
+)
 
 HEADLINE = {
     Verdict.REQUEST_CHANGES: "changes requested",
@@ -190,10 +199,15 @@ class Placement:
 
     def joins(self, finding: Finding) -> int | None:
         """The comment ``finding`` belongs in: one on its line, else one on the same problem. A
-        model's findings are judged by the model, thread by thread: never grouped."""
+        model's findings are judged by the model, thread by thread: never grouped. A comment
+        holds at most ``MAX_HELD`` findings; past that, the next one leads a comment of its own."""
         if finding.rule.startswith(MODEL_RULES):
             return None
-        leads = [(i, lead) for i, lead in enumerate(self.inline) if not lead.rule.startswith(MODEL_RULES)]
+        leads = [
+            (i, lead)
+            for i, lead in enumerate(self.inline)
+            if not lead.rule.startswith(MODEL_RULES) and len(self.grouped.get(i, ())) < MAX_HELD - 1
+        ]
         for index, lead in leads:
             if (lead.path, lead.line) == (finding.path, finding.line):
                 return index
@@ -229,7 +243,7 @@ def _place(
         if changed is not None and finding.rule.startswith(MODEL_RULES):
             lines = lines & changed.get(finding.path, frozenset())
         where = anchor(finding, lines)
-        joined = placed.joins(finding) if where is not None else None
+        joined = placed.joins(finding) if where is not None and may_join(finding, policy) else None
         if where is not None and delta is not None and not in_delta(finding, delta):
             placed.unchanged.append(finding)
         elif joined is not None:
@@ -255,6 +269,15 @@ def over_budget(finding: Finding, inline: Sequence[Finding], policy: Policy) -> 
         return True
     nits = sum(1 for f in inline if f.severity is Severity.NIT)
     return finding.severity is Severity.NIT and nits >= policy.max_nits
+
+
+def may_join(finding: Finding, policy: Policy) -> bool:
+    """Whether a finding may be held by another's comment: only where the repository lets findings
+    of its severity be inline at all (below ``inline_min_severity``, or a nit with ``max_nits: 0``,
+    it is listed in the body). Held, it takes no inline slot and no nit of the budget."""
+    if finding.severity < policy.inline_min_severity:
+        return False
+    return finding.severity is not Severity.NIT or policy.max_nits > 0
 
 
 def severity_table(findings: tuple[Finding, ...] | list[Finding]) -> list[str]:

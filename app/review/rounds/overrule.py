@@ -246,12 +246,13 @@ def withdrawn_notes(overruled: int, learned: int) -> list[str]:
 
 
 def overruled_by_marker(bodies: Iterable[str | None]) -> list[Overrule]:
-    """Every overrule recorded in these bodies (the bot's own replies only: the caller filters)."""
-    seen: set[int] = set()
+    """Every overrule recorded in these bodies (the bot's own replies only: the caller filters).
+    A thread's first reply that records any counts: one finding, or every one a comment held
+    (a retried job's second reply is ignored)."""
+    first: dict[int, int] = {}  # thread -> the index of the body that recorded it
     found = []
-    for body in bodies:
+    for index, body in enumerate(bodies):
         for item in Overrule.read_all(body):
-            if item.thread not in seen:
-                seen.add(item.thread)
+            if first.setdefault(item.thread, index) == index:
                 found.append(item)
     return found

@@ -164,7 +164,7 @@ class GitHubReader:
             threads=threads,
             learn=head.config.review.learn,
         )
-        overruled = recorded_overrules(comments, self.identity) + [p.overrule for p in pending]
+        overruled = recorded_overrules(comments, self.identity) + [o for p in pending for o in p.overrules]
         delta = await self.delta(head, since=decide.last_reviewed_head(head.mine))
         renames = await thread_renames(
             gh,
