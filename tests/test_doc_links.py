@@ -7,6 +7,7 @@ the documentation is one live link to the exact address, the tool's quoted text 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -23,7 +24,7 @@ from app.review.core.diff import parse_patch
 from app.review.core.doclinks import postable_docs
 from app.review.core.model import Finding, ReviewResult, Severity, Verdict
 from app.review.engine import inert
-from app.review.output import checkrun, render
+from app.review.output import checkrun, render, report
 from app.review.output.comments import comment_body
 from app.review.rounds.markers import Trigger
 from tests.test_review_analyzers import changed, content, run
@@ -241,3 +242,13 @@ async def test_an_audit_name_that_is_no_plain_word_gets_no_link(monkeypatch: pyt
     body = comment_body(found, "a" * 40)
     assert links(body) == []
     assert visible_live(body) == []
+
+
+def test_the_terminal_report_names_the_page_the_review_links() -> None:
+    kept, refused = shell_finding(), shell_finding("https://evil.example/SC2086", line=2)
+    result = ReviewResult(Verdict.COMMENT, "2 nits.", findings=(kept, refused))
+    data = json.loads(report.as_json(result, head_sha="a" * 40, review=None))
+    assert [f["docs"] for f in data["findings"]] == [DOCS, None]
+    text = report.as_text(result, label="local", head_sha="a" * 40).splitlines()
+    assert [line.endswith(f"({DOCS})") for line in text if "shell/SC2086" in line] == [True, False]
+    assert "evil.example/SC2086" not in "\n".join(text)
