@@ -31,6 +31,7 @@ import yaml
 
 from ..core.codespan import code_span
 from ..core.diff import base_of
+from ..core.doclinks import postable_docs
 from ..core.model import ChangedFile, Finding, Severity
 from ..core.patterns import YamlRefused, load_yaml
 from ..core.toolconfig import is_workflow, zizmor_config
@@ -398,7 +399,10 @@ class WorkflowAnalyzer:
             entry["feature"],
             text,
         )
-        url = str(entry.get("url") or f"{DOCS}#{ident}")
+        # zizmor's own link, when it is one the bot may post (it comes with the tool's report
+        # on the pull request's files); else the audit's section of zizmor's documentation
+        given = str(entry.get("url") or "")
+        url = given if postable_docs(given) else f"{DOCS}#{ident}"
         if ident == "dangerous-triggers":
             pwn = self._pwn(item, workflow, line, url)
             if pwn is not None:

@@ -16,11 +16,14 @@ forge or end one of the bot's hidden markers), or end the code span meant to hol
   a note, the model's text): its code spans are re-fenced as ``code`` does, everything else is
   escaped (backslashes, stray backticks, brackets, ``<``, ``>``, ``&``), so no link, image,
   HTML or code span can start there.
+- ``docs_link``: the one live link the bot adds after such prose, to a rule's documentation,
+  only where ``core.doclinks`` allows the address (never inside the prose, where it would be
+  made inert like the rest).
 
-Both flatten the text to one line (no heading, list or block can start inside it), redact
-secrets, and ``neutralise`` mentions, autolinks and issue references with an invisible word
-joiner (inside a code span too: GitHub shows code literally, the joiner guards a value wherever
-it lands). ``neutralise`` alone is for plain-text fields (check-run annotations).
+``code`` and ``escape`` flatten the text to one line (no heading, list or block can start
+inside it), redact secrets, and ``neutralise`` mentions, autolinks and issue references with an
+invisible word joiner (inside a code span too: GitHub shows code literally, the joiner guards a
+value wherever it lands). ``neutralise`` alone is for plain-text fields (check-run annotations).
 """
 
 from __future__ import annotations
@@ -29,17 +32,10 @@ import re
 
 from ..analyzers.secrets import redact_secrets
 from ..core.codespan import code_span
+from ..core.doclinks import postable_docs
 
 WORD_JOINER = "\u2060"  # invisible; ends a mention, an autolink or a reference where it stands
 ZERO_WIDTH_SPACE = "\u200b"
-# The only links the bot posts live: the rule documentation of the tools it runs, each under
-# its documentation's own prefix, then a plain path (no parenthesis, quote, space or percent
-# escape that could end the Markdown link or smuggle another one in).
-_DOCS = re.compile(
-    r"https://(?:www\.shellcheck\.net/wiki/|github\.com/hadolint/hadolint/wiki/|docs\.zizmor\.sh/audits/"
-    r"|docs\.astral\.sh/ruff/rules/|docs\.github\.com/(?:en/)?actions/)[A-Za-z0-9/_.#-]{0,200}"
-)
-
 # What GitHub turns into a notification or a link in text: ``@name`` / ``@org/team`` and e-mail
 # addresses, ``scheme://`` and ``www.`` autolinks, ``#123`` and ``GH-123`` references. Each
 # pattern matches nothing once the joiner is in (so neutralising twice changes nothing).
@@ -51,9 +47,9 @@ _PROSE = str.maketrans(
 
 
 def docs_link(url: str) -> str:
-    """`` ([docs](url))`` for a rule's documentation the bot may link, else nothing: a URL a tool
-    reported from a file's content is only posted when it is one of these."""
-    return f" ([docs]({url}))" if _DOCS.fullmatch(url) else ""
+    """`` ([docs](url))`` for a rule's documentation the bot may link (``doclinks``), else
+    nothing: the only links the bot posts live, written outside the escaped prose."""
+    return f" ([docs]({url}))" if postable_docs(url) else ""
 
 
 def neutralise(text: str) -> str:

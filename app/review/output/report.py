@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.doclinks import postable_docs
 from ..core.model import ReviewResult
 from .render import ReviewPlan
 
@@ -35,6 +36,7 @@ def as_json(
                 "severity": f.severity.label,
                 "rule": f.rule,
                 "message": f.message,
+                "docs": f.docs if postable_docs(f.docs) else None,  # the page the review links
             }
             for f in sorted(result.findings, key=lambda f: (f.path, f.line, f.rule))
         ],
@@ -50,7 +52,9 @@ def as_text(result: ReviewResult, *, label: str, head_sha: str) -> str:
         lines.append("")
         width = max(len(f"{f.path}:{f.line}") for f in result.findings)
         for f in sorted(result.findings, key=lambda f: (f.path, f.line, f.rule)):
-            lines.append(f"  {f'{f.path}:{f.line}':<{width}}  {f.severity.label:<7}  {f.rule}  {f.message}")
+            docs = f" ({f.docs})" if postable_docs(f.docs) else ""
+            where = f"{f.path}:{f.line}"
+            lines.append(f"  {where:<{width}}  {f.severity.label:<7}  {f.rule}  {f.message}{docs}")
     if result.skipped:
         lines += ["", "Not analysed:"]
         lines += [f"  {s.path}: {s.reason}" for s in result.skipped]
