@@ -72,6 +72,30 @@ def scope(files: dict[str, str]) -> LintConfig:
             "gen/x.py",
             "tox.ini",
         ),
+        # With a ``/`` (``./`` or a final one too) a pattern is a path from the root.
+        ({".flake8": "[flake8]\nexclude = ./build\n"}, "build/x.py", ".flake8"),
+        ({".flake8": "[flake8]\nexclude = ./build\n"}, "src/build/x.py", None),
+        ({".flake8": "[flake8]\nexclude = build/\n"}, "src/build/x.py", None),
+        # ``filename`` asks of the file itself, not of a directory above it.
+        ({".flake8": "[flake8]\nfilename = ./src\n"}, "src/x.py", ".flake8"),
+        ({".flake8": "[flake8]\nfilename = *.py\n"}, "src/x.py", None),
+        # A file configparser cannot read is passed over, as flake8 does: the next one counts.
+        ({"setup.cfg": "[flake8]\nexclude\n", "tox.ini": "[flake8]\nexclude = gen\n"}, "gen/x.py", "tox.ini"),
+        # So is one without the section (that names it only in a comment); one with flake8's
+        # local plugins only is flake8's configuration, and excludes nothing.
+        (
+            {"setup.cfg": "[metadata]\n# see [flake8] in tox.ini\n", "tox.ini": "[flake8]\nexclude = gen\n"},
+            "gen/x.py",
+            "tox.ini",
+        ),
+        (
+            {
+                "setup.cfg": "[flake8:local-plugins]\npaths = ./tools\n",
+                "tox.ini": "[flake8]\nexclude = gen\n",
+            },
+            "gen/x.py",
+            None,
+        ),
         # Nothing outside the tree: ``..`` and absolute patterns match nothing.
         ({".flake8": "[flake8]\nexclude = ../*,/etc/*\n"}, "src/x.py", None),
         # A ruff configuration governs the file: ruff's scope is what the repository lints.
@@ -99,6 +123,20 @@ def test_excludes(files: dict[str, str], path: str, source: str | None) -> None:
         ("src/a.py src/b.py: F401", "src/b.py", "F401", True),  # several names, one colon
         ("*.pyi:E301,E302", "x.pyi", "E302", True),
         ("legacy/*:X100", "legacy/a.py", "X100", False),  # a plugin whose codes ruff does not share
+        ("*.py:ASYNC100", "a.py", "ASYNC100", True),  # a code of more than three letters
+        # flake8 asks of the file itself: a directory's name is no match.
+        ("tests:F401", "tests/test_x.py", "F401", False),
+        # Of the entries matching a file, only the most specific applies (the longest; a path
+        # outranks a bare name; the first of equals); an entry without a code is no entry.
+        ("__init__.py:F401\n    src/pkg/*:E501", "src/pkg/__init__.py", "F401", False),
+        ("__init__.py:F401\n    src/pkg/*:E501", "pkg/__init__.py", "F401", True),
+        ("tests/*:E501\n    tests/*:F811", "tests/t.py", "F811", False),
+        ("src/pkg/__init__.py:\n    __init__.py:F401", "src/pkg/__init__.py", "F401", True),
+        # Only ruff's codes that are flake8's: eradicate's is E800 in flake8, ERA001 in ruff;
+        # refurb is no flake8 plugin; errmsg's EM101 is the same in both.
+        ("*.py:E", "a.py", "ERA001", False),
+        ("*.py:F", "a.py", "FURB101", False),
+        ("*.py:E", "a.py", "EM101", True),
     ],
 )
 def test_per_file_ignores(value: str, path: str, code: str, ignored: bool) -> None:
@@ -114,6 +152,7 @@ def test_per_file_ignores(value: str, path: str, code: str, ignored: bool) -> No
         ("no section header\n[flake8]\n", "could not be read"),
         ("[flake8]\n" + "exclude = " + "x," * 200_000 + "\n", "was not read (over 256 KB)"),
         ("[metadata]\nname = x\n", None),
+        ("[metadata]\n# see [flake8] in tox.ini\n", None),  # no section: not flake8's file
     ],
 )
 def test_a_file_that_cannot_be_read_is_a_note(body: str, problem: str | None) -> None:
