@@ -8,11 +8,13 @@ from dataclasses import replace
 
 import pytest
 
+from app.review.analyzers.config_change import EXCLUDES, RULES_OFF
 from app.review.core.flake8config import flake8_config
 from app.review.core.lintconfig import LintConfig, config_paths, lint_config
 from app.review.core.model import FileContent, RepoTree, ReviewResult, SkipCause, Verdict
 from app.review.engine.builtin import BuiltinReviewer
 from tests.test_review_analyzers import changed
+from tests.test_review_config_change import findings
 from tests.test_review_engine import RecordingReader, pull
 
 URLLIB3_SETUP_CFG = """[flake8]
@@ -165,6 +167,46 @@ def test_the_flake8_files_at_the_root_are_read() -> None:
     assert {"setup.cfg", "tox.ini"} <= set(wanted) and "sub/.flake8" not in wanted
 
 
+# --- what a pull request changes in it: a concern (the ``config`` analyzer) -----------------------
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "expected"),
+    [
+        ({}, {"setup.cfg": URLLIB3_SETUP_CFG}, [("setup.cfg", EXCLUDES, "`./src/urllib3/packages/*`")]),
+        (
+            {"setup.cfg": "[flake8]\nexclude = a\n"},
+            {"setup.cfg": "[flake8]\nexclude = a\nmax-line-length = 99\n"},
+            [],
+        ),
+        (
+            {".flake8": "[flake8]\nper-file-ignores = tests/*:E501\n"},
+            {".flake8": "[flake8]\nper-file-ignores = tests/*:E501,F811\n"},
+            [(".flake8", RULES_OFF, "flake8 per-file-ignores `tests/*: F811`")],
+        ),
+        (
+            {},
+            {"tox.ini": "[flake8]\nfilename = ./src/*.py\n"},
+            [("tox.ini", EXCLUDES, "`filename: ./src/*.py`")],
+        ),
+        # flake8 reads setup.cfg's section, which the pull request left: tox.ini's is not read.
+        (
+            {"setup.cfg": "[flake8]\nexclude = a\n", "tox.ini": "[tox]\n"},
+            {"tox.ini": "[tox]\n[flake8]\nexclude = gen\n"},
+            [],
+        ),
+        ({}, {"sub/setup.cfg": "[flake8]\nexclude = x\n"}, []),  # not at the root: not flake8's
+    ],
+)
+async def test_a_pull_request_that_widens_flake8_scope_is_a_concern(
+    base: dict[str, str], head: dict[str, str], expected: list[tuple[str, str, str]]
+) -> None:
+    found = await findings(base, head)
+    assert [(path, rule) for path, rule, _ in found] == [(path, rule) for path, rule, _ in expected]
+    for (_, _, message), (_, _, part) in zip(found, expected, strict=True):
+        assert part in message and "applies only once merged" in message
+
+
 # --- the engine: urllib3's formatter pull request ------------------------------------------------
 
 SIX_BASE = "if PY2:\n    text_type=unicode\n"
@@ -197,5 +239,8 @@ async def test_a_pull_request_that_edits_the_flake8_config_is_judged_under_the_b
     result = await review(URLLIB3_SETUP_CFG, "[flake8]\nmax-line-length=99\n")
     assert not [f for f in result.findings if f.rule.startswith("python/F")]
     blocked = await review("[flake8]\nmax-line-length=99\n", URLLIB3_SETUP_CFG)
-    assert {f.rule for f in blocked.findings} >= {"python/F821"}
+    assert {(f.path, f.rule) for f in blocked.findings} >= {
+        ("src/urllib3/packages/six.py", "python/F821"),
+        ("setup.cfg", EXCLUDES),  # and the exclude it adds is a concern
+    }
     assert blocked.verdict is Verdict.REQUEST_CHANGES
