@@ -4,9 +4,10 @@ The verdict's inputs come from the base (the engine reads the lint configuration
 case reads the bot's settings from the default branch), so a pull request is always judged by
 the rules it was opened against. What it changes in them is reported here, as a concern, so a
 person sees it before merging: ruff rules it turns off (``select``, ``ignore``,
-``per-file-ignores``), exclude patterns it adds (ruff, pre-commit, black), and a change to the
-bot's own settings file (skip patterns added, a higher file limit). The head's side of these
-files is parsed here, inside the execution boundary, like everything the pull request wrote.
+``per-file-ignores``; flake8's ``per-file-ignores`` entries it adds), exclude patterns it adds
+(ruff, pre-commit, flake8, black), and a change to the bot's own settings file (skip patterns
+added, a higher file limit). The head's side of these files is parsed here, inside the execution
+boundary, like everything the pull request wrote.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import yaml
 from pydantic import ValidationError
 
 from ...repoconfig import RepoConfig
+from ..core.flake8config import FLAKE8_CONFIGS, Flake8Config
 from ..core.lintconfig import PRE_COMMIT, RUFF_CONFIGS, LintConfig, RuffConfigFile, lint_config
 from ..core.model import ChangedFile, FileContent, Finding, ReviewSettings, Severity
 from ..core.patterns import YamlRefused, load_yaml, strip_verbose
@@ -244,13 +246,14 @@ class ConfigChangeAnalyzer:
         Rule(
             RULES_OFF,
             Severity.CONCERN,
-            "ruff rules a pull request turns off (select, ignore, per-file-ignores); the base's apply",
+            "ruff rules a pull request turns off (select, ignore, per-file-ignores; flake8's "
+            "per-file-ignores); the base's apply",
             file_level=True,
         ),
         Rule(
             EXCLUDES,
             Severity.CONCERN,
-            "lint exclude patterns a pull request adds (ruff, pre-commit, black); the base's apply",
+            "lint exclude patterns a pull request adds (ruff, pre-commit, flake8, black); the base's apply",
             file_level=True,
         ),
         Rule(
@@ -269,7 +272,9 @@ class ConfigChangeAnalyzer:
         changed = {item.path: item for item in batch.files}
         head_configs = {p: batch.contents.get(p) for p in changed if _is_lint_config(p)}
         if head_configs:
-            head = lint_config(head_configs)
+            # flake8 reads the first of its files with a section: those the PR left are the base's.
+            kept = {p: batch.configs.get(p) for p in FLAKE8_CONFIGS if p not in changed}
+            head = lint_config({**kept, **head_configs})
             out.findings += self._ruff_changes(batch.lint, head, changed)
             out.findings += self._scope_changes(batch.lint, head, changed)
         settings_path = batch.settings.settings_path
@@ -320,7 +325,30 @@ class ConfigChangeAnalyzer:
                     f"This pull request adds black exclude patterns {_listed(added)}; {APPLIES_AT_MERGE}"
                 )
                 found.append(_finding(changed["pyproject.toml"], EXCLUDES, message))
+        if head.flake8 is not None and head.flake8.source in changed:
+            found += _flake8_changes(base.flake8, head.flake8, changed[head.flake8.source])
         return found
+
+
+def _flake8_changes(base: Flake8Config | None, head: Flake8Config, item: FileUnderReview) -> list[Finding]:
+    """What the head's ``[flake8]`` section leaves out that the base's did not: exclude patterns
+    (a new ``filename`` list among them), and ``per-file-ignores`` entries (pattern and code)."""
+    before = base if base is not None else Flake8Config(head.source)
+    added = {p.text for p in head.exclude} - {p.text for p in before.exclude}
+    filename = {p.text for p in head.filename}
+    if filename and filename != {p.text for p in before.filename}:
+        added.add("filename: " + ",".join(sorted(filename)))
+    ignores = {f"{p.text}: {c}" for p, codes in head.per_file_ignores for c in codes}
+    ignores -= {f"{p.text}: {c}" for p, codes in before.per_file_ignores for c in codes}
+    where = f"(`{item.path}`); {APPLIES_AT_MERGE}"
+    found: list[Finding] = []
+    if added:
+        message = f"This pull request adds flake8 exclude patterns {_listed(added)} {where}"
+        found.append(_finding(item, EXCLUDES, message))
+    if ignores:
+        message = f"This pull request adds flake8 per-file-ignores {_listed(ignores)} {where}"
+        found.append(_finding(item, RULES_OFF, message))
+    return found
 
 
 def _hook_patterns(config: LintConfig) -> list[str]:
@@ -333,7 +361,7 @@ def _hook_patterns(config: LintConfig) -> list[str]:
 
 
 def _is_lint_config(path: str) -> bool:
-    return path == PRE_COMMIT or PurePosixPath(path).name in RUFF_CONFIGS
+    return path == PRE_COMMIT or path in FLAKE8_CONFIGS or PurePosixPath(path).name in RUFF_CONFIGS
 
 
 def _finding(item: FileUnderReview, rule: str, message: str) -> Finding:

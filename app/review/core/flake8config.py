@@ -6,12 +6,15 @@ Many Python repositories still lint with flake8 and say there what they do not l
 run over its vendored ``six.py`` is not a reason to report Python 2 names there.
 
 - **Where.** The first of ``setup.cfg``, ``tox.ini`` and ``.flake8`` at the repository's root
-  that has a ``[flake8]`` section, in flake8's own order (its CI runs from the root).
+  that has a ``[flake8]`` (or ``[flake8:local-plugins]``) section, in flake8's own order (its CI
+  runs from the root); one ``configparser`` cannot read is passed over, as flake8 does.
 - **What.** ``exclude`` and ``extend-exclude`` (a path is left out when it or a directory above
   it matches, by its name or by its path from the root: flake8's ``fnmatch`` reading, where
   ``*`` crosses ``/`` and ``./`` means the root), ``filename`` (a Python file none of its
-  patterns match is not linted), and ``per-file-ignores`` (``pattern: CODE, CODE``), which
-  leave out the findings of ruff's rules whose codes are flake8's (``SAME_CODES``).
+  patterns match, by its name or its path, is not linted), and ``per-file-ignores``
+  (``pattern: CODE, CODE``; the file itself matches, by name or path, and of the entries that
+  match only the most specific applies, as flake8 picks the longest pattern), which leave out
+  the findings of ruff's rules whose codes are flake8's (``SAME_CODES``).
 - **Bounds.** A file over ``MAX_BYTES`` or that ``configparser`` cannot read is a note, never an
   exception; a pattern with ``..``, an absolute path or over ``MAX_PATTERN_CHARS`` matches
   nothing; patterns run on RE2 (linear in the path). Everything else in the file is ignored.
@@ -33,20 +36,22 @@ __all__ = ["FLAKE8_CONFIGS", "SAME_CODES", "Flake8Config", "flake8_config"]
 FLAKE8_CONFIGS = ("setup.cfg", "tox.ini", ".flake8")  # flake8's order in a directory
 MAX_BYTES = 256 * 1024
 NOT_APPLIED = "its flake8 excludes were not applied"
-# The flake8 plugins whose codes ruff kept as they were: pyflakes, pycodestyle, mccabe,
-# bugbear, comprehensions, simplify, debugger, print, naming, docstrings, bandit (flake8-bandit's
-# S), pytest-style, quotes, builtins, annotations, unused-arguments, return, pie, eradicate,
-# datetimez, implicit-str-concat, blind-except, boolean-trap, commas, errmsg, executable,
-# logging-format, no-pep420, tidy-imports, 2020, async. Another plugin's codes mean something
-# else in ruff (or nothing): its ignores are not carried over.
+# The flake8 plugins whose codes ruff kept as they were: pyflakes (F), pycodestyle (E, W),
+# mccabe (C901), bugbear (B), comprehensions (C4), simplify (SIM), debugger (T100), print (T201),
+# pep8-naming (N), docstrings (D), bandit (S), pytest-style (PT), quotes (Q), builtins (A),
+# annotations (ANN), unused-arguments (ARG), pie (PIE), datetimez (DTZ), implicit-str-concat
+# (ISC), boolean-trap (FBT), errmsg (EM), executable (EXE), logging-format (G), no-pep420 (INP),
+# 2020 (YTT), async (ASYNC), use-pathlib (PTH). Ruff renamed others (flake8-return's R5xx is
+# RET5xx, eradicate's E800 ERA001, commas' C81x COM81x, tidy-imports' I25x TID25x, blind-except's
+# B902 BLE001) and another plugin's codes mean something else in ruff, or nothing: their ignores
+# are not carried over.
 SAME_CODES = (
     "F", "E", "W", "C90", "B", "C4", "SIM", "T10", "T20", "N", "D", "S", "PT", "Q", "A", "ANN",
-    "ARG", "RET", "PIE", "ERA", "DTZ", "ISC", "BLE", "FBT", "COM", "EM", "EXE", "G", "INP",
-    "TID", "YTT", "ASYNC",
+    "ARG", "PIE", "DTZ", "ISC", "FBT", "EM", "EXE", "G", "INP", "YTT", "ASYNC", "PTH",
 )  # fmt: skip
-_CODE = re.compile(r"[A-Z]{1,3}[0-9]{0,3}")
+_CODE = re.compile(r"[A-Z]+[0-9]*")  # flake8's own tokeniser
 _TOKEN = re.compile(r"[^\s,:]+|:")
-_RUFF_CODE = re.compile(r"[A-Z]+[0-9]+")
+_RUFF_CODE = re.compile(r"([A-Z]+)([0-9]+)")
 
 
 def _glob(pattern: str) -> Matcher | None:
@@ -79,6 +84,7 @@ class Pattern:
     text: str
     matcher: Matcher | None
     by_path: bool
+    cleaned: str = ""  # without ``./`` nor a final ``/``: its length ranks per-file-ignores
 
     @classmethod
     def of(cls, raw: str) -> Pattern:
@@ -90,18 +96,26 @@ class Pattern:
             or cleaned.startswith("/")
             or ".." in cleaned.split("/")
         )
-        return cls(text, None if unsafe else _glob(cleaned.rstrip("/")), "/" in cleaned)
+        cleaned = cleaned.rstrip("/")
+        return cls(text, None if unsafe else _glob(cleaned), "/" in text, cleaned)
 
     def matches(self, path: str) -> bool:
-        """``path`` or a directory above it matches."""
+        """``path`` or a directory above it matches (flake8 does not walk into an excluded one)."""
+        parts = path.split("/")
+        return any(self.names("/".join(parts[:depth])) for depth in range(len(parts), 0, -1))
+
+    def names(self, path: str) -> bool:
+        """``path`` itself matches: by its name, or by its path from the root (what flake8 asks
+        of a file for ``filename`` and ``per-file-ignores``)."""
         if self.matcher is None:
             return False
-        parts = path.split("/")
-        for depth in range(len(parts), 0, -1):
-            subject = "/".join(parts[:depth]) if self.by_path else parts[depth - 1]
-            if self.matcher(subject):
-                return True
-        return False
+        return self.matcher(path if self.by_path else path.rpartition("/")[2])
+
+    @property
+    def specificity(self) -> tuple[bool, int]:
+        """flake8 applies the longest matching ``per-file-ignores`` pattern once made absolute:
+        one with a ``/`` (the checkout's directory before it) outranks a bare name."""
+        return self.by_path, len(self.cleaned)
 
 
 def _patterns(value: str | None) -> tuple[Pattern, ...]:
@@ -112,7 +126,8 @@ def _patterns(value: str | None) -> tuple[Pattern, ...]:
 
 def _per_file(value: str | None) -> tuple[tuple[Pattern, tuple[str, ...]], ...]:
     """``per-file-ignores``: names, a colon, then codes; as flake8 tokenises it (commas and
-    whitespace separate, a name that looks like a code after the colon is a code)."""
+    whitespace separate, a name that looks like a code after the colon is a code; names with no
+    code are dropped)."""
     out: list[tuple[Pattern, tuple[str, ...]]] = []
     names: list[str] = []
     codes: list[str] = []
@@ -124,11 +139,11 @@ def _per_file(value: str | None) -> tuple[tuple[Pattern, tuple[str, ...]], ...]:
             codes.append(token)
         else:
             if after_colon:
-                out += [(Pattern.of(name), tuple(codes)) for name in names]
+                out += [(Pattern.of(name), tuple(codes)) for name in names if codes]
                 names, codes, after_colon = [], [], False
             names.append(token)
     if after_colon:
-        out += [(Pattern.of(name), tuple(codes)) for name in names]
+        out += [(Pattern.of(name), tuple(codes)) for name in names if codes]
     return tuple(out)
 
 
@@ -144,44 +159,58 @@ class Flake8Config:
         for pattern in self.exclude:
             if pattern.matches(path):
                 return pattern.text
-        if self.filename and path.endswith(".py") and not any(p.matches(path) for p in self.filename):
+        if self.filename and path.endswith(".py") and not any(p.names(path) for p in self.filename):
             return "filename: " + ",".join(p.text for p in self.filename)
         return None
 
     def ignores(self, path: str, code: str) -> bool:
-        """Whether ``per-file-ignores`` leaves out ruff's ``code`` on ``path`` (flake8's codes
-        match by prefix; only the families ``SAME_CODES`` names carry over)."""
-        if not _RUFF_CODE.fullmatch(code) or not any(code.startswith(prefix) for prefix in SAME_CODES):
+        """Whether ``per-file-ignores`` leaves out ruff's ``code`` on ``path``: the most specific
+        entry matching the file (flake8's choice, ``Pattern.specificity``; the first of equals)
+        names a prefix of it, and ruff's code is flake8's (its family is in ``SAME_CODES``)."""
+        if not _same_code(code):
             return False
-        return any(
-            pattern.matches(path) and any(code.startswith(c) for c in codes)
-            for pattern, codes in self.per_file_ignores
-        )
+        matching = [entry for entry in self.per_file_ignores if entry[0].names(path)]
+        if not matching:
+            return False
+        _, codes = max(matching, key=lambda entry: entry[0].specificity)
+        return any(code.startswith(c) for c in codes)
+
+
+def _same_code(code: str) -> bool:
+    """Whether ruff's ``code`` is a code of a flake8 plugin too: its letters are one family's
+    (``E`` is pycodestyle's, ``ERA`` is not), its digits start with the family's."""
+    parsed = _RUFF_CODE.fullmatch(code)
+    if parsed is None:
+        return False
+    letters, digits = parsed.groups()
+    return any(
+        family.rstrip("0123456789") == letters and digits.startswith(family[len(letters) :])
+        for family in SAME_CODES
+    )
 
 
 def flake8_config(contents: Mapping[str, FileContent | None]) -> tuple[Flake8Config | None, str | None]:
-    """The ``[flake8]`` section flake8 would read at the root, and a note when one could not be
-    read (None, None: there is none)."""
+    """The ``[flake8]`` section flake8 would read at the root, and a note when a candidate could
+    not be read (None, None: there is none). flake8 passes over a file ``configparser`` cannot
+    read and takes the next; so does this."""
+    note: str | None = None
     for path in FLAKE8_CONFIGS:
         content = contents.get(path)
-        if content is None or content.text is None or "[flake8]" not in content.text:
+        if content is None or content.text is None or "[flake8" not in content.text:
             continue
-        if len(content.text.encode()) > MAX_BYTES:
-            return (
-                None,
-                f"{code_span(path)} was not read (over {MAX_BYTES // 1024} KB): {NOT_APPLIED}",
-            )
+        if len(content.text.encode()) > MAX_BYTES:  # flake8 would read it: what it says is unknown
+            return None, f"{code_span(path)} was not read (over {MAX_BYTES // 1024} KB): {NOT_APPLIED}"
         parser = configparser.RawConfigParser(strict=False, default_section="\0")
         try:
             parser.read_string(content.text, source=path)
-            section = parser["flake8"]
-        except (configparser.Error, KeyError, UnicodeError) as exc:
+        except (configparser.Error, ValueError) as exc:
             problem = " ".join(str(exc).split())[:120]
-            return (
-                None,
-                f"{code_span(path)} could not be read ({code_span(problem)}): {NOT_APPLIED}",
-            )
-        options = {key.replace("_", "-"): value for key, value in section.items()}
+            note = note or f"{code_span(path)} could not be read ({code_span(problem)}): {NOT_APPLIED}"
+            continue
+        if not parser.has_section("flake8") and not parser.has_section("flake8:local-plugins"):
+            continue  # flake8 does not take it for its configuration
+        section = parser.items("flake8") if parser.has_section("flake8") else []
+        options = {key.replace("_", "-"): value for key, value in section}
         return (
             Flake8Config(
                 source=path,
@@ -189,6 +218,6 @@ def flake8_config(contents: Mapping[str, FileContent | None]) -> tuple[Flake8Con
                 filename=_patterns(options.get("filename")),
                 per_file_ignores=_per_file(options.get("per-file-ignores")),
             ),
-            None,
+            note,
         )
-    return None, None
+    return None, note
