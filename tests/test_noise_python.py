@@ -12,8 +12,8 @@ import pytest
 from app.review.analyzers.api import RULE as API_RULE
 from app.review.analyzers.api import package_major, version_paths
 from app.review.analyzers.bindings import binds_alias, exported_imports
-from app.review.analyzers.debug import is_action_script, is_print_exempt
-from app.review.core.model import FileContent, Finding, RepoTree, ReviewResult, Severity, Verdict
+from app.review.analyzers.debug import is_action_script, is_print_exempt, standing_actions
+from app.review.core.model import ChangedFile, FileContent, Finding, RepoTree, ReviewResult, Severity, Verdict
 from app.review.engine.builtin import BuiltinReviewer
 from app.review.llm.checks import check_findings
 from app.review.llm.schema import ModelFinding
@@ -148,16 +148,32 @@ def test_a_model_suggestion_never_deletes_an_alias(
 
 
 @pytest.mark.parametrize(
-    ("path", "tree", "action"),
+    ("path", "tree", "created", "action"),
     [
-        ("src/main.py", RepoTree.of(["action.yml", "src/main.py"]), True),
-        ("act/src/main.py", RepoTree.of(["act/action.yaml", "act/src/main.py"]), True),
-        ("lib/main.py", RepoTree.of(["other/action.yml", "lib/main.py"]), False),
-        ("lib/main.py", None, False),
+        ("src/main.py", RepoTree.of(["action.yml", "src/main.py"]), {}, True),
+        ("act/src/main.py", RepoTree.of(["act/action.yaml", "act/src/main.py"]), {}, True),
+        ("lib/main.py", RepoTree.of(["other/action.yml", "lib/main.py"]), {}, False),
+        ("lib/main.py", None, {}, False),
+        # The hostile fork: an action.yml it adds (or renames into place) silences nothing.
+        ("src/main.py", RepoTree.of(["action.yml", "src/main.py"]), {"action.yml": "added"}, False),
+        ("src/main.py", RepoTree.of(["action.yml", "src/main.py"]), {"action.yml": "renamed"}, False),
+        ("src/main.py", RepoTree.of(["action.yml", "src/main.py"]), {"action.yml": "modified"}, True),
     ],
 )
-def test_is_action_script(path: str, tree: RepoTree | None, action: bool) -> None:
-    assert is_action_script(path, tree) is action
+def test_is_action_script(path: str, tree: RepoTree | None, created: dict[str, str], action: bool) -> None:
+    changed = [ChangedFile(p, status, None) for p, status in created.items()]
+    assert is_action_script(path, standing_actions(tree, changed)) is action
+
+
+async def test_a_pull_request_that_adds_an_action_yml_silences_no_print() -> None:
+    head = "def handler(value):\n    print(value)\n    return value\n"
+    files = [
+        changed("src/lib.py", "def handler(value):\n    return value\n", head),
+        changed("action.yml", None, "name: x\n"),
+    ]
+    reader = RecordingReader({"src/lib.py": head, "action.yml": "name: x\n"})
+    result = await BuiltinReviewer().review(pull(files, reader))
+    assert [f.line for f in result.findings if f.rule == "debug/print"] == [2]
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import PurePosixPath
 
 from ..core.model import ChangedFile, Finding, RepoTree, Severity
@@ -39,6 +39,7 @@ __all__ = [
     "is_print_exempt",
     "noqa_silences",
     "python_code_view",
+    "standing_actions",
     "strip_js_noise",
 ]
 
@@ -112,14 +113,23 @@ def is_print_exempt(path: str) -> bool:
     )
 
 
-def is_action_script(path: str, tree: RepoTree | None) -> bool:
-    """A GitHub Action's script, whose prints are its output: a directory on its path holds an
-    ``action.yml`` (a composite or Docker action's sources). Known from the tree, not the text."""
+def standing_actions(tree: RepoTree | None, changed: Sequence[ChangedFile]) -> frozenset[str]:
+    """The ``action.yml`` files of the tree the pull request did not create (add, copy or rename
+    into place): one it creates never exempts the prints below it, or adding one would silence
+    every print of the repository."""
     if tree is None:
-        return False
+        return frozenset()
+    created = {f.path for f in changed if f.status in ("added", "copied", "renamed")}
+    return frozenset(p for p in tree.files if PurePosixPath(p).name in _ACTION_FILES and p not in created)
+
+
+def is_action_script(path: str, actions: Collection[str]) -> bool:
+    """A GitHub Action's script, whose prints are its output: a directory on its path holds one
+    of ``actions`` (``standing_actions``: a composite or Docker action's sources). Known from the
+    tree, not the text."""
     parts = path.split("/")[:-1]
     directories = ["/".join(parts[:depth]) for depth in range(len(parts), -1, -1)]
-    return any((f"{d}/{name}" if d else name) in tree.files for d in directories for name in _ACTION_FILES)
+    return any((f"{d}/{name}" if d else name) in actions for d in directories for name in _ACTION_FILES)
 
 
 def python_code_view(text: str) -> dict[int, str] | None:
@@ -187,6 +197,7 @@ class DebugAnalyzer:
 
     async def analyse(self, batch: AnalysisInput) -> AnalyzerOutput:
         findings: list[Finding] = []
+        actions = standing_actions(batch.tree, [i.file for i in (*batch.files, *batch.unpatched)])
         for item in batch.files:
             if not batch.linted(item):
                 continue
@@ -194,20 +205,20 @@ class DebugAnalyzer:
                 base = batch.base.get(item.file.previous_path or item.path)
                 findings.extend(
                     f
-                    for f in self._python(item, base.text if base is not None else None, batch.tree)
+                    for f in self._python(item, base.text if base is not None else None, actions)
                     if not noqa_silences(item.lines.added_text[f.line], f.rule)
                 )
             elif is_js(item.path):
                 findings.extend(self._js(item))
         return AnalyzerOutput(findings=findings)
 
-    def _python(self, item: FileUnderReview, base: str | None, tree: RepoTree | None) -> list[Finding]:
+    def _python(self, item: FileUnderReview, base: str | None, actions: Collection[str]) -> list[Finding]:
         """``base``: the file's text at the base, when the engine has it (a module that printed
         there prints on purpose, however much of it the pull request rewrote)."""
         text = item.text
         view = python_code_view(text) if text is not None else None
         prints_allowed = (
-            is_print_exempt(item.path) or item.path.endswith(".pyi") or is_action_script(item.path, tree)
+            is_print_exempt(item.path) or item.path.endswith(".pyi") or is_action_script(item.path, actions)
         )
         if text is not None and _MAIN_GUARD.search(text):
             prints_allowed = True  # a CLI module
