@@ -428,3 +428,23 @@ async def test_urllib3s_doctest_password_and_test_server_key_are_concerns() -> N
         ("src/pkg/builder.py", "secrets/url-password", Severity.CONCERN),
         ("dummyserver/certs/server.key", "secrets/private-key", Severity.CONCERN),
     }
+
+
+async def test_a_key_with_a_format_is_no_docstring_example() -> None:
+    """The hostile fork: a real-format token under a ``>>>`` line stays a blocker."""
+    from app.review.core.model import Severity
+    from app.review.engine.builtin import BuiltinReviewer
+    from tests.test_review_analyzers import changed
+    from tests.test_review_engine import RecordingReader, pull
+
+    key = (
+        "    -----BEGIN RSA PRIVATE KEY-----\n"
+        + "    MIIEowIBAAKCAQEAx0a\n" * 3
+        + "    -----END RSA PRIVATE KEY-----\n"
+    )
+    doc = 'def connect():\n    """\n    >>> print(key())\n' + key + '    """\n'
+    result = await BuiltinReviewer().review(
+        pull([changed("src/pkg/client.py", None, doc)], RecordingReader({"src/pkg/client.py": doc}))
+    )
+    found = [(f.rule, f.severity) for f in result.findings if f.rule.startswith("secrets/")]
+    assert found and all(severity is Severity.BLOCKER for _, severity in found), found

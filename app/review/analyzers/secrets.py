@@ -236,6 +236,13 @@ def is_example_path(path: str) -> bool:
     )
 
 
+# What a docstring example may show without being a leak: a password in an example URL, a value
+# assigned to a secret-looking name. A key in a format with a prefix or a checksum (a private key
+# block, an AWS or GitHub token) is no example wherever it stands: a PR could otherwise put a real
+# one under a ``>>>`` line and pass the check.
+DOCTEST_RULES = frozenset({"secrets/url-password", "secrets/generic"})
+
+
 def is_doctest_line(path: str, rows: Sequence[str], line: int) -> bool:
     """A line of a Python docstring's example: a ``>>>`` line, its ``...`` continuation or the
     output shown under it (up to the next blank line). What it shows is documentation, as a
@@ -338,7 +345,9 @@ class SecretsAnalyzer:
         findings: list[Finding] = []
         for item in batch.files:
             for hit in scan_lines(item.path, item.lines.added_text):
-                example = is_example_path(item.path) or is_doctest_line(item.path, item.rows, hit.line)
+                example = is_example_path(item.path) or (
+                    hit.rule in DOCTEST_RULES and is_doctest_line(item.path, item.rows, hit.line)
+                )
                 findings.append(
                     finding(
                         item.path,
