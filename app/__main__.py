@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .cli import play, reviewing, service
 from .cli.terminal import printable_output
-from .config import load_env_file
+from .settings.config import load_env_file
 
 
 def main(argv: Sequence[str] | None = None) -> int:

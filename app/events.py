@@ -359,7 +359,7 @@ def _timer(payload: Mapping[str, Any], common: _Fields) -> TimerEvent:
     return TimerEvent(**common, pr_number=_get(payload, "pull_request", "number"), since=payload.get("since"))
 
 
-# The bot's own jobs (``app.timers``); GitHub sends no such event.
+# The bot's own jobs (``app.jobs.timers``); GitHub sends no such event.
 TIMER_EVENT = "revbot_timer"
 READINESS_EVENT = "revbot_readiness"
 TIMER_EVENTS = (TIMER_EVENT, READINESS_EVENT)

@@ -14,13 +14,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import ReviewerSettings
-from .github import GitHubClient
+from .github.client import GitHubClient
 from .guards import BotIdentity
 from .review.core.model import PullContext, Reviewer, ReviewResult
 from .review.llm import configured_reviewer
 from .review.rounds.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
 from .review.rounds.markers import Trigger
+from .settings.config import ReviewerSettings
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .usecases.review import Reviewing, run
 from .usecases.review.publish import RecordingPublisher
@@ -72,7 +72,7 @@ async def offline(settings: ReviewerSettings, *, reviewer: Reviewer | None = Non
     store = None
     learnings: Learnings = InMemoryLearnings()
     if settings.database_url:
-        from .dburl import sqlalchemy_url
+        from .settings.dburl import sqlalchemy_url
         from .store import Store
 
         store = Store(sqlalchemy_url(settings.database_url))

@@ -24,37 +24,37 @@ import aiohttp
 import gidgethub
 from aiohttp import web
 
-from .auth import AppJWT, InstallationTokens
-from .config import Settings, shutdown_budget
 from .events import AnyEvent
-from .github import RetryLater
-from .github_app import AppClient
-from .github_cache import ResponseCache
-from .github_errors import transient_delay
-from .github_installation import InstallationClient
+from .github.app import AppClient
+from .github.auth import AppJWT, InstallationTokens
+from .github.cache import ResponseCache
+from .github.client import RetryLater
+from .github.errors import transient_delay
+from .github.installation import InstallationClient
+from .github.ratelimit import Pacer
 from .guards import BotIdentity
 from .handlers.concern import OrderedRouter
 from .handlers.context import Context
-from .housekeeping import INTERVAL_SECONDS, Housekeeping
-from .listener import GuardedSite, HttpLimits, bind
-from .logs import Outage, mask_configured, redact
-from .pacing import AckFirst, backoff_delay
-from .proxy import WebhookProxy, start_proxy
-from .ratelimit import Pacer
-from .recovery import DeliveryRecovery
+from .intake.listener import GuardedSite, HttpLimits, bind
+from .intake.proxy import WebhookProxy, start_proxy
+from .intake.recovery import DeliveryRecovery
+from .jobs.housekeeping import INTERVAL_SECONDS, Housekeeping
+from .jobs.pacing import AckFirst, backoff_delay
+from .jobs.tasks import bounded, cancel_and_wait
+from .jobs.timers import StoreTimers
+from .jobs.worker import Worker, WorkerOptions, WorkerStatus
 from .review.core.model import Reviewer
 from .review.rounds.learnings import DatabaseLearnings
+from .settings.config import Settings, shutdown_budget
+from .settings.logs import Outage, mask_configured, redact
 from .store import Ledger, Store, describe_database
 from .store.backend import root_cause
-from .tasks import bounded, cancel_and_wait
-from .timers import StoreTimers
 from .usecases.bot import Bot, CommandBudget
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import create_app
 from .web.endpoint import WebhookConfig
 from .web.health import HealthConfig
 from .web.metrics import metrics_view
-from .worker import Worker, WorkerOptions, WorkerStatus
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from app.config import load_settings
+from app.settings.config import load_settings
 from app.runtime import Runtime
 from app.sandbox import FakeGitHub
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from sqlalchemy import Connection, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from app.dburl import async_database_url
+from app.settings.dburl import async_database_url
 from app.store import ACTIVE, IncomingDelivery, Store, deliveries, ledger_rows
 
 URL = os.environ.get("BENCH_DATABASE_URL_PG", "postgresql://revbot:revbot@127.0.0.1:5432/revbot_bench")

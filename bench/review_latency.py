@@ -31,12 +31,12 @@ from pathlib import Path
 
 from aiohttp import web
 
-from app import eventloop
-from app.config import load_settings
-from app.eventloop import EventLoop
+from app.settings import eventloop
+from app.settings.config import load_settings
+from app.settings.eventloop import EventLoop
 from app.runtime import Runtime
 from app.sandbox import Call, FakeGitHub
-from app.worker import WorkerOptions
+from app.jobs.worker import WorkerOptions
 
 SLUG = "revbot"
 REPO = "bench/widgets"

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import Connection, MetaData, make_url, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.dburl import async_database_url
+from app.settings.dburl import async_database_url
 from app.store import Store
 from tests.rule_catalogue import checked_analysers
 

@@ -11,13 +11,13 @@ import logging
 import os
 from dataclasses import replace
 
-from app.config import load_settings
 from app.demo.harness import FAST_WORKER
 from app.events import IssueCommentEvent
 from app.handlers.concern import OrderedRouter
 from app.handlers.context import Context
-from app.logs import setup_logging
 from app.runtime import Runtime, work
+from app.settings.config import load_settings
+from app.settings.logs import setup_logging
 
 router = OrderedRouter()
 

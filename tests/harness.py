@@ -23,9 +23,9 @@ import aiohttp
 
 from app.demo.harness import APP_ID, BOT, FAST_WORKER, INSTALLATION, REPO, SLUG, BotAndFake, free_port
 from app.handlers.concern import OrderedRouter
+from app.jobs.worker import WorkerOptions
 from app.sandbox import FakeGitHub
 from app.sandbox.auth import generate_private_key_pem
-from app.worker import WorkerOptions
 from tests.conformance import GitHubConformance, validate_response
 
 __all__ = [

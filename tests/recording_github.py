@@ -1,4 +1,4 @@
-"""A recording fake of GitHub behind the ``app.github`` helpers, for fast handler and use-case tests.
+"""A recording fake of GitHub behind the ``app.github.calls`` helpers, for fast handler and use-case tests.
 
 In the style of algorithms-keeper's ``MockGitHubAPI``: ``RecordingGitHub`` is the bot's own
 ``GitHubClient`` (so gidgethub builds every request and reads every answer, paging and errors
@@ -19,12 +19,12 @@ from typing import Any, TypeAlias, cast
 
 import aiohttp
 
-from app.config import Settings
-from app.github import GitHubClient
+from app.github.client import GitHubClient
 from app.guards import BotIdentity
 from app.review.core.model import Reviewer
 from app.review.engine.builtin import BuiltinReviewer
 from app.review.rounds.learnings import InMemoryLearnings
+from app.settings.config import Settings
 from app.usecases.bot import Bot
 from app.usecases.pull import AnalysisCache, RepoConfigs
 

@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from app.auth import AppJWT, InstallationToken, InstallationTokens
+from app.github.auth import AppJWT, InstallationToken, InstallationTokens
 
 
 class Clock:

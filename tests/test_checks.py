@@ -10,15 +10,15 @@ from dataclasses import dataclass
 import aiohttp
 import pytest
 
-from app.auth import AppJWT
-from app.config import default_graphql_url
-from app.github import GitHubClient, RetryLater
-from app.github_app import AppClient
+from app.github.app import AppClient
+from app.github.auth import AppJWT
+from app.github.client import GitHubClient, RetryLater
 from app.review.core.model import Finding, ReviewResult, Severity, Verdict
 from app.review.output import render
 from app.review.rounds.overrule import Overrule
 from app.sandbox import FakeGitHub
 from app.sandbox.state import CheckRun
+from app.settings.config import default_graphql_url
 from app.usecases.bot import Bot
 from app.usecases.checks import (
     CheckKind,

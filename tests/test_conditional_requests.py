@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from app.github_cache import ResponseCache
+from app.github.cache import ResponseCache
 from app.metrics import REGISTRY
 from tests.harness import REPO, BotHarness
 

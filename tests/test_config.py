@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.config import ConfigError, default_graphql_url, load_settings
+from app.settings.config import ConfigError, default_graphql_url, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,7 +23,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from sqlalchemy import text
 
-from app.config import (
+from app.review.llm.providers import make_provider
+from app.settings.config import (
     DEFAULT_SHUTDOWN_SECONDS,
     ConfigError,
     ephemeral_sqlite_problem,
@@ -32,8 +33,7 @@ from app.config import (
     load_settings,
     shutdown_budget,
 )
-from app.dburl import async_database_url, postgres_engine_options
-from app.review.llm.providers import make_provider
+from app.settings.dburl import async_database_url, postgres_engine_options
 from app.store import Store
 from app.store.postgres import PostgresBackend, split_pool
 from tests.conftest import PG_ENV

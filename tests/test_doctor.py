@@ -15,9 +15,9 @@ import yaml
 from sqlalchemy import inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.config import load_settings
-from app.doctor import Check, check_recent_deliveries, compare_to_manifest, report, run_checks
-from app.setup import MANIFEST_PATH
+from app.ops.doctor import Check, check_recent_deliveries, compare_to_manifest, report, run_checks
+from app.ops.setup import MANIFEST_PATH
+from app.settings.config import load_settings
 from app.store import SCHEMA_VERSION
 from tests.harness import BotHarness, free_port
 
@@ -280,7 +280,7 @@ def test_doctor_with_nothing_set_names_every_missing_setting_at_once(tmp_path: P
     ],
 )
 def test_setting_problems(env: dict[str, str], named: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.config import setting_problems
+    from app.settings.config import setting_problems
 
     for name in ("APP_ID", "WEBHOOK_SECRET", "PRIVATE_KEY", "PRIVATE_KEY_PATH"):
         monkeypatch.delenv(name, raising=False)

@@ -11,8 +11,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from app.ops.setup import SetupOptions
 from app.sandbox import FakeGitHub
-from app.setup import SetupOptions
 from tests.conformance import GitHubConformance
 from tests.harness import REPO, BotHarness, free_port
 from tests.test_doctor import MANIFEST, by_name, doctor

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from app import eventloop
-from app.eventloop import EventLoop
+from app.settings import eventloop
+from app.settings.eventloop import EventLoop
 
 
 @pytest.mark.parametrize(

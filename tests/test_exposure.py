@@ -15,8 +15,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from app.config import load_settings
-from app.logs import redact, secret_values, setup_logging
+from app.settings.config import load_settings
+from app.settings.logs import redact, secret_values, setup_logging
 from app.store import IncomingDelivery, Store
 from tests.harness import APP_KEY, SECRET, BotHarness
 

@@ -333,7 +333,7 @@ async def test_the_database_stopped_under_load_loses_nothing_acknowledged_and_ev
         await bot.stop()
     # Whichever of its database writes met the outage first (a claim, a lease renewal, a job's
     # outcome) logged it; nothing else did until it ended, and its end was logged too.
-    messages = [r.getMessage() for r in caplog.records if r.name == "app.worker"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "app.jobs.worker"]
     started = [m for m in messages if m.startswith("the worker's database access failed while ")]
     ended = [m for m in messages if m.startswith("the worker's database access works again after ")]
     assert len(started) == 1, f"logged once per outage, not {started}"
@@ -429,8 +429,8 @@ async def test_a_database_that_comes_up_during_the_startup_window_is_waited_for(
 ) -> None:
     """A platform often starts the app and its database together: the start retries (bounded by
     DATABASE_STARTUP_TIMEOUT) instead of failing at the first refused connection."""
-    from app.config import load_settings
     from app.runtime import Runtime
+    from app.settings.config import load_settings
 
     caplog.set_level(logging.INFO)
     settings, pem = load_settings(

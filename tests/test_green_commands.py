@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.ratelimit import Cost, Resource
+from app.github.ratelimit import Cost, Resource
 from app.sandbox import Call
 from tests.harness import BOT, REPO, BotHarness, harness_with_decoy
 

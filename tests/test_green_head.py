@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.repoconfig import ApprovalOnPush
 from app.review.rounds.markers import ReviewMarker
+from app.settings.repoconfig import ApprovalOnPush
 from tests.conftest import FakeClock
 from tests.harness import BOT, REPO, BotHarness
 from tests.test_readiness_e2e import QUIET, SETTLED, Bot, green

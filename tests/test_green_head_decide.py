@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from app.events import ReviewState
-from app.repoconfig import ApprovalOnPush, RepoConfig, ReviewConfig
 from app.review.rounds.decide import stale_approval
+from app.settings.repoconfig import ApprovalOnPush, RepoConfig, ReviewConfig
 from app.usecases.pull import LoadedConfig
 from app.usecases.readiness import decide as rd
 from app.usecases.review.decide import ReviewMode, Step, step

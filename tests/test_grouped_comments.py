@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.github import ReviewThread
+from app.github.calls import ReviewThread
 from app.review.core.model import Finding, ReviewResult, Severity, ThreadStatus, Verdict
 from app.review.output import render
 from app.review.output.comments import MAX_HELD

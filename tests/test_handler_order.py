@@ -11,7 +11,7 @@ from app.events import Event
 from app.handlers import CONCERNS, router
 from app.handlers.concern import OrderedRouter
 from app.handlers.context import Context
-from app.routing import handler_name, select_handlers
+from app.jobs.routing import handler_name, select_handlers
 from tests.recording_github import IDENTITY, REPO
 
 

@@ -18,8 +18,8 @@ from app.guards import may_ask
 from app.handlers import router
 from app.handlers.context import Context
 from app.handlers.review import on_opened, on_push, on_rerun, on_review_requested
+from app.jobs.routing import handler_name, select_handlers
 from app.review.rounds.markers import encode
-from app.routing import handler_name, select_handlers
 from app.usecases.commands import answer_command
 from app.usecases.decoy import drop_decoy
 from tests.recording_github import IDENTITY, REPO, RecordingGitHub, make_bot, pull, repo_config

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.cli.terminal import printable
-from app.doctor import check_linters, isolation_check
+from app.ops.doctor import check_linters, isolation_check
 from app.review.analyzers import LINTERS
 from app.review.isolation.limits import Confinement
 from app.review.isolation.process import Isolation

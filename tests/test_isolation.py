@@ -23,12 +23,12 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from app.config import load_analysis_settings
-from app.doctor import check_analysis, isolation_check
+from app.ops.doctor import check_analysis, isolation_check
 from app.review.analyzers import default_analyzers
 from app.review.engine.builtin import BuiltinReviewer
 from app.review.isolation.limits import Confinement, Limit, Limits, Tripped
 from app.review.isolation.pool import ProcessPool
+from app.settings.config import load_analysis_settings
 from tests.harness import REPO, SECRET, BotHarness
 from tests.isolation_jobs import (
     Dial,
@@ -473,7 +473,7 @@ async def test_ruffs_stderr_reaches_neither_the_log_nor_the_review(
     ],
 )
 def test_a_bad_analysis_setting_stops_serve_and_review_with_one_line(name: str, value: str) -> None:
-    from app.config import ConfigError, load_settings
+    from app.settings.config import ConfigError, load_settings
     from tests.harness import APP_KEY
 
     with pytest.raises(ConfigError) as raised:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from app.listener import ConnectionGuard, GuardedSite, HttpLimits
+from app.intake.listener import ConnectionGuard, GuardedSite, HttpLimits
 from app.runtime import StartupError, listen
 from app.store import Ledger, Store
 from app.web import create_app

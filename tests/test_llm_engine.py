@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from app.config import Settings
 from app.review.analyzers.injection import scan_text
 from app.review.analyzers.secret_tokens import base62_crc32
 from app.review.analyzers.secrets import redact_secrets
@@ -21,6 +20,7 @@ from app.review.engine.inert import escape
 from app.review.llm import build_reviewer
 from app.review.llm.memory import InMemory
 from app.review.llm.reviewer import LlmReviewer, skip_reason
+from app.settings.config import Settings
 from tests.fake_llm import Asked, FakeModelServer, Reply, answer, flag_marked_lines, proposed
 
 
@@ -399,7 +399,7 @@ def test_model_text_is_rendered_with_the_same_escaping() -> None:
 
 @pytest.mark.slow
 async def test_doctor_makes_one_tiny_call_and_reports_the_answer_time(model: FakeModelServer) -> None:
-    from app.doctor import check_llm
+    from app.ops.doctor import check_llm
 
     model.script = lambda asked: Reply({"status": "ok", "reason": "ready"})
     check = await check_llm(settings(model))
@@ -567,7 +567,7 @@ def test_a_provider_sdk_that_is_not_installed_is_named(
 ) -> None:
     import importlib.util
 
-    from app.config import ConfigError, load_settings
+    from app.settings.config import ConfigError, load_settings
 
     real = importlib.util.find_spec
     monkeypatch.setattr(

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from app.config import load_llm_settings, load_reviewer_settings
 from app.offline import offline
 from app.review.core.diff import parse_patch
 from app.review.llm import build_reviewer
 from app.review.measure.evaluate import DEFAULT_CASES, evaluate, load_cases
+from app.settings.config import load_llm_settings, load_reviewer_settings
 from tests.fake_llm import Asked, FakeModelServer, Reply, answer, proposed
 
 ROOT = Path(__file__).resolve().parents[1]

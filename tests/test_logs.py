@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from app.logs import Outage, log_context, setup_logging
+from app.settings.logs import Outage, log_context, setup_logging
 
 TOKEN = "ghs_" + "a1B2" * 9
 JWT = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxMjM0NSJ9.c2lnbmF0dXJlc2lnbmF0dXJl"

@@ -16,8 +16,8 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.logs import setup_logging
 from app.metrics import REGISTRY
+from app.settings.logs import setup_logging
 from app.store import IncomingDelivery
 from app.web.metrics import observe_queue
 from tests.harness import INSTALLATION, REPO, BotHarness

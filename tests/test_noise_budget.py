@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from app.repoconfig import RepoConfig, SeverityName, parse_repo_config
 from app.review.core.model import Finding, ReviewResult, Severity, Verdict
 from app.review.output import render
 from app.review.rounds.markers import Trigger
 from app.review.rounds.overrule import severity_named
+from app.settings.repoconfig import RepoConfig, SeverityName, parse_repo_config
 from tests.harness import REPO, BotHarness
 
 AUTHOR = "alice"

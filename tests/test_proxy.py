@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from app.proxy import SseEvent, WebhookProxy, replay_request, sse_events
+from app.intake.proxy import SseEvent, WebhookProxy, replay_request, sse_events
 from tests.harness import SECRET, BotHarness, free_port
 
 ROOT = Path(__file__).resolve().parents[1]

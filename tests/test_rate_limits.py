@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import and_, func, or_, select
 
 from app.events import TIMER_EVENT
-from app.github_graphql import RESOLVE_THREAD
-from app.ratelimit import Cost, PaceLimits, Pacer, Resource, Window, cost_of, is_mutation
+from app.github.graphql import RESOLVE_THREAD
+from app.github.ratelimit import Cost, PaceLimits, Pacer, Resource, Window, cost_of, is_mutation
 from app.sandbox.ratelimits import RateLimits
 from app.sandbox.ratelimits import Resource as FakeResource
 from app.store import deliveries

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app import github_graphql
+from app.github import graphql as github_graphql
 from app.review.rounds.markers import decode
 from tests.conformance import validate_graphql
 from tests.conftest import until

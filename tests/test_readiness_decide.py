@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from app.events import ReviewState
-from app.repoconfig import ReadinessComment
+from app.settings.repoconfig import ReadinessComment
 from app.usecases.readiness.decide import (
     STALL_GIVE_UP,
     STALL_LOOK_AGAIN,

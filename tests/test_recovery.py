@@ -20,17 +20,23 @@ import aiohttp
 import pytest
 from sqlalchemy import update
 
-from app.auth import AppJWT
-from app.github_app import AppClient
-from app.housekeeping import ANSWER_DAYS, EMPTY_PAYLOAD, Housekeeping, empty_old_payloads, forget_old_answers
-from app.metrics import REGISTRY
-from app.recovery import (
+from app.github.app import AppClient
+from app.github.auth import AppJWT
+from app.intake.recovery import (
     LOOKBACK_SECONDS,
     OVERLAP_SECONDS,
     DeliveryRecovery,
     logged_digest,
     never_delivered,
 )
+from app.jobs.housekeeping import (
+    ANSWER_DAYS,
+    EMPTY_PAYLOAD,
+    Housekeeping,
+    empty_old_payloads,
+    forget_old_answers,
+)
+from app.metrics import REGISTRY
 from app.review.llm.memory import DatabaseMemory
 from app.store import IncomingDelivery, JobStatus, Store, decompress_payload, deliveries
 from app.store.postgres import PostgresBackend

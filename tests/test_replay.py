@@ -13,12 +13,12 @@ import yaml
 from app.replay.history import MergedPull, Push, _title_and_body, changes, merged_pulls
 from app.replay.measure import in_diff, measure, reposted
 from app.replay.play import Played, login_of, replay_config
-from app.repoconfig import RepoConfig
 from app.review.core.model import Finding, ReviewResult, Severity, Verdict
 from app.review.rounds.markers import FindingMarker, ReviewMarker, Trigger
 from app.sandbox import Call, FakeGitHub
 from app.sandbox.diff import diff_trees
 from app.sandbox.state import ReviewComment
+from app.settings.repoconfig import RepoConfig
 from tests.replay_repo import Repo
 
 
@@ -292,7 +292,9 @@ def test_a_blocker_in_a_file_renamed_before_the_merge_still_stands(pull: tuple[F
 
 def test_crashes_are_the_errors_logged_or_the_jobs_that_failed(pull: tuple[FakeGitHub, int]) -> None:
     fake, number = pull
-    logged = played(fake, number, result(), errors=["app.worker: job failed", "app.worker: slot stopped"])
+    logged = played(
+        fake, number, result(), errors=["app.jobs.worker: job failed", "app.jobs.worker: slot stopped"]
+    )
     assert measure(fake, logged).crashes == 2
     unlogged = measure(fake, played(fake, number, result(), failed_jobs=1))
     assert (unlogged.crashes, unlogged.crash_messages) == (1, ["1 job(s) failed"])

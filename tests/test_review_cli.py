@@ -14,8 +14,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from app.auth import AppJWT
-from app.github_app import AppClient
+from app.github.app import AppClient
+from app.github.auth import AppJWT
 from tests.harness import INSTALLATION, REPO, BotHarness
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from app.config import load_reviewer_settings
 from app.offline import offline
 from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
 from app.review.engine.builtin import BuiltinReviewer
@@ -29,6 +28,7 @@ from app.review.measure.history_mine import (
     own_pull_number,
     pairs_from_file,
 )
+from app.settings.config import load_reviewer_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

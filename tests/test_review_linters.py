@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.doctor import check_linters
+from app.ops.doctor import check_linters
 from app.review.analyzers import LINTERS, AnalyzerOutput, FileUnderReview
 from app.review.analyzers.dockerfile import DockerfileAnalyzer, posix_shell
 from app.review.analyzers.external import MAX_INPUT_BYTES

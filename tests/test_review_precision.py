@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from app.config import load_reviewer_settings
 from app.offline import offline
 from app.review.core.lintconfig import (
     Exclusion,
@@ -33,6 +32,7 @@ from app.review.engine.ruffpins import RuffPins
 from app.review.isolation.pool import ProcessPool
 from app.review.measure.history import History, review_commits
 from app.review.measure.local import context_from_git
+from app.settings.config import load_reviewer_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -691,9 +691,10 @@ def test_a_truncated_tree_does_not_hide_config_files() -> None:
 async def test_a_tree_github_cannot_list_means_no_layout_not_a_failed_review(tmp_path: Path) -> None:
     import aiohttp
 
-    from app.config import default_graphql_url
-    from app.github import GitHubClient, get_pull
-    from app.repoconfig import RepoConfig
+    from app.github.calls import get_pull
+    from app.github.client import GitHubClient
+    from app.settings.config import default_graphql_url
+    from app.settings.repoconfig import RepoConfig
     from app.usecases.pull import build_context
     from tests.harness import REPO, BotHarness
     from tests.test_review_cli import installation_token

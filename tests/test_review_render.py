@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from app.repoconfig import RepoConfig, parse_repo_config
 from app.review.core.model import Finding, ReviewResult, Severity, Skipped, Verdict
 from app.review.engine import inert
 from app.review.output import checkrun, render
 from app.review.rounds.markers import FindingMarker, ReviewMarker, Trigger, decode_all, encode
 from app.review.rounds.overrule import Overrule
+from app.settings.repoconfig import RepoConfig, parse_repo_config
 
 HEAD = "a" * 40
 

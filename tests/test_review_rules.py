@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from app.config import load_reviewer_settings
 from app.offline import offline
 from app.review.analyzers import catalogue, conflicts, default_analyzers, file_level_rules
 from app.review.analyzers.conflicts import ConflictMarkerAnalyzer
@@ -18,6 +17,7 @@ from app.review.core.model import PullContext, ReviewResult
 from app.review.engine.builtin import BuiltinReviewer
 from app.review.engine.rules import rules_markdown
 from app.review.measure.evaluate import DEFAULT_CASES, load_cases, run_case
+from app.settings.config import load_reviewer_settings
 from tests.rule_catalogue import uncatalogued
 from tests.test_review_analyzers import run, under_review
 

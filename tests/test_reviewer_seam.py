@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from app.config import load_llm_settings
 from app.review.core.model import ModelInputs, PullContext, Reviewer, ReviewResult, ThreadQuestion
 from app.review.engine.builtin import BuiltinReviewer
 from app.review.llm import build_reviewer
+from app.settings.config import load_llm_settings
 
 APP = Path(__file__).resolve().parent.parent / "app"
 PROBES = {"isinstance", "getattr", "hasattr"}

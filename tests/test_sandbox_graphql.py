@@ -9,7 +9,8 @@ from __future__ import annotations
 import graphql
 import pytest
 
-from app import github, github_graphql
+from app.github import calls as github
+from app.github import graphql as github_graphql
 from app.sandbox import FakeGitHub, gql
 from tests.conformance import graphql_schema, validate_graphql
 

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from app.auth import AppJWT
+from app.github.auth import AppJWT
 from app.sandbox import FakeGitHub
 from app.sandbox.webhooks import signature_256
 from tests.conformance import GitHubConformance, validate_response

@@ -14,8 +14,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from app.config import load_settings
-from app.doctor import check_hook_config
+from app.ops.doctor import check_hook_config
+from app.settings.config import load_settings
 from tests.harness import METRICS_TOKEN, SECRET, BotHarness
 
 NEW_SECRET = "the new secret, set in the App's settings a moment ago"

@@ -275,7 +275,11 @@ def test_sigterm_while_waiting_for_the_database_at_boot_exits_cleanly(
         if worker.poll() is None:
             worker.kill()
     reader.join(timeout=10)
-    told = [x.get("msg") for x in lines if x.get("level") != "warning" and x.get("logger") != "app.eventloop"]
+    told = [
+        x.get("msg")
+        for x in lines
+        if x.get("level") != "warning" and x.get("logger") != "app.settings.eventloop"
+    ]
     assert told == ["shutting down"]
 
 

@@ -19,9 +19,7 @@ import aiohttp
 import pytest
 import yaml
 
-from app.config import load_env_file, load_settings
-from app.sandbox import FakeGitHub
-from app.setup import (
+from app.ops.setup import (
     MANIFEST_PATH,
     Registered,
     SetupOptions,
@@ -31,6 +29,8 @@ from app.setup import (
     run_setup,
     write_env,
 )
+from app.sandbox import FakeGitHub
+from app.settings.config import load_env_file, load_settings
 from tests.conformance import GitHubConformance, validate_response
 from tests.harness import free_port
 

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from app.events import TIMER_EVENT
+from app.jobs.timers import FILED_SECONDS, StoreTimers
 from app.store import Store
 from app.store.model import IncomingDelivery
-from app.timers import FILED_SECONDS, StoreTimers
 from tests.conftest import FakeClock
 
 BUCKET = 30.0

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from app.config import load_analysis_settings
 from app.review.engine.builtin import BuiltinReviewer
 from app.review.engine.ruffpins import RuffPins
 from app.review.isolation.pool import pool_of
 from app.sandbox import Call
+from app.settings.config import load_analysis_settings
 from tests.harness import REPO, BotHarness, harness_with_decoy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -16,7 +16,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from app.pacing import AckFirst
+from app.jobs.pacing import AckFirst
+from app.jobs.worker import WorkerStatus
 from app.store import Ledger, QueueStats, Store, decompress_payload
 from app.web import create_app
 from app.web.budget import BODY_BUDGET, BodyBudget
@@ -29,7 +30,6 @@ from app.web.endpoint import (
     signature_matches,
 )
 from app.web.health import HealthConfig, health_problems
-from app.worker import WorkerStatus
 from tests.conftest import FakeClock, until
 
 SECRET = b"It's a Secret to Everybody"

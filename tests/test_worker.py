@@ -27,9 +27,9 @@ from app.events import IssueCommentEvent
 from app.guards import BotIdentity
 from app.handlers.concern import OrderedRouter
 from app.handlers.context import Context, accepts_own_events
-from app.pacing import AckFirst
+from app.jobs.pacing import AckFirst
+from app.jobs.worker import Worker, WorkerOptions
 from app.store import Store, decompress_payload
-from app.worker import Worker, WorkerOptions
 from tests.conftest import until
 from tests.harness import BOT, INSTALLATION, REPO, BotHarness, free_port
 
@@ -547,7 +547,7 @@ async def test_an_unexpected_error_restarts_the_worker_loop_instead_of_ending_it
         await worker.stop()
         await store.close()
     assert not worker.status().running
-    [failure] = [r for r in caplog.records if r.name == "app.worker" and r.levelno >= logging.WARNING]
+    [failure] = [r for r in caplog.records if r.name == "app.jobs.worker" and r.levelno >= logging.WARNING]
     assert failure.getMessage() == "worker loop failed; restarting it" and failure.exc_info is not None
 
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TypeAlias
 
-from ..config import ConfigError, ReviewerSettings, Settings, load_reviewer_settings, load_settings
+from ..settings.config import ConfigError, ReviewerSettings, Settings, load_reviewer_settings, load_settings
 
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # what add_commands adds to
 

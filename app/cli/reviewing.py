@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import gidgethub
 
-from ..config import ConfigError
+from ..settings.config import ConfigError
 from .common import EXIT_CONFIG, EXIT_RUNTIME, reviewer_settings
 
 if TYPE_CHECKING:
@@ -54,9 +54,9 @@ def _print_review(published: RecordingPublisher, *, label: str, output: str) -> 
 
 async def _review_remote(target: str, output: str) -> int:
     """Print the review the bot would post on a real PR, without posting anything."""
-    from ..config import default_graphql_url
-    from ..github import GitHubClient
+    from ..github.client import GitHubClient
     from ..offline import offline
+    from ..settings.config import default_graphql_url
 
     match = re.fullmatch(r"([\w.-]+/[\w.-]+)#(\d+)", target)
     if match is None:
@@ -143,7 +143,7 @@ async def _review_history(tip: str, count: int, repo_path: str, output: str) -> 
 
 
 def _review(args: argparse.Namespace) -> int:
-    from ..config import load_analysis_settings
+    from ..settings.config import load_analysis_settings
 
     logging.basicConfig(level=logging.WARNING)
     try:
@@ -180,8 +180,8 @@ def _rules(args: argparse.Namespace) -> int:
 
 def _eval_reviewer(reviewer_name: str) -> tuple[Reviewer, str] | None:
     """The reviewer ``eval`` measures and its label; None after a configuration error (said)."""
-    from ..config import load_llm_settings
     from ..review.engine.builtin import BuiltinReviewer
+    from ..settings.config import load_llm_settings
 
     if reviewer_name != "llm":
         return BuiltinReviewer(), "builtin"
@@ -313,7 +313,7 @@ async def _learnings_run(url: str, repo: str, forget: int | None) -> int:
 
 
 def _learnings(args: argparse.Namespace) -> int:
-    from ..dburl import BadDatabaseUrl, sqlalchemy_url
+    from ..settings.dburl import BadDatabaseUrl, sqlalchemy_url
 
     if re.fullmatch(r"[\w.-]+/[\w.-]+", args.repo) is None:
         print(f"revbot: --repo expects OWNER/NAME, got {args.repo!r}", file=sys.stderr)

@@ -15,8 +15,8 @@ import aiohttp
 import gidgethub
 import yaml
 
-from ..config import ConfigError, ephemeral_sqlite_problem, setting_problems
-from ..logs import setup_logging
+from ..settings.config import ConfigError, ephemeral_sqlite_problem, setting_problems
+from ..settings.logs import setup_logging
 from .common import EXIT_CONFIG, EXIT_RUNTIME, settings_or_exit
 
 SETTINGS_HINT = (
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 def _run_service(command: str) -> int:
     """``serve`` or ``worker`` until SIGTERM. A failure to start (or an unexpected stop) is one
     line on stderr naming the problem, exit status 1; the traceback only with LOG_LEVEL=debug."""
-    from .. import eventloop
     from ..runtime import Runtime, StartupError, one_line, serve, work
+    from ..settings import eventloop
 
     settings, pem = settings_or_exit()
     loop = eventloop.chosen(settings.event_loop, installed=eventloop.uvloop_installed())
@@ -65,8 +65,8 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from ..doctor import report, run_checks
-    from ..setup import MANIFEST_PATH
+    from ..ops.doctor import report, run_checks
+    from ..ops.setup import MANIFEST_PATH
 
     problems = setting_problems()
     if problems:  # every one at once, and where to fix them
@@ -85,7 +85,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from ..setup import SetupOptions, run_setup
+    from ..ops.setup import SetupOptions, run_setup
 
     logging.basicConfig(level=logging.WARNING)
     options = SetupOptions(

@@ -20,15 +20,15 @@ from typing import Any, Self
 from aiohttp import web
 from sqlalchemy import and_, func, or_, select
 
-from ..config import Settings, load_settings
 from ..events import TIMER_EVENT
+from ..github.ratelimit import Pacer
 from ..handlers.concern import OrderedRouter
-from ..ratelimit import Pacer
+from ..jobs.worker import WorkerOptions
 from ..runtime import Runtime, listen
 from ..sandbox import FakeGitHub
 from ..sandbox.server import ENTERPRISE_REST
+from ..settings.config import Settings, load_settings
 from ..store.schema import JobStatus, deliveries
-from ..worker import WorkerOptions
 
 APP_ID = 4242
 SLUG = "revbot"

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from ..logs import setup_logging
+from ..settings.logs import setup_logging
 from . import html
 from .measure import echo_report
 from .runner import BOT, READINESS_OFF_STAGE, REPO, Stage

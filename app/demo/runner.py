@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, SupportsIndex, TypeVar
 
+from ..jobs.worker import WorkerOptions
 from ..sandbox import FakeGitHub
-from ..worker import WorkerOptions
 from .harness import APP_ID, BOT, FAST_WORKER, REPO, SLUG, BotAndFake
 
 __all__ = ["BOT", "DECOY", "REPO", "Stage", "StampedList"]

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..config import load_settings
-from ..logs import setup_logging
 from ..runtime import Runtime, work
+from ..settings.config import load_settings
+from ..settings.logs import setup_logging
 from .harness import FAST_WORKER
 
 OPTIONS = replace(FAST_WORKER, lease_seconds=2.0)

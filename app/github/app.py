@@ -1,6 +1,6 @@
 """The App's own calls to GitHub (JWT), not inside an installation: who it is (``GET /app``),
 installation tokens, its webhook's configuration and delivery log, and the conversion of a
-registered manifest. Every call an installation makes is in ``github.py``.
+registered manifest. Every call an installation makes is in ``calls.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import aiohttp
 import gidgethub
 
 from .auth import AppJWT, InstallationToken
-from .github import PER_PAGE, RetryingAPI, user_agent
-from .github_errors import NoAccess
+from .calls import PER_PAGE
+from .client import RetryingAPI, user_agent
+from .errors import NoAccess
 
 
 class AppClient:

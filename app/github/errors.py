@@ -2,7 +2,7 @@
 again may help (``transient_delay``), or that the App may not act there at all (``NoAccess``).
 
 Pure over gidgethub's and aiohttp's exceptions and GitHub's headers; the clients
-(``github.py``) and the worker read these. ``github.RetryLater`` is no error to classify: it is
+(``calls.py``) and the worker read these. ``client.RetryLater`` is no error to classify: it is
 GitHub's own word on when to come back, and its callers handle it before anything else.
 """
 

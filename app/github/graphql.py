@@ -1,4 +1,4 @@
-"""The GraphQL documents the bot sends GitHub (``github.py`` runs them). The fake GitHub's
+"""The GraphQL documents the bot sends GitHub (``calls.py`` runs them). The fake GitHub's
 schema (``app/sandbox/schema.graphql``) is cut down to exactly these, and
 ``tests/test_sandbox_graphql.py`` validates each against GitHub's full schema.
 """

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 import aiohttp
 
 from .auth import InstallationTokens
-from .github import GitHubClient, RetryLater
-from .github_cache import InstallationCache
+from .cache import InstallationCache
+from .client import GitHubClient, RetryLater
 from .ratelimit import Pacer, cost_of, is_mutation
 
 # The bot's own pacing (``ratelimit``) waits in place up to a window's length: a retry would repeat
@@ -42,7 +42,7 @@ class InstallationClient(GitHubClient):
         """``pacer``: the process's, shared by every client of the installation (``ratelimit``);
         None: requests go out unpaced (a one-off client, the tests' recorded answers).
         ``cache``: the installation's earlier GET answers, asked again conditionally
-        (``github_cache``); None: every GET is a full request."""
+        (``cache.py``); None: every GET is a full request."""
         super().__init__(
             session,
             api_url=api_url,

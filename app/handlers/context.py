@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..github import GitHubClient
+from ..github.client import GitHubClient
 from ..usecases.bot import Bot
 
 OWN_EVENTS_ATTR = "__revbot_accepts_own_events__"
@@ -18,7 +18,7 @@ OWN_EVENTS_ATTR = "__revbot_accepts_own_events__"
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """GitHub scoped to the event's installation (a ``github_installation.InstallationClient``
+    """GitHub scoped to the event's installation (a ``github.installation.InstallationClient``
     when serving), the bot, and when this job's delivery reached the webhook endpoint (epoch
     seconds)."""
 

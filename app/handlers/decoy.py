@@ -7,8 +7,8 @@ The ``review_request_removed`` echo of that removal has the bot as sender and wa
 
 from __future__ import annotations
 
-from .. import github
 from ..events import ReviewEvent
+from ..github import calls as github
 from ..guards import is_bot_login
 from ..review.rounds.markers import ReviewMarker, Trigger
 from ..usecases.decoy import drop_decoy

@@ -9,7 +9,6 @@ the answer. A closed pull request schedules nothing.
 
 from __future__ import annotations
 
-from .. import github
 from ..events import (
     READINESS_EVENT,
     TIMER_EVENT,
@@ -24,6 +23,7 @@ from ..events import (
     StatusEvent,
     TimerEvent,
 )
+from ..github import calls as github
 from ..usecases.readiness import evaluate, settle_soon
 from .concern import OrderedRouter
 from .context import Context, accepts_own_events

@@ -9,8 +9,8 @@ repository opts in) a PR being opened or marked ready, or pushed to after the bo
 
 from __future__ import annotations
 
-from .. import github
 from ..events import CheckRunEvent, PullRequestEvent
+from ..github import calls as github
 from ..review.rounds.markers import Trigger
 from ..usecases.checks import CheckKind, check_name
 from ..usecases.review import review_pull

@@ -9,9 +9,9 @@ re-review (``usecases.review``); what checking means is ``usecases.threads.verif
 
 from __future__ import annotations
 
-from .. import github
 from ..commands import parse_dispute
 from ..events import PullRequestEvent, ReviewCommentEvent
+from ..github import calls as github
 from ..guards import is_bot_login
 from ..usecases.disputes import dispute_finding
 from ..usecases.threads import answer_reply, verify_threads

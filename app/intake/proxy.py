@@ -22,8 +22,8 @@ from typing import Any
 
 import aiohttp
 
-from .config import Settings
-from .pacing import backoff_delay
+from ..jobs.pacing import backoff_delay
+from ..settings.config import Settings
 
 log = logging.getLogger(__name__)
 

@@ -28,11 +28,11 @@ import gidgethub
 import orjson
 from sqlalchemy import insert, select, update
 
-from .github_app import AppClient
-from .metrics import DELIVERIES, RECOVERED
-from .store import IncomingDelivery, Store, deliveries
-from .store.schema import recovery_state
-from .web.endpoint import SIGNATURE_PREFIX, Refused, delivery_headers, incoming_delivery
+from ..github.app import AppClient
+from ..metrics import DELIVERIES, RECOVERED
+from ..store import IncomingDelivery, Store, deliveries
+from ..store.schema import recovery_state
+from ..web.endpoint import SIGNATURE_PREFIX, Refused, delivery_headers, incoming_delivery
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .events import NUMBER_AT
+from ..events import NUMBER_AT
 
 
 def _get(obj: Any, *path: str) -> Any:

@@ -17,10 +17,10 @@ from typing import Any, Protocol
 
 from gidgethub import sansio
 
-from .events import AnyEvent
-from .guards import BotIdentity, sent_by_bot_or_decoy
-from .handlers.concern import OrderedRouter
-from .handlers.context import Context, Handler, opts_into_own_events
+from ..events import AnyEvent
+from ..guards import BotIdentity, sent_by_bot_or_decoy
+from ..handlers.concern import OrderedRouter
+from ..handlers.context import Context, Handler, opts_into_own_events
 
 log = logging.getLogger(__name__)
 

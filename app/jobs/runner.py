@@ -21,21 +21,21 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from ..events import AnyEvent, FlattenError, flatten
+from ..github.client import RetryLater
+from ..github.errors import NoAccess, transient_delay
+from ..guards import BotIdentity, sent_by_bot_or_decoy
+from ..handlers.concern import OrderedRouter
+from ..handlers.context import Context
+from ..metrics import JOB_DURATION, JOB_LATENCY, child
+from ..settings.logs import log_context, redact
+from ..store import Job, JobStatus
 from . import tenancy
-from .events import AnyEvent, FlattenError, flatten
-from .github import RetryLater
-from .github_errors import NoAccess, transient_delay
-from .guards import BotIdentity, sent_by_bot_or_decoy
-from .handlers.concern import OrderedRouter
-from .handlers.context import Context
-from .logs import log_context, redact
-from .metrics import JOB_DURATION, JOB_LATENCY, child
 from .pacing import backoff_delay
 from .routing import handler_name, run_handlers, select_handlers
-from .store import Job, JobStatus
 
 # A job's lines are the worker's (operators and tests filter the worker's logger by its name).
-log = logging.getLogger("app.worker")
+log = logging.getLogger("app.jobs.worker")
 
 RETRIED = "retried"  # a job's outcome (logs, metrics) when it goes back to the queue for later
 

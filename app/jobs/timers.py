@@ -18,9 +18,9 @@ from collections.abc import Callable
 import orjson
 from cachetools import TTLCache
 
-from .events import READINESS_EVENT, TIMER_EVENT
-from .store import Store
-from .store.model import IncomingDelivery
+from ..events import READINESS_EVENT, TIMER_EVENT
+from ..store import Store
+from ..store.model import IncomingDelivery
 
 FILED_MEMORY = 4096  # timers remembered as filed (one per PR and slot of recent bursts)
 FILED_SECONDS = 3600.0  # how long; asking after it only costs a write that inserts nothing

@@ -1,5 +1,5 @@
 """The worker: claims jobs from the queue and runs each through flatten -> guard -> route -> act
-(``job_runner.py``, which also says what a job's outcomes are), then writes how it ended.
+(``runner.py``, which also says what a job's outcomes are), then writes how it ended.
 
 Concurrency is bounded (default 8 jobs at once, never two of one subject: the claim query sees
 to that). Each claim is a lease, renewed by a heartbeat while the job runs; a process that dies
@@ -25,14 +25,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
-from .events import AnyEvent
-from .guards import BotIdentity
-from .handlers.concern import OrderedRouter
-from .handlers.context import Context
-from .job_runner import JobRunner, RetryPolicy, error_text
-from .logs import Outage
+from ..events import AnyEvent
+from ..guards import BotIdentity
+from ..handlers.concern import OrderedRouter
+from ..handlers.context import Context
+from ..settings.logs import Outage
+from ..store import Job, JobEnd, Store
 from .pacing import AckFirst, backoff_delay
-from .store import Job, JobEnd, Store
+from .runner import JobRunner, RetryPolicy, error_text
 from .tasks import abandon, bounded, cancel_and_wait
 
 log = logging.getLogger(__name__)

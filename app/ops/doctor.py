@@ -23,15 +23,15 @@ import gidgethub
 from sqlalchemy import func, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from .auth import AppJWT
-from .config import AnalysisSettings, Settings, ephemeral_sqlite_problem
-from .github_app import AppClient
-from .recovery import github_time, never_delivered, succeeded
-from .review.isolation.limits import Confinement
-from .store import SCHEMA_VERSION, JobStatus, deliveries, read_only_engine, schema_version
+from ..github.app import AppClient
+from ..github.auth import AppJWT
+from ..intake.recovery import github_time, never_delivered, succeeded
+from ..review.isolation.limits import Confinement
+from ..settings.config import AnalysisSettings, Settings, ephemeral_sqlite_problem
+from ..store import SCHEMA_VERSION, JobStatus, deliveries, read_only_engine, schema_version
 
 if TYPE_CHECKING:
-    from .review.isolation.process import Isolation
+    from ..review.isolation.process import Isolation
 
 Level = Literal["ok", "warn", "FAIL"]
 LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
@@ -211,7 +211,7 @@ async def check_metrics(session: aiohttp.ClientSession, url: str, settings: Sett
 
 async def check_llm(settings: Settings) -> Check:
     """One tiny request to the model provider, timed (``REVIEWER=llm``)."""
-    from .review.llm.providers import ProviderError, make_provider, ping
+    from ..review.llm.providers import ProviderError, make_provider, ping
 
     provider = make_provider(settings)
     where = settings.llm_base_url or settings.llm_provider
@@ -261,8 +261,8 @@ def isolation_check(isolation: Isolation) -> Check:
 
 async def check_analysis(settings: AnalysisSettings) -> Check:
     """One analysis process started as ``serve`` starts them: does it, and what is it kept from?"""
-    from .review.isolation.limits import AnalysisError
-    from .review.isolation.pool import pool_of
+    from ..review.isolation.limits import AnalysisError
+    from ..review.isolation.pool import pool_of
 
     pool = pool_of(settings, workers=1)
     try:
@@ -277,7 +277,7 @@ async def check_analysis(settings: AnalysisSettings) -> Check:
 def check_linters(find: Callable[[str], Sequence[str] | None] | None = None) -> list[Check]:
     """Is each linter the built-in reviewer runs installed? One it cannot find is a warning: the
     files it checks are reviewed without it, and each review says so."""
-    from .review.analyzers import LINTERS, find_tool
+    from ..review.analyzers import LINTERS, find_tool
 
     locate = find if find is not None else find_tool
     checks: list[Check] = []

@@ -27,9 +27,9 @@ import gidgethub
 import yaml
 from aiohttp import web
 
-from .auth import AppJWT
-from .config import ConfigError
-from .github_app import AppClient, convert_manifest
+from ..github.app import AppClient, convert_manifest
+from ..github.auth import AppJWT
+from ..settings.config import ConfigError
 
 log = logging.getLogger(__name__)
 

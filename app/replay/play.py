@@ -29,11 +29,12 @@ from typing import Self
 
 import yaml
 
-from .. import github
 from ..demo.harness import APP_ID, INSTALLATION, SLUG, BotAndFake
-from ..repoconfig import RepoConfig, parse_repo_config
+from ..github import calls as github
+from ..github.client import GitHubClient
 from ..review.core.model import ReviewResult
 from ..sandbox import FakeGitHub
+from ..settings.repoconfig import RepoConfig, parse_repo_config
 from ..usecases.pull import analyse, build_context
 from .history import GitTrees, MergedPull, Push, changes
 
@@ -199,7 +200,7 @@ class Replayer:
         runtime = self.stage.runtime
         assert runtime is not None and runtime.session is not None and runtime.tokens is not None
         token = await runtime.tokens.get(INSTALLATION)
-        gh = github.GitHubClient(
+        gh = GitHubClient(
             runtime.session, api_url=self.fake.api_url, graphql_url=self.fake.graphql_url, oauth_token=token
         )
         pull = await github.get_pull(gh, repo=played.repo, pr_number=played.number)

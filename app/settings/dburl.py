@@ -2,7 +2,7 @@
 
 Pure string work, importing nothing of the app: ``config`` checks a URL with it at load (so that
 a bad one exits 2 naming the setting), and ``store`` opens its engines with it. It is not inside
-``app/store/`` because ``app.store`` imports ``app.config``, which would then import it back.
+``app/store/`` because ``app.store`` imports ``app.settings.config``, which would then import it back.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from __future__ import annotations
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ..config import DEFAULT_POOL_SIZE
-from ..dburl import is_sqlite
+from ..settings.config import DEFAULT_POOL_SIZE
+from ..settings.dburl import is_sqlite
 from . import postgres, sqlite
 from .backend import Backend
 from .postgres import PostgresBackend, describe

@@ -26,7 +26,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from ..dburl import postgres_engine_options as engine_options
+from ..settings.dburl import postgres_engine_options as engine_options
 from .backend import Outcome, root_cause
 from .model import IncomingDelivery, Job, JobEnd, compress_payload, run_of
 from .ops import FAIR_TURNS, claimed_jobs, finish_params

@@ -99,7 +99,7 @@ deliveries = Table(
 )
 
 
-# Off the hot path: the missed-delivery sweeper's cursor (app/recovery.py) and what the model
+# Off the hot path: the missed-delivery sweeper's cursor (app/intake/recovery.py) and what the model
 # reviewer keeps (app/review/llm/memory.py): its answers by what was asked, and tokens per
 # installation and UTC day (the daily budget). Version 3.
 recovery_state = Table(

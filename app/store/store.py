@@ -28,7 +28,7 @@ from sqlalchemy import Connection, func, literal, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..config import DEFAULT_POOL_SIZE
+from ..settings.config import DEFAULT_POOL_SIZE
 from . import ops, schema
 from .backend import Backend
 from .connect import open_backend

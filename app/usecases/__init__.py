@@ -13,5 +13,5 @@
   PR) and ``analyse`` (the engine, cached by content).
 
 Handlers (``app/handlers``) decide *whether* an event is theirs and call one of these; the CLI
-calls them too. Every GitHub call goes through ``app/github.py``.
+calls them too. Every GitHub call goes through ``app/github/calls.py``.
 """

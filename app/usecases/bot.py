@@ -14,10 +14,10 @@ from typing import Protocol
 
 from cachetools import TTLCache
 
-from ..config import Settings
 from ..guards import BotIdentity
 from ..review.core.model import Reviewer
 from ..review.rounds.learnings import Learnings
+from ..settings.config import Settings
 from .pull import AnalysisCache, RepoConfigs
 from .timers import Timers
 

@@ -18,8 +18,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .. import github
-from ..github import GitHubClient
+from ..github import calls as github
+from ..github.client import GitHubClient, RetryLater
 from ..guards import BotIdentity
 from ..review.core.model import ReviewResult
 from ..review.output import checkrun, render
@@ -174,7 +174,7 @@ async def completed_or_abandoned(gh: GitHubClient, *, repo: str) -> AsyncIterato
     waiting = False
     try:
         yield run
-    except github.RetryLater:
+    except RetryLater:
         waiting = True
         raise
     finally:

@@ -13,10 +13,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
 
-from .. import github
 from ..commands import HELP_TEXT, Command, parse_command, parse_forget
 from ..events import IssueCommentEvent, ReviewCommentEvent
-from ..github import GitHubClient
+from ..github import calls as github
+from ..github.client import GitHubClient
 from ..guards import is_bot_login, may_ask
 from ..review.rounds.markers import Trigger, carries, encode
 from .bot import Bot

@@ -12,8 +12,8 @@ from typing import Any
 
 import gidgethub
 
-from .. import github
-from ..github import GitHubClient
+from ..github import calls as github
+from ..github.client import GitHubClient
 from .bot import Bot
 
 log = logging.getLogger(__name__)

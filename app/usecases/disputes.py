@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import logging
 
-from .. import github
 from ..commands import Dispute
-from ..github import GitHubClient
+from ..github import calls as github
+from ..github.client import GitHubClient
 from ..review.core.model import Severity
 from ..review.engine.inert import escape
 from ..review.rounds.markers import Trigger

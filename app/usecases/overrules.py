@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import github, metrics
-from ..github import GitHubClient
+from .. import metrics
+from ..github import calls as github
+from ..github.client import GitHubClient
 from ..guards import BotIdentity, is_bot_login
 from ..review.core.diff import parse_patch
 from ..review.engine.inert import code, escape

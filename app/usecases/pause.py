@@ -19,7 +19,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..github import GitHubClient
+from ..github.client import GitHubClient
 from ..guards import BotIdentity, is_bot_login
 from ..review.rounds.markers import decode, encode
 from ..review.rounds.overrule import Role

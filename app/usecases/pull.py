@@ -13,9 +13,9 @@ from typing import Any
 import gidgethub
 from cachetools import LRUCache, TTLCache
 
-from .. import github
-from ..github import GitHubClient, get_file_text
-from ..repoconfig import RepoConfig, parse_repo_config
+from ..github import calls as github
+from ..github.calls import get_file_text
+from ..github.client import GitHubClient
 from ..review.core.model import (
     ChangedFile,
     FileContent,
@@ -26,6 +26,7 @@ from ..review.core.model import (
     ReviewSettings,
 )
 from ..review.engine.inert import code, escape
+from ..settings.repoconfig import RepoConfig, parse_repo_config
 
 log = logging.getLogger(__name__)
 

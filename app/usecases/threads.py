@@ -16,11 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import github, metrics
+from .. import metrics
 from ..commands import claims_fix, only_a_command
-from ..github import GitHubClient, ReviewThread
+from ..github import calls as github
+from ..github.calls import ReviewThread
+from ..github.client import GitHubClient
 from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
-from ..repoconfig import RepoConfig
 from ..review.core.model import ChangedFile, Reviewer, ReviewResult, Severity, ThreadQuestion, ThreadStatus
 from ..review.engine.inert import code, escape
 from ..review.llm.prompt import hunk_listing, numbered
@@ -28,6 +29,7 @@ from ..review.rounds import decide
 from ..review.rounds.identity import renames_in
 from ..review.rounds.markers import FindingMarker, carries, encode
 from ..review.rounds.overrule import severity_named
+from ..settings.repoconfig import RepoConfig
 from .bot import Bot
 from .pull import analyse, build_context
 

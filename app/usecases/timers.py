@@ -1,7 +1,7 @@
 """The one seam through which a use case asks to be run again later: durable timers.
 
 A timer is a job in the durable queue (``Store.schedule``), never a sleeping task or a poller:
-a restart or a crash does not lose it. ``app.timers.StoreTimers`` is the implementation the
+a restart or a crash does not lose it. ``app.jobs.timers.StoreTimers`` is the implementation the
 runtime builds; tests of use cases record what was asked.
 """
 

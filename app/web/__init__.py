@@ -10,10 +10,10 @@ from typing import Any
 
 from aiohttp import web
 
-from ..listener import connection_of
-from ..pacing import AckFirst
+from ..intake.listener import connection_of
+from ..jobs.pacing import AckFirst
+from ..jobs.worker import WorkerStatus
 from ..store import Ledger, Store
-from ..worker import WorkerStatus
 from .budget import BODY_BUDGET, BodyBudget
 from .endpoint import WebhookConfig, WebhookView
 from .health import HealthConfig, HealthView
@@ -23,7 +23,7 @@ from .health import HealthConfig, HealthView
 async def _track_requests(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
-    """Tell the connection guard (app/listener.py) a request is being handled: not idle, so not
+    """Tell the connection guard (app/intake/listener.py) a request is being handled: not idle, so not
     evictable, and no longer subject to the header timeout."""
     connection = connection_of(request)
     if connection is not None:

@@ -34,13 +34,13 @@ import msgspec
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
-from ..config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
 from ..events import NUMBER_AT, TIMER_EVENTS
-from ..logs import describe_failure, log_context
+from ..intake.subjects import subject_of
+from ..jobs.pacing import AckFirst
 from ..metrics import DELIVERIES, UNVERIFIED_EVENT, WEBHOOK_PREVIOUS_SECRET, child
-from ..pacing import AckFirst
+from ..settings.config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
+from ..settings.logs import describe_failure, log_context
 from ..store import IncomingDelivery, Ledger, deliveries
-from ..subjects import subject_of
 from .budget import BodyBudget, Reservation
 
 log = logging.getLogger(__name__)

@@ -20,9 +20,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ..logs import describe_failure
+from ..jobs.worker import WorkerStatus
+from ..settings.logs import describe_failure
 from ..store import QueueStats, Store
-from ..worker import WorkerStatus
 
 log = logging.getLogger(__name__)
 

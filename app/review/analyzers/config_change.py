@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ...repoconfig import RepoConfig
+from ...settings.repoconfig import RepoConfig
 from ..core.flake8config import FLAKE8_CONFIGS, Flake8Config
 from ..core.lintconfig import PRE_COMMIT, RUFF_CONFIGS, LintConfig, RuffConfigFile, lint_config
 from ..core.model import ChangedFile, FileContent, Finding, ReviewSettings, Severity

@@ -32,7 +32,7 @@ from typing import TypeVar
 
 from cachetools import LRUCache
 
-from ...config import load_analysis_settings
+from ...settings.config import load_analysis_settings
 from ..analyzers import LINTERS, Analyzer, default_analyzers, find_tool, is_python
 from ..core.differential import Identity
 from ..core.model import (

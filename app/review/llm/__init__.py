@@ -9,7 +9,7 @@ from .packing import Limits
 from .reviewer import LlmReviewer
 
 if TYPE_CHECKING:
-    from ...config import LlmSettings, ReviewerSettings
+    from ...settings.config import LlmSettings, ReviewerSettings
     from ...store import Store
     from ..core.model import Reviewer
     from .providers import Sleep

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from ...config import LlmSettings
+from ...settings.config import LlmSettings
 from .schema import OutputSchema
 
 log = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ... import github
-from ...github import GitHubClient
+from ...github import calls as github
+from ...github.client import GitHubClient
 from ...guards import is_bot_login
 from ..bot import Bot
 from ..pause import paused_headline

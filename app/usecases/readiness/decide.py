@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ...events import ReviewState
-from ...repoconfig import ReadinessComment
 from ...review.engine.inert import code
+from ...settings.repoconfig import ReadinessComment
 
 MAX_NAME_CHARS = 200  # a check's name or a path, as shown
 STALL_LOOK_AGAIN = 15 * 60.0  # seconds of quiet after which a review in flight is looked at again

@@ -3,8 +3,8 @@ changed (the only writes of readiness besides its timers)."""
 
 from __future__ import annotations
 
-from ... import github
-from ...github import GitHubClient
+from ...github import calls as github
+from ...github.client import GitHubClient
 from ..bot import Bot
 from ..checks import CheckKind, Conclusion, Output, settle_check_run
 from . import decide as rd

@@ -15,13 +15,13 @@ from typing import Any, TypeVar
 
 import gidgethub
 
-from ... import github
 from ...commands import parse_command
 from ...events import ReviewState
-from ...github import GitHubClient
+from ...github import calls as github
+from ...github.client import GitHubClient
 from ...guards import BotIdentity, is_bot_login
-from ...repoconfig import ReadinessConfig
 from ...review.rounds.markers import decode
+from ...settings.repoconfig import ReadinessConfig
 from ..bot import Bot
 from ..checks import CheckKind, check_name
 from ..pause import paused_by

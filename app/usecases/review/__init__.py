@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...github import GitHubClient
+from ...github.client import GitHubClient
 from ...guards import BotIdentity
 from ...review.core.model import Reviewer
 from ...review.rounds.markers import Trigger

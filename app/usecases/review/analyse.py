@@ -8,10 +8,10 @@ from __future__ import annotations
 from functools import partial
 
 from ...guards import BotIdentity
-from ...repoconfig import MAX_INSTRUCTIONS_CHARS
 from ...review.core.model import ModelInputs, ModelOptions, PriorFinding, Reviewer, ReviewResult
 from ...review.rounds.learnings import prompt_context
 from ...review.rounds.overrule import withdraw
+from ...settings.repoconfig import MAX_INSTRUCTIONS_CHARS
 from ..pull import AnalysisCache
 from ..pull import analyse as analyse_cached
 from ..threads import finding_text, thread_replies

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import enum
 
-from ...repoconfig import ApprovalOnPush
 from ...review.rounds import decide
 from ...review.rounds.markers import Trigger
+from ...settings.repoconfig import ApprovalOnPush
 from .read import Head
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...guards import BotIdentity, is_bot_login
-from ...repoconfig import RepoConfig
 from ...review.core.model import PullContext, ReviewResult, ThreadStatus, Verdict
 from ...review.output import render
 from ...review.rounds import decide
 from ...review.rounds.markers import FindingMarker, ReviewMarker, Trigger
 from ...review.rounds.overrule import Overrule, recorded_severity, severity_named
+from ...settings.repoconfig import RepoConfig
 from .decide import ReviewMode
 from .read import PullState
 

@@ -19,8 +19,9 @@ from typing import Any, Protocol
 
 import gidgethub
 
-from ... import github, metrics
-from ...github import GitHubClient
+from ... import metrics
+from ...github import calls as github
+from ...github.client import GitHubClient
 from ...review.core.model import Verdict
 from ...review.output import render
 from ...review.rounds import decide

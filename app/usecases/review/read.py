@@ -18,10 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from ... import github
-from ...github import GitHubClient
+from ...github import calls as github
+from ...github.client import GitHubClient
 from ...guards import BotIdentity, is_bot_login
-from ...repoconfig import RepoConfig, parse_repo_config
 from ...review.core.diff import PatchLines, parse_patch
 from ...review.core.model import PullContext
 from ...review.measure.local import GitError, context_from_git, git
@@ -30,6 +29,7 @@ from ...review.rounds.identity import Delta, Scope, delta_of
 from ...review.rounds.learnings import Learning, Learnings
 from ...review.rounds.markers import Trigger
 from ...review.rounds.overrule import Overrule
+from ...settings.repoconfig import RepoConfig, parse_repo_config
 from ..overrules import PendingOverrule, read_reactions, recorded_overrules, reported_at
 from ..pause import paused_by
 from ..pull import LoadedConfig, RepoConfigs, build_context, review_settings, settings_path
