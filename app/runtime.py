@@ -35,14 +35,13 @@ from .github.ratelimit import Pacer
 from .guards import BotIdentity
 from .handlers.concern import OrderedRouter
 from .handlers.context import Context
-from .intake.listener import GuardedSite, HttpLimits, bind
 from .intake.proxy import WebhookProxy, start_proxy
 from .intake.recovery import DeliveryRecovery
-from .jobs.housekeeping import INTERVAL_SECONDS, Housekeeping
 from .jobs.pacing import AckFirst, backoff_delay
 from .jobs.tasks import bounded, cancel_and_wait
 from .jobs.timers import StoreTimers
 from .jobs.worker import Worker, WorkerOptions, WorkerStatus
+from .ops.housekeeping import INTERVAL_SECONDS, Housekeeping
 from .review.core.model import Reviewer
 from .review.rounds.learnings import DatabaseLearnings
 from .settings.config import Settings, shutdown_budget
@@ -54,6 +53,7 @@ from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import create_app
 from .web.endpoint import WebhookConfig
 from .web.health import HealthConfig
+from .web.listener import GuardedSite, HttpLimits, bind
 from .web.metrics import metrics_view
 
 log = logging.getLogger(__name__)

@@ -5,9 +5,13 @@ or touch is where they say."""
 from __future__ import annotations
 
 import argparse
+import ast
+import graphlib
 import inspect
 import re
 from pathlib import Path
+
+import grimp
 
 from app.cli import play, reviewing, service
 from app.commands import HELP_TEXT, Command
@@ -61,3 +65,43 @@ def test_the_recipes_name_what_is_there() -> None:
     assert all(f"{{slug}} {c.value}" in HELP_TEXT for c in Command if c is not Command.HELP)
     for group in (service, reviewing, play):
         group.add_commands(argparse.ArgumentParser().add_subparsers())
+
+
+# The top of app/: the composition roots and the few models every layer shares; everything else
+# lives in the package of its layer. A module added here needs its reason in this table.
+TOP_MODULES = {
+    "__init__.py": "the version",
+    "__main__.py": "python -m app: the command line's composition root",
+    "runtime.py": "the serving bot's composition root (serve, worker)",
+    "offline.py": "the reviewer without GitHub's webhooks (review, eval): a composition root",
+    "events.py": "the flat events every layer reads",
+    "guards.py": "who the bot is, and which events are its own",
+    "commands.py": "the mention commands: parsed by handlers, answered by use cases",
+    "metrics.py": "the one registry of counters every layer writes",
+    "tenancy.py": "whose turn it is: set by the jobs, read by the review's analysis pool",
+}
+
+
+def test_the_top_of_app_holds_the_roots_and_the_shared_models_only() -> None:
+    top = {p.name for p in (ROOT / "app").glob("*.py")}
+    assert top == set(TOP_MODULES)
+    assert len(top - {"__init__.py"}) <= 12
+
+
+def test_every_package_says_its_one_job_in_one_line() -> None:
+    for init in (ROOT / "app").rglob("__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc, init
+        lines = doc.splitlines()
+        assert len(lines) == 1 or lines[1] == "", (init, lines[:2])  # a summary line, then the rest
+
+
+def test_no_import_circle_anywhere_in_app() -> None:
+    """Modules, not only packages, and typing-only imports included (grimp reads them all)."""
+    graph = grimp.build_graph("app")
+    imports = {m: graph.find_modules_directly_imported_by(m) - {m} for m in graph.modules}
+    order = graphlib.TopologicalSorter(imports)
+    try:
+        order.prepare()
+    except graphlib.CycleError as cycle:
+        raise AssertionError(f"import circle: {' -> '.join(cycle.args[1])}") from None

@@ -29,7 +29,7 @@ from app.events import (
     flatten,
 )
 from app.guards import BotIdentity, sent_by_bot_or_decoy
-from app.intake.subjects import subject_of
+from app.web.subjects import subject_of
 
 EXAMPLES = Path(__file__).parent / "fixtures/github/webhooks/examples"
 IDENTITY = BotIdentity.from_slug("revbot", "revbot")

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from app.intake.listener import ConnectionGuard, GuardedSite, HttpLimits
 from app.runtime import StartupError, listen
 from app.store import Ledger, Store
 from app.web import create_app
 from app.web.endpoint import WebhookConfig
+from app.web.listener import ConnectionGuard, GuardedSite, HttpLimits
 from tests.conftest import until
 
 SECRET = b"listener secret"

@@ -29,14 +29,14 @@ from app.intake.recovery import (
     logged_digest,
     never_delivered,
 )
-from app.jobs.housekeeping import (
+from app.metrics import REGISTRY
+from app.ops.housekeeping import (
     ANSWER_DAYS,
     EMPTY_PAYLOAD,
     Housekeeping,
     empty_old_payloads,
     forget_old_answers,
 )
-from app.metrics import REGISTRY
 from app.review.llm.memory import DatabaseMemory
 from app.store import IncomingDelivery, JobStatus, Store, decompress_payload, deliveries
 from app.store.postgres import PostgresBackend

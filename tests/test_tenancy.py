@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from app.jobs import tenancy
-from app.jobs.tenancy import Turns
+from app import tenancy
 from app.review.isolation.limits import AnalysisError, Limits
 from app.review.isolation.pool import ProcessPool
+from app.tenancy import Turns
 from tests.isolation_jobs import Echo, Held
 
 

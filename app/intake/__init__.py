@@ -1,4 +1,5 @@
-"""Deliveries on their way in, besides the webhook endpoint (``web``): the bounded listening
-socket (``listener``), a smee.io channel on a laptop (``proxy``), missed deliveries from the App's
-delivery log (``recovery``), and the queue key of a delivery (``subjects``).
+"""Deliveries that come in other than through the webhook endpoint, recorded as if they had.
+
+A smee.io channel on a laptop (``proxy``) and the deliveries GitHub failed to make, read back from
+the App's delivery log (``recovery``).
 """

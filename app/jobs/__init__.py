@@ -1,5 +1,6 @@
-"""The job system: the ``worker`` claims jobs from the queue and runs each (``runner``: flatten,
-guard, route to the handlers through ``routing``, record the outcome), durable ``timers``,
-fairness between installations (``tenancy``), ``pacing`` and backoff, bounded background
-``tasks``, and periodic ``housekeeping``.
+"""The job system: take jobs from the queue and run each to an outcome.
+
+The ``worker`` claims jobs and runs each (``runner``: flatten, guard, route to the handlers
+through ``routing``, record the outcome); durable ``timers``; ``pacing`` (requests before jobs,
+backoff); bounded background ``tasks``.
 """

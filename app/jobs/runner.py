@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from .. import tenancy
 from ..events import AnyEvent, FlattenError, flatten
 from ..github.client import RetryLater
 from ..github.errors import NoAccess, transient_delay
@@ -30,7 +31,6 @@ from ..handlers.context import Context
 from ..metrics import JOB_DURATION, JOB_LATENCY, child
 from ..settings.logs import log_context, redact
 from ..store import Job, JobStatus
-from . import tenancy
 from .pacing import backoff_delay
 from .routing import handler_name, run_handlers, select_handlers
 

@@ -18,10 +18,10 @@ from typing import Any
 from sqlalchemy import delete, select, update
 
 from ..intake.recovery import DeliveryRecovery, SweepCounts
+from ..jobs.tasks import cancel_and_wait
 from ..metrics import PAYLOADS_EMPTIED, RECOVERY_SWEEPS
 from ..store import FINISHED, Store, compress_payload, deliveries
 from ..store.schema import llm_answers
-from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,6 @@
-"""The review engine. It never talks to GitHub: it receives a pull-request context (metadata,
+"""The review engine: a pull request in, a verdict and findings out.
+
+It never talks to GitHub: it receives a pull-request context (metadata,
 changed files with patches, and a reader for file contents at the head commit) and returns a
 verdict, a summary and findings. Handlers build the context from GitHub; ``review --git``
 builds it from a local repository.

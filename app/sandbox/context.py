@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from yarl import URL
 
 from .actions import Emit
 from .errors import ApiError, not_found
+from .host import Host
 from .state import NotFound, Pull, Repo
-
-if TYPE_CHECKING:
-    from .fake import FakeGitHub
 
 DEFAULT_PER_PAGE = 30
 MAX_PER_PAGE = 100
@@ -29,7 +27,7 @@ class Reply:
 
 @dataclass
 class Ctx:
-    fake: FakeGitHub
+    fake: Host
     method: str
     path: str
     url: URL  # the URL as the client sent it (keeps a GHES prefix), for Link headers

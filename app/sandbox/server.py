@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 from yarl import URL
@@ -29,13 +29,11 @@ from .auth import AuthError, looks_like_jwt, split_authorization, verify_app_jwt
 from .context import Ctx, Reply
 from .errors import ApiError, not_found
 from .gql import Executor
+from .host import Host
 from .ratelimits import Limiter, RateLimits, Resource
 from .recording import Call
 from .rest import match
 from .webhooks import Outgoing
-
-if TYPE_CHECKING:
-    from .fake import FakeGitHub
 
 JSON_TYPE = "application/json; charset=utf-8"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -85,7 +83,7 @@ def enterprise_path(raw: str) -> str | None:
 
 
 class Server:
-    def __init__(self, fake: FakeGitHub) -> None:
+    def __init__(self, fake: Host) -> None:
         self.fake = fake
         self.faults: list[Fault] = []
         self.delays: list[Delay] = []

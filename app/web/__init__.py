@@ -1,5 +1,8 @@
-"""The aiohttp application: the webhook endpoint (``endpoint.py``, with its body budget,
-``budget.py``) and ``/healthz`` (``health.py``), composed once here; ``/metrics`` (``metrics.py``)
+"""The HTTP side, the bot's door, composed once here.
+
+The webhook endpoint (``endpoint.py``: verify, record in the ledger under the delivery's queue
+key, ``subjects.py``, answer at once, within its body budget, ``budget.py``), ``/healthz``
+(``health.py``) and the bounded listening socket (``listener.py``); ``/metrics`` (``metrics.py``)
 the runtime adds, here and on a separate worker's own port.
 """
 
@@ -10,13 +13,13 @@ from typing import Any
 
 from aiohttp import web
 
-from ..intake.listener import connection_of
 from ..jobs.pacing import AckFirst
 from ..jobs.worker import WorkerStatus
 from ..store import Ledger, Store
 from .budget import BODY_BUDGET, BodyBudget
 from .endpoint import WebhookConfig, WebhookView
 from .health import HealthConfig, HealthView
+from .listener import connection_of
 
 
 @web.middleware

@@ -35,13 +35,13 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from ..events import NUMBER_AT, TIMER_EVENTS
-from ..intake.subjects import subject_of
 from ..jobs.pacing import AckFirst
 from ..metrics import DELIVERIES, UNVERIFIED_EVENT, WEBHOOK_PREVIOUS_SECRET, child
 from ..settings.config import DEFAULT_BODY_BUDGET_BYTES, MAX_BODY_BYTES
 from ..settings.logs import describe_failure, log_context
 from ..store import IncomingDelivery, Ledger, deliveries
 from .budget import BodyBudget, Reservation
+from .subjects import subject_of
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ...jobs import tenancy
-from ...jobs.tenancy import Turns
+from ... import tenancy
 from ...settings.config import AnalysisSettings, load_analysis_settings
+from ...tenancy import Turns
 from .confine import readable_paths
 from .limits import AnalysisError, Budget, Confinement, Job, Limits, Tripped
 from .process import ChildProcess, Isolation
