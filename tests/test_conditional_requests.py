@@ -74,7 +74,14 @@ async def test_the_fake_answers_304_as_github_does_and_does_not_count_it(bot: Bo
     assert status == 200 and body and changed["ETag"] != etag
     assert changed["Last-Modified"] != modified
     assert (await get(url, token, **{"If-Modified-Since": modified}))[0] == 200
-    assert [c.status for c in bot.fake.calls if c.path == f"/repos/{REPO}/pulls/{number}"].count(304) == 2
+    mine = [c for c in bot.fake.calls if c.path == f"/repos/{REPO}/pulls/{number}"]
+    assert [c.status for c in mine].count(304) == 2
+    # What the fake records as counted (replay's api_counted) is what its rate limit reports
+    assert [c.counted for c in mine] == [c.status != 304 for c in mine]
+    _, after, _ = await get(url, token)
+    assert int(headers["X-RateLimit-Remaining"]) - int(after["X-RateLimit-Remaining"]) == sum(
+        c.counted for c in mine
+    )
 
 
 @pytest.mark.e2e

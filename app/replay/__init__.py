@@ -69,7 +69,8 @@ def line(report: PullReport) -> str:
         f"reposted {report.reposted}  outside {report.outside_diff}  "
         f"fixed {report.fixed_by_author}/{report.flagged}  "
         f"blockers at merge {len(report.blockers_at_merge)}  readiness {report.readiness_comments}  "
-        f"crashes {report.crashes}  {report.seconds:5.1f}s  {title}"
+        f"crashes {report.crashes}  API calls {report.api_counted} counted of {report.api_calls}  "
+        f"{report.seconds:5.1f}s  {title}"
     )
 
 
@@ -97,6 +98,11 @@ def summary(total: Mapping[str, object]) -> str:
             f"{total['readiness_posts']} posted, the rest edits)",
         ),
         ("crashes", total["crashes"]),
+        (
+            "GitHub API calls",
+            f"{total['api_calls']}, {total['api_counted']} counted against the rate limit "
+            f"({total['api_counted_per_pr']} per PR)",
+        ),
         ("time", f"{total['seconds']}s"),
     ]
     width = max(len(name) for name, _ in rows)

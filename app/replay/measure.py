@@ -19,7 +19,10 @@ threads, comments, check runs). From them, per pull request:
 - readiness: **readiness_updates** (writes of the readiness check run), **ready_calls** (of them,
   "looks merge-ready"), **readiness_comments** (writes of the sticky comment: posted or edited),
   **readiness_posts** (of them, posts: an edit notifies nobody);
-- **crashes**: errors the bot logged (a job that failed, a handler that raised).
+- **crashes**: errors the bot logged (a job that failed, a handler that raised);
+- GitHub's budget: **api_calls** (the bot's requests with the installation's token over the pull
+  request's whole life) and **api_counted** (of them, those that count against the
+  installation's primary rate limit: not refused, not a conditional request answered 304).
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ class PullReport:
     readiness_comments: int
     readiness_posts: int
     crashes: int
+    api_calls: int
+    api_counted: int
     seconds: float
     findings: list[str] = field(default_factory=list)  # each flagged finding, and whether it stood at merge
     crash_messages: list[str] = field(default_factory=list)
@@ -108,6 +113,8 @@ TOTAL_KEYS = (
     "readiness_comments",
     "readiness_posts",
     "crashes",
+    "api_calls",
+    "api_counted",
 )
 
 
@@ -119,6 +126,7 @@ def totals(reports: Sequence[PullReport]) -> dict[str, Any]:
     out["resolution_rate"] = round(out["fixed_by_author"] / out["flagged"], 3) if out["flagged"] else None
     out["comments_per_pr"] = round(out["comments"] / prs, 2)
     out["readiness_comments_per_pr"] = round(out["readiness_comments"] / prs, 2)
+    out["api_counted_per_pr"] = round(out["api_counted"] / prs, 1)
     out["seconds"] = round(sum(r.seconds for r in reports), 1)
     return out
 
@@ -326,6 +334,8 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
         readiness_comments=sticky,
         readiness_posts=posts,
         crashes=max(len(played.errors), played.failed_jobs),
+        api_calls=sum(c.auth == "token" for c in calls),
+        api_counted=sum(c.auth == "token" and c.counted for c in calls),
         seconds=played.seconds,
         findings=[f"{m.rule} at {m.path}:{m.line}: {status[fp]} at merge" for fp, m in flagged.items()],
         crash_messages=crashes,

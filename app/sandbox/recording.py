@@ -33,6 +33,8 @@ class Call:
     # tell which base URL the bot used.
     raw_path: str = field(default="", repr=False, compare=False)
     delayed: float = field(default=0.0, repr=False, compare=False)  # seconds a ``delay`` held it
+    # Whether it counted against the caller's primary rate limit: admitted, and not a 304.
+    counted: bool = field(default=False, repr=False, compare=False)
 
     @property
     def is_graphql_mutation(self) -> bool:

@@ -185,6 +185,7 @@ class Server:
             finally:
                 # GitHub: a conditional request answered 304 does not count against the primary limit
                 self.limiter.end(who, counted=not not_modified)
+                call.counted = not not_modified
         return reply
 
     async def _new_app_form(self, request: web.Request) -> web.StreamResponse:
