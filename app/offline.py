@@ -19,8 +19,8 @@ from .github import GitHubClient
 from .guards import BotIdentity
 from .review.core.model import PullContext, Reviewer, ReviewResult
 from .review.llm import configured_reviewer
-from .review.rounds.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
 from .review.rounds.markers import Trigger
+from .usecases.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .usecases.review import Reviewing, run
 from .usecases.review.publish import RecordingPublisher

@@ -6,6 +6,8 @@
 - ``threads.verify_threads``: verify the bot's open threads at the PR's head and resolve the
   fixed ones.
 - ``decoy.drop_decoy``: take the decoy off the requested reviewers.
+- ``learnings``: where the repository's learnings are kept (the store's table, or in memory); the
+  review gets them as data.
 - ``commands.answer_command``: check who asks and do what a comment's command asks, once.
 - ``checks``: the bot's check runs (the review's, readiness's): found, started, completed and
   abandoned one way for both.

@@ -17,7 +17,7 @@ from cachetools import TTLCache
 from ..config import Settings
 from ..guards import BotIdentity
 from ..review.core.model import Reviewer
-from ..review.rounds.learnings import Learnings
+from .learnings import Learnings
 from .pull import AnalysisCache, RepoConfigs
 from .timers import Timers
 
