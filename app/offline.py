@@ -18,9 +18,9 @@ from .github.client import GitHubClient
 from .guards import BotIdentity
 from .review.core.model import PullContext, Reviewer, ReviewResult
 from .review.llm import configured_reviewer
-from .review.rounds.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
 from .review.rounds.markers import Trigger
 from .settings.config import ReviewerSettings
+from .usecases.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .usecases.review import Reviewing, run
 from .usecases.review.publish import RecordingPublisher

@@ -43,12 +43,12 @@ from .jobs.timers import StoreTimers
 from .jobs.worker import Worker, WorkerOptions, WorkerStatus
 from .ops.housekeeping import INTERVAL_SECONDS, Housekeeping
 from .review.core.model import Reviewer
-from .review.rounds.learnings import DatabaseLearnings
 from .settings.config import Settings, shutdown_budget
 from .settings.logs import Outage, mask_configured, redact
-from .store import Ledger, Store, describe_database
+from .store import DatabaseMemory, Ledger, Store, describe_database
 from .store.backend import root_cause
 from .usecases.bot import Bot, CommandBudget
+from .usecases.learnings import DatabaseLearnings
 from .usecases.pull import AnalysisCache, RepoConfigs
 from .web import create_app
 from .web.endpoint import WebhookConfig
@@ -186,7 +186,7 @@ class Runtime:
     def _default_reviewer(self) -> Reviewer:
         from .review.llm import configured_reviewer
 
-        return configured_reviewer(self.settings, store=self.store)  # a model's tables join the schema
+        return configured_reviewer(self.settings, memory=DatabaseMemory(self.store.backend))
 
     async def open_database(self) -> None:
         """Create or check the schema; retry a database that is not reachable yet for up to

@@ -23,9 +23,9 @@ from app.github.client import GitHubClient
 from app.guards import BotIdentity
 from app.review.core.model import Reviewer
 from app.review.engine.builtin import BuiltinReviewer
-from app.review.rounds.learnings import InMemoryLearnings
 from app.settings.config import Settings
 from app.usecases.bot import Bot
+from app.usecases.learnings import InMemoryLearnings
 from app.usecases.pull import AnalysisCache, RepoConfigs
 
 API = "https://api.github.test"

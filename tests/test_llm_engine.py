@@ -517,8 +517,9 @@ def test_withheld_approval_turns_every_approval_into_a_comment() -> None:
 
 @pytest.mark.slow
 async def test_the_models_memory_on_each_database(db_url: str) -> None:
-    from app.review.llm.memory import DatabaseMemory, SpendScope
+    from app.review.llm.memory import SpendScope
     from app.store import Store
+    from app.store.llm_memory import DatabaseMemory
 
     store = Store(db_url)
     await store.create_schema()

@@ -12,13 +12,7 @@ import pytest
 from app.__main__ import main
 from app.commands import Command, Dispute, claims_fix, parse_command, parse_dispute, parse_forget
 from app.review.core.model import Finding, ReviewResult, Severity, Verdict
-from app.review.rounds.learnings import (
-    DatabaseLearnings,
-    InMemoryLearnings,
-    Learning,
-    Learnings,
-    prompt_context,
-)
+from app.review.rounds.learnings import Learning, prompt_context
 from app.review.rounds.markers import problem_key
 from app.review.rounds.overrule import (
     LearningKey,
@@ -32,6 +26,7 @@ from app.review.rounds.overrule import (
     withdraw,
 )
 from app.store import Store
+from app.usecases.learnings import DatabaseLearnings, InMemoryLearnings, Learnings
 
 
 @pytest.mark.parametrize(

@@ -37,8 +37,8 @@ from app.ops.housekeeping import (
     empty_old_payloads,
     forget_old_answers,
 )
-from app.review.llm.memory import DatabaseMemory
 from app.store import IncomingDelivery, JobStatus, Store, decompress_payload, deliveries
+from app.store.llm_memory import DatabaseMemory
 from app.store.postgres import PostgresBackend
 from app.store.schema import llm_answers
 from tests.harness import APP_ID, REPO, SECRET, BotHarness

@@ -22,7 +22,7 @@ ALLOWED = {
     # DATABASE_URL's accepted spellings, sslmode and the Heroku dyno check, as pure string work:
     # ``config`` checks a URL with it at load (a bad one exits 2 naming it) before any store
     # exists, so it cannot be a backend module (``app.store`` imports ``app.settings.config``)
-    "dburl.py": {"is_sqlite", "get_backend_name", '"sqlite"'},
+    "settings/dburl.py": {"is_sqlite", "get_backend_name", '"sqlite"'},
     # the schema's declarative per-dialect column type (one table definition for both)
     "store/schema.py": {'"sqlite"'},
 }

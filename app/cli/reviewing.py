@@ -288,8 +288,8 @@ def _eval_history(args: argparse.Namespace, reviewer_name: str) -> int:
 
 
 async def _learnings_run(url: str, repo: str, forget: int | None) -> int:
-    from ..review.rounds.learnings import DatabaseLearnings
     from ..store import Store
+    from ..usecases.learnings import DatabaseLearnings
 
     store = Store(url)
     try:

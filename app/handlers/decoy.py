@@ -8,10 +8,9 @@ The ``review_request_removed`` echo of that removal has the bot as sender and wa
 from __future__ import annotations
 
 from ..events import ReviewEvent
-from ..github import calls as github
 from ..guards import is_bot_login
 from ..review.rounds.markers import ReviewMarker, Trigger
-from ..usecases.decoy import drop_decoy
+from ..usecases.decoy import drop_decoy_after_review
 from .concern import OrderedRouter
 from .context import Context, accepts_own_events
 
@@ -26,5 +25,4 @@ async def on_own_review_submitted(event: ReviewEvent, ctx: Context) -> None:
     marker = ReviewMarker.read(event.body)
     if marker is None or marker.trigger != Trigger.DECOY:
         return
-    pull = await github.get_pull(ctx.gh, repo=event.repo, pr_number=event.pr_number)
-    await drop_decoy(ctx.gh, ctx.bot, repo=event.repo, pr_number=event.pr_number, pull=pull)
+    await drop_decoy_after_review(ctx.gh, ctx.bot, repo=event.repo, pr_number=event.pr_number)

@@ -23,8 +23,7 @@ from ..events import (
     StatusEvent,
     TimerEvent,
 )
-from ..github import calls as github
-from ..usecases.readiness import evaluate, settle_soon
+from ..usecases.readiness import evaluate, settle_commit, settle_soon
 from .concern import OrderedRouter
 from .context import Context, accepts_own_events
 
@@ -93,21 +92,18 @@ async def _settle_commit(
     numbers: tuple[int, ...],
     ctx: Context,
 ) -> None:
-    """CI moved on a commit: look at the open pull requests whose head it is (a fork's pull
-    requests are not listed in the event, so those are found by their head)."""
+    """CI moved on a commit: the pull requests it is the head of settle (``settle_commit``)."""
     if event.repo is None or event.installation_id is None:
         return
-    if not numbers and sha:
-        pulls = await github.list_open_pulls(ctx.gh, repo=event.repo)
-        numbers = tuple(int(p["number"]) for p in pulls if (p.get("head") or {}).get("sha") == sha)
-    for number in numbers:
-        await settle_soon(
-            ctx.bot,
-            repo=event.repo,
-            pr_number=number,
-            installation_id=event.installation_id,
-            received_at=ctx.received_at,
-        )
+    await settle_commit(
+        ctx.gh,
+        ctx.bot,
+        repo=event.repo,
+        sha=sha,
+        numbers=numbers,
+        installation_id=event.installation_id,
+        received_at=ctx.received_at,
+    )
 
 
 @router.register("check_run", action="completed")

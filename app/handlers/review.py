@@ -10,10 +10,9 @@ repository opts in) a PR being opened or marked ready, or pushed to after the bo
 from __future__ import annotations
 
 from ..events import CheckRunEvent, PullRequestEvent
-from ..github import calls as github
 from ..review.rounds.markers import Trigger
 from ..usecases.checks import CheckKind, check_name
-from ..usecases.review import review_pull
+from ..usecases.review import review_pull, review_requested
 from .concern import OrderedRouter
 from .context import Context
 
@@ -37,8 +36,7 @@ async def on_review_requested(event: PullRequestEvent, ctx: Context) -> None:
         trigger = Trigger.TEAM
     else:
         return
-    await github.react(ctx.gh, repo=event.repo, target="pull", target_id=event.pr_number, content="eyes")
-    await review_pull(ctx.gh, ctx.bot, repo=event.repo, pr_number=event.pr_number, trigger=trigger)
+    await review_requested(ctx.gh, ctx.bot, repo=event.repo, pr_number=event.pr_number, trigger=trigger)
 
 
 @router.register("pull_request", action="opened")

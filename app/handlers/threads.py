@@ -1,7 +1,7 @@
 """Thread resolution triggers: a reply in one of the bot's threads, and new commits.
 
-A reply that disputes the finding (``commands.parse_dispute``) goes to ``usecases.disputes``
-instead: someone who may overrule it withdraws it.
+Whether the reply is in one of the bot's threads, and whether it disputes the finding, is
+``usecases.replies.reply_in_thread``'s to find out (it reads the thread's first comment).
 
 The bot also checks its threads when asked with ``@slug resolve`` (``mentions.py``) and after a
 re-review (``usecases.review``); what checking means is ``usecases.threads.verify_threads``.
@@ -9,12 +9,9 @@ re-review (``usecases.review``); what checking means is ``usecases.threads.verif
 
 from __future__ import annotations
 
-from ..commands import parse_dispute
 from ..events import PullRequestEvent, ReviewCommentEvent
-from ..github import calls as github
-from ..guards import is_bot_login
-from ..usecases.disputes import dispute_finding
-from ..usecases.threads import answer_reply, verify_threads
+from ..usecases.replies import reply_in_thread
+from ..usecases.threads import verify_threads
 from .concern import OrderedRouter
 from .context import Context
 
@@ -23,26 +20,11 @@ router = OrderedRouter()
 
 @router.register("pull_request_review_comment", action="created")
 async def on_thread_reply(event: ReviewCommentEvent, ctx: Context) -> None:
-    """A reply in a thread the bot opened is a cue to check that thread at the current head
-    (if the replier may ask: ``answer_reply``)."""
+    """A reply to a review comment: a dispute, or a cue to check the thread at the current head,
+    when the thread is the bot's (``reply_in_thread``)."""
     if event.in_reply_to_id is None or event.repo is None:
         return
-    root = await github.get_review_comment(ctx.gh, repo=event.repo, comment_id=event.in_reply_to_id)
-    if not is_bot_login((root.get("user") or {}).get("login"), ctx.bot.identity):
-        return
-    dispute = parse_dispute(event.body, ctx.bot.identity.slug)
-    if dispute is not None and event.commenter_login:
-        await dispute_finding(
-            ctx.gh,
-            ctx.bot,
-            repo=event.repo,
-            pr_number=event.pr_number,
-            root_comment_id=event.in_reply_to_id,
-            login=event.commenter_login,
-            dispute=dispute,
-        )
-        return
-    await answer_reply(
+    await reply_in_thread(
         ctx.gh,
         ctx.bot,
         repo=event.repo,

@@ -312,7 +312,6 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
     pull = world.pull(world.repo(repo), played.number)
     threads = [t for t in world.threads_of(pull) if world.review_comments[t.comment_ids[0]].user == BOT]
     updates, ready, sticky, posts = _readiness_writes(fake, calls, repo, played.number)
-    crashes = played.errors or [f"{played.failed_jobs} job(s) failed"] * bool(played.failed_jobs)
     return PullReport(
         merge=played.pull.merge_sha,
         number=played.pull.number,
@@ -338,5 +337,5 @@ def measure(fake: FakeGitHub, played: Played) -> PullReport:
         api_counted=sum(c.auth == "token" and c.counted for c in calls),
         seconds=played.seconds,
         findings=[f"{m.rule} at {m.path}:{m.line}: {status[fp]} at merge" for fp, m in flagged.items()],
-        crash_messages=crashes,
+        crash_messages=played.errors or [f"{played.failed_jobs} job(s) failed"] * bool(played.failed_jobs),
     )

@@ -21,11 +21,14 @@ Times are epoch seconds (floats) from the store's clock: they compare the same o
 Modules: ``schema`` (tables, migrations), ``model`` (dataclasses), ``ops`` (the transactions both
 backends share), ``backend`` (the interface a dialect implements), ``sqlite`` and
 ``sqlite_writer`` (SQLite's one writer thread), ``postgres`` (asyncpg), ``connect`` (which one),
-``store`` (``Store``, ``Ledger``).
+``store`` (``Store``, ``Ledger``); off the hot path, what the use cases keep for the review:
+``learnings`` (disputes remembered per repository), ``llm_memory`` (the model reviewer's answers
+and spend).
 """
 
 from .backend import Backend
 from .connect import describe_database, open_backend, read_only_engine
+from .llm_memory import DatabaseMemory
 from .model import (
     PAYLOAD_COMPRESSION,
     IncomingDelivery,
@@ -46,6 +49,7 @@ __all__ = [
     "PENDING",
     "SCHEMA_VERSION",
     "Backend",
+    "DatabaseMemory",
     "IncomingDelivery",
     "Job",
     "JobEnd",

@@ -100,7 +100,7 @@ deliveries = Table(
 
 
 # Off the hot path: the missed-delivery sweeper's cursor (app/intake/recovery.py) and what the model
-# reviewer keeps (app/review/llm/memory.py): its answers by what was asked, and tokens per
+# reviewer keeps (app/store/llm_memory.py): its answers by what was asked, and tokens per
 # installation and UTC day (the daily budget). Version 3.
 recovery_state = Table(
     "recovery_state",
@@ -139,7 +139,7 @@ llm_spend = Table(
 )
 
 
-# Disputes remembered for a repository (app/review/rounds/learnings.py): a later review leaves out a
+# Disputes remembered for a repository (app/store/learnings.py): a later review leaves out a
 # finding of the same rule, path pattern and code line. Version 4.
 learnings = Table(
     "learnings",

@@ -5,7 +5,10 @@
   the command line's ``review`` and ``eval`` run too (``app/offline.py``).
 - ``threads.verify_threads``: verify the bot's open threads at the PR's head and resolve the
   fixed ones.
+- ``replies.reply_in_thread``: a reply in one of the bot's threads, a dispute or a cue to check it.
 - ``decoy.drop_decoy``: take the decoy off the requested reviewers.
+- ``learnings``: where the repository's learnings are kept (the store's table, or in memory); the
+  review gets them as data.
 - ``commands.answer_command``: check who asks and do what a comment's command asks, once.
 - ``checks``: the bot's check runs (the review's, readiness's): found, started, completed and
   abandoned one way for both.

@@ -16,8 +16,8 @@ from cachetools import TTLCache
 
 from ..guards import BotIdentity
 from ..review.core.model import Reviewer
-from ..review.rounds.learnings import Learnings
 from ..settings.config import Settings
+from .learnings import Learnings
 from .pull import AnalysisCache, RepoConfigs
 from .timers import Timers
 

@@ -34,3 +34,10 @@ async def drop_decoy(
         log.warning("could not remove %s from the requested reviewers: %s", decoy, exc)
     else:
         log.info("removed the decoy %s from the requested reviewers", decoy)
+
+
+async def drop_decoy_after_review(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int) -> None:
+    """The bot's review of a decoy request landed: re-read the pull request for who is requested
+    now, and drop the decoy if it still is."""
+    pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
+    await drop_decoy(gh, bot, repo=repo, pr_number=pr_number, pull=pull)

@@ -1,12 +1,11 @@
 """Verify and resolve the bot's threads: whoever opened a thread closes it, once the fix is verified.
 
 The bot resolves only threads whose root comment it wrote, only after re-running the analysis
-at the PR's current head and finding the problem gone. A reply that claims a fix which is not
-there gets one answer in that thread per head commit; a reply that argues ("I disagree ...")
-changes nothing, and one that disputes the finding ("intentional", "false positive") is for
-``usecases.disputes``: someone who may overrule it withdraws it. Threads of anyone else are
-never touched, a resolved thread is never resolved again, and nothing is ever unresolved. The
-model's own findings (``llm/...``) can only be judged by the model reviewer.
+at the PR's current head and finding the problem gone. A reply (``usecases.replies``) that
+claims a fix which is not there gets one answer in that thread per head commit; one that argues
+changes nothing; a dispute ("intentional", "false positive") is ``usecases.disputes``'s. Threads
+of anyone else are never touched, a resolved thread is never resolved again, and nothing is ever
+unresolved. The model's own findings (``llm/...``) can only be judged by the model reviewer.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from typing import Any
 from .. import metrics
 from ..commands import claims_fix, only_a_command
 from ..github import calls as github
-from ..github.calls import ReviewThread
 from ..github.client import GitHubClient
 from ..guards import BotIdentity, is_bot_author, is_bot_login, may_ask
 from ..review.core.model import ChangedFile, Reviewer, ReviewResult, Severity, ThreadQuestion, ThreadStatus
@@ -38,7 +36,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class OpenThread:
-    thread: ReviewThread
+    thread: github.ReviewThread
     finding: FindingMarker  # the one the comment leads with (what a dispute in it is about)
     also: tuple[FindingMarker, ...] = ()  # the others it holds: on its line, the same elsewhere
 
@@ -47,7 +45,7 @@ class OpenThread:
         return (*self.also, self.finding)
 
     @classmethod
-    def read(cls, thread: ReviewThread) -> OpenThread | None:
+    def read(cls, thread: github.ReviewThread) -> OpenThread | None:
         """The findings the root comment holds, from its markers: one (what every comment said
         before comments held several), or several, the lead's last. None: it holds none."""
         markers = FindingMarker.read_all(thread.root_body)

@@ -10,8 +10,8 @@ from .reviewer import LlmReviewer
 
 if TYPE_CHECKING:
     from ...settings.config import LlmSettings, ReviewerSettings
-    from ...store import Store
     from ..core.model import Reviewer
+    from .memory import Memory
     from .providers import Sleep
 
 __all__ = ["Limits", "LlmReviewer", "build_reviewer", "configured_reviewer", "limits_from"]
@@ -32,21 +32,21 @@ def limits_from(settings: LlmSettings) -> Limits:
 
 
 def build_reviewer(
-    settings: LlmSettings, *, store: Store | None = None, sleep: Sleep = asyncio.sleep
+    settings: LlmSettings, *, memory: Memory | None = None, sleep: Sleep = asyncio.sleep
 ) -> LlmReviewer:
-    """The reviewer for ``REVIEWER=llm``: its provider from the settings, its memory in the
-    database when there is one (in memory otherwise, for the command line)."""
-    from .memory import DatabaseMemory, InMemory
+    """The reviewer for ``REVIEWER=llm``: its provider from the settings, its memory the one
+    given (the database's, when serving) or in memory (the command line)."""
+    from .memory import InMemory
     from .providers import make_provider
 
-    memory = DatabaseMemory(store.backend) if store is not None else InMemory()
-    return LlmReviewer(make_provider(settings, sleep=sleep), limits=limits_from(settings), memory=memory)
+    kept = memory if memory is not None else InMemory()
+    return LlmReviewer(make_provider(settings, sleep=sleep), limits=limits_from(settings), memory=kept)
 
 
-def configured_reviewer(settings: ReviewerSettings, *, store: Store | None = None) -> Reviewer:
+def configured_reviewer(settings: ReviewerSettings, *, memory: Memory | None = None) -> Reviewer:
     """The engine ``REVIEWER`` names, chosen the same way for the bot and the command line."""
     if settings.reviewer == "llm":
-        return build_reviewer(settings, store=store)
+        return build_reviewer(settings, memory=memory)
     from ..engine.builtin import BuiltinReviewer
 
     return BuiltinReviewer()

@@ -56,6 +56,27 @@ async def settle_soon(
     )
 
 
+async def settle_commit(
+    gh: GitHubClient,
+    bot: Bot,
+    *,
+    repo: str,
+    sha: str | None,
+    numbers: tuple[int, ...],
+    installation_id: int,
+    received_at: float,
+) -> None:
+    """CI moved on a commit: look at the open pull requests whose head it is (a fork's pull
+    requests are not listed in the event, so those are found by their head)."""
+    if not numbers and sha:
+        pulls = await github.list_open_pulls(gh, repo=repo)
+        numbers = tuple(int(p["number"]) for p in pulls if (p.get("head") or {}).get("sha") == sha)
+    for number in numbers:
+        await settle_soon(
+            bot, repo=repo, pr_number=number, installation_id=installation_id, received_at=received_at
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Evaluation:
     verdict: rd.Verdict

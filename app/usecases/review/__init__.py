@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ...github import calls as github
 from ...github.client import GitHubClient
 from ...guards import BotIdentity
 from ...review.core.model import Reviewer
@@ -53,6 +54,15 @@ async def review_pull(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, 
     reader = GitHubReader(gh, bot.identity, bot.repo_configs, bot.learnings)
     request = Request(repo, pr_number, trigger)
     await run(Reviewing.of(bot), reader, GitHubPublisher(gh, bot), request)
+
+
+async def review_requested(
+    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, trigger: Trigger
+) -> None:
+    """A person asked for the review: eyes on the pull request first, so they see it was heard
+    before the review (which can take a while) lands."""
+    await github.react(gh, repo=repo, target="pull", target_id=pr_number, content="eyes")
+    await review_pull(gh, bot, repo=repo, pr_number=pr_number, trigger=trigger)
 
 
 async def run(reviewing: Reviewing, reader: Reader, publisher: Publisher, request: Request) -> Plan | None:

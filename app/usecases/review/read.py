@@ -26,10 +26,11 @@ from ...review.core.model import PullContext
 from ...review.measure.local import GitError, context_from_git, git
 from ...review.rounds import decide
 from ...review.rounds.identity import Delta, Scope, delta_of
-from ...review.rounds.learnings import Learning, Learnings
+from ...review.rounds.learnings import Learning
 from ...review.rounds.markers import Trigger
 from ...review.rounds.overrule import Overrule
 from ...settings.repoconfig import RepoConfig, parse_repo_config
+from ..learnings import Learnings
 from ..overrules import PendingOverrule, read_reactions, recorded_overrules, reported_at
 from ..pause import paused_by
 from ..pull import LoadedConfig, RepoConfigs, build_context, review_settings, settings_path
