@@ -56,7 +56,7 @@ def test_the_client_check_sees_the_shapes_it_forbids(source: str, probes: bool) 
 def test_the_worker_probes_nothing() -> None:
     """The worker (and the job it runs) reads what it needs of an event (``pr_number``) and of
     an error (``except`` clauses) from their types, not by asking what they are."""
-    for name in ("worker.py", "job_runner.py"):
+    for name in ("jobs/worker.py", "jobs/runner.py"):
         tree = ast.parse((APP / name).read_text())
         assert [f"line {node.lineno}: {ast.unparse(node)}" for node in probe_calls(tree)] == [], name
 

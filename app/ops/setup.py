@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_GITHUB_URL = "https://github.com"
 WEBHOOK_PATH = "/api/github/webhooks"
-MANIFEST_PATH = Path(__file__).resolve().parents[1] / "app.yml"
+MANIFEST_PATH = Path(__file__).resolve().parents[2] / "app.yml"
 
 
 @dataclass(frozen=True, slots=True)
