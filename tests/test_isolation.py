@@ -504,6 +504,39 @@ async def test_the_children_run_below_the_serving_process_priority(niceness: int
     assert seen.limits["nice"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness)
 
 
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, from /proc (what the scheduler sees)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after it
+            if int(stat.read_text().rpartition(")")[2].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def autogroup_of(pid: int | str) -> str:
+    return Path(f"/proc/{pid}/autogroup").read_text().split()[0]  # "/autogroup-N nice K"
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no autogroup scheduling here")
+async def test_the_children_share_the_serving_processs_scheduling_group() -> None:
+    """With autogroup scheduling (most Linux desktops and many servers), a process in a session of
+    its own is a group of its own, and groups share the CPU as equals whatever the nice values:
+    an analysis child there would take half the door's core. Each child stays in the serving
+    process's session, so its lower priority is what the scheduler weighs."""
+    boundary = ProcessPool(Limits(workers=2))
+    try:
+        assert isinstance(await boundary.run(LookAround()), Seen)
+        children = children_of(os.getpid())
+        assert children
+        assert {autogroup_of(pid) for pid in children} == {autogroup_of("self")}
+        assert {os.getsid(pid) for pid in children} == {os.getsid(0)}
+        assert all(os.getpgid(pid) == pid for pid in children)  # each its own group, killed as one
+    finally:
+        boundary.close()
+
+
 async def test_a_child_can_neither_see_nor_signal_the_serving_process() -> None:
     """In a PID namespace of its own (where the kernel allows one; CI's does), the serving
     process does not exist for the child: a signal to it finds nothing."""

@@ -1,8 +1,8 @@
 """The serving side of the execution boundary: a pool of child processes that run jobs.
 
 Why long-lived ``python -I -m app.review.isolation.child`` processes on pipes, and not
-``multiprocessing``: each child must get its own session (process group, so a deadline kills
-ruff with it), a scrubbed environment and its own working directory, and its answers must not be
+``multiprocessing``: each child must get its own process group (so a deadline kills ruff with
+it), a scrubbed environment and its own working directory, and its answers must not be
 unpickled by the serving process (the child evaluates hostile input). ``ProcessPoolExecutor``
 gives none of that and breaks as a whole when one child is killed; here one child is replaced.
 ``-I`` keeps the child's working directory (where pull-request files are written) and every

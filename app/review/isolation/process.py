@@ -92,7 +92,10 @@ class ChildProcess:
             stderr=subprocess.DEVNULL,  # nothing the child or ruff says reaches the log unread
             cwd=self.home,
             env=child_environment(self.home),
-            start_new_session=True,  # its own process group, killed as one
+            # Its own process group, killed as one; not its own session, which on Linux would be an
+            # autogroup of its own: the scheduler would then share the CPU between it and the
+            # serving process as equals, whatever their nice values.
+            process_group=0,
             close_fds=True,
         )
         assert self.process.stdin is not None and self.process.stdout is not None
