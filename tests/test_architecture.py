@@ -1,4 +1,4 @@
-"""ARCHITECTURE.md stays true where a test can tell: every path it names exists, every package of
+"""docs/ARCHITECTURE.md stays true where a test can tell: every path it names exists, every package of
 ``app`` has its line in the folder table, and what the four recipes tell a contributor to write
 or touch is where they say."""
 
@@ -23,7 +23,7 @@ from app.store.connect import open_backend
 from app.usecases.commands import answer_command
 
 ROOT = Path(__file__).resolve().parents[1]
-TEXT = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+TEXT = (ROOT / "docs/ARCHITECTURE.md").read_text(encoding="utf-8")
 EXAMPLES = {"app/store/pgbouncer.py"}  # the storage recipe's example: a backend still to write
 
 
