@@ -1,11 +1,14 @@
 """No setting goes undocumented: every environment setting of ``Settings`` is a row of the
 configuration reference's table, and every key of ``.github/revbot.yml`` (nested ones included)
 is in its example file, which the bot reads as valid. And the README, which MkDocs does not
-check, links only to pages that are there."""
+check, links only to pages that are there; and the site's build fails on what MkDocs can check."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,3 +106,40 @@ def test_the_readmes_links_lead_to_pages_that_are_there(target: str) -> None:
 def slug(heading: str) -> str:
     """A heading's anchor as MkDocs and GitHub both make it for the plain headings used here."""
     return re.sub(r"[^\w\- ]", "", heading.lower()).strip().replace(" ", "-")
+
+
+def build(tmp_path: Path, page: str, added: str) -> subprocess.CompletedProcess[str]:
+    """``mkdocs build --strict``, as CI runs it, of a copy of the site with ``added`` appended to
+    ``page`` (created when it is not there)."""
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    with (tmp_path / "docs" / page).open("a", encoding="utf-8") as text:
+        text.write(added)
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")]
+    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.slow
+def test_the_site_builds(tmp_path: Path) -> None:
+    done = build(tmp_path, "index.md", "")
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("page", "added", "said"),
+    [
+        ("index.md", "\n[a page](nowhere.md)\n", "'nowhere.md', but the target is not found"),
+        ("index.md", "\n[a heading](rules.md#nowhere)\n", "does not contain an anchor '#nowhere'"),
+        ("index.md", "\n[this page](#nowhere)\n", "there is no such anchor on this page"),
+        ("index.md", "\n[the README](../README.md)\n", "'../README.md', but the target is not found"),
+        ("orphan.md", "# A page the nav forgot\n", "orphan.md"),
+    ],
+    ids=["a missing page", "a missing anchor", "a missing anchor here", "outside docs", "not in the nav"],
+)
+def test_the_site_build_fails_on_what_it_cannot_link(
+    tmp_path: Path, page: str, added: str, said: str
+) -> None:
+    done = build(tmp_path, page, added)
+    assert done.returncode != 0
+    assert said in done.stderr
