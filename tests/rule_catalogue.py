@@ -1,5 +1,5 @@
 """The rule catalogue is the source of rule ids: what a finding says it broke is a rule an
-analyzer declares (``analyzers.catalogue``, the README's table), or one of a declared family
+analyzer declares (``analyzers.catalogue``, the table of docs/rules.md), or one of a declared family
 (``python/<ruff code>``: its id up to ``<``). ``checked_analysers`` makes every built-in analyzer,
 and the built-in reviewer, check the findings they report in the test process against it: each
 table-driven case of the analyzers' tests, and each review of the engine's and the end-to-end

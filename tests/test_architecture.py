@@ -1,6 +1,6 @@
-"""ARCHITECTURE.md stays true where a test can tell: every path it names exists, every package of
-``app`` has its line in the folder table, and what the four recipes tell a contributor to write
-or touch is where they say."""
+"""docs/ARCHITECTURE.md stays true where a test can tell: every path it names exists (and every path
+the other pages and the README name), every package of ``app`` has its line in the folder table,
+and what the four recipes tell a contributor to write or touch is where they say."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import grimp
+import pytest
 
 from app.cli import play, reviewing, service
 from app.commands import HELP_TEXT, Command
@@ -23,7 +24,9 @@ from app.store.connect import open_backend
 from app.usecases.commands import answer_command
 
 ROOT = Path(__file__).resolve().parents[1]
-TEXT = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+TEXT = (ROOT / "docs/ARCHITECTURE.md").read_text(encoding="utf-8")
+# Every page that may name a path of app/ for a reader to open: the README and the site's pages.
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 EXAMPLES = {"app/store/pgbouncer.py"}  # the storage recipe's example: a backend still to write
 
 
@@ -35,6 +38,17 @@ def test_every_path_it_names_exists() -> None:
     paths = named_paths(TEXT)
     assert len(paths) > 40
     assert {p for p in paths - EXAMPLES if not (ROOT / p).exists()} == set()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(ROOT).as_posix())
+def test_every_path_a_page_names_exists(page: Path) -> None:
+    paths = named_paths(page.read_text(encoding="utf-8"))
+    assert {p for p in paths - EXAMPLES if not (ROOT / p).exists()} == set()
+
+
+def test_the_pages_name_paths_to_check() -> None:
+    # the operator's page maps each step of a delivery to its module: a table that names paths
+    assert len(named_paths((ROOT / "docs/operations.md").read_text(encoding="utf-8"))) > 20
 
 
 def test_every_package_of_app_is_in_the_folder_table() -> None:

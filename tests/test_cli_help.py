@@ -4,6 +4,8 @@ newcomer looks first)."""
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +34,9 @@ def test_every_option_of_every_command_has_help(name: str) -> None:
 @pytest.mark.parametrize("name", ["review", "replay", "demo", "eval", "setup", "doctor"])
 def test_the_commands_a_newcomer_runs_describe_themselves(name: str) -> None:
     assert subcommands()[name].description, f"python -m app {name} --help has no description"
+
+
+def test_the_commands_page_lists_every_command() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs/commands.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `python -m app (\w+)` \|", page, re.MULTILINE))
+    assert listed == set(subcommands())

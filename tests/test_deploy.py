@@ -37,21 +37,11 @@ from app.settings.dburl import async_database_url, postgres_engine_options
 from app.store import Store
 from app.store.postgres import PostgresBackend, split_pool
 from tests.conftest import PG_ENV
+from tests.test_docs import documented_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 HEROKU_KILL_SECONDS = 30
 REQUIRED = {"APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET"}
-
-
-def readme_settings() -> set[str]:
-    """Every env var named in the first column of the README's settings table."""
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("## Settings", 1)[1].split("\n## ", 1)[0]
-    names: set[str] = set()
-    for line in table.splitlines():
-        if line.startswith("| `"):
-            names.update(re.findall(r"`([A-Z][A-Z0-9_]+)`", line.split("|")[1]))
-    return names
 
 
 def dockerfile() -> list[tuple[str, str]]:
@@ -124,7 +114,7 @@ def test_app_json_describes_a_heroku_button_with_postgres() -> None:
     env = manifest["env"]
     assert {name for name, spec in env.items() if spec.get("required")} == REQUIRED
     assert all(spec["description"] for spec in env.values())
-    assert set(env) <= readme_settings()
+    assert set(env) <= documented_settings()
     procfile = dict(line.split(": ", 1) for line in (ROOT / "Procfile").read_text().splitlines())
     assert procfile["web"] == "python -m app serve"
 
@@ -132,7 +122,7 @@ def test_app_json_describes_a_heroku_button_with_postgres() -> None:
 def test_env_example_and_gitignore() -> None:
     names = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
     assert names >= REQUIRED
-    assert names <= readme_settings()
+    assert names <= documented_settings()
     ignored = (ROOT / ".gitignore").read_text().splitlines()
     assert ".env" in ignored and "*.pem" in ignored
     docker_ignored = (ROOT / ".dockerignore").read_text().splitlines()

@@ -1,4 +1,4 @@
-"""``python -m app eval``: the shipped corpus, the built-in reviewer's numbers (as the README
+"""``python -m app eval``: the shipped corpus, the built-in reviewer's numbers (as docs/llm.md
 prints them), and the harness itself with a scripted model behind the real SDK."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ async def run_eval(*args: str, env: dict[str, str] | None = None) -> tuple[int, 
 
 
 @pytest.mark.slow
-async def test_the_builtin_reviewer_through_eval_prints_the_readme_numbers() -> None:
+async def test_the_builtin_reviewer_through_eval_prints_the_documented_numbers() -> None:
     code, out, err = await run_eval("--format", "json")
     assert code == 0, err
     report = json.loads(out)
@@ -112,7 +112,7 @@ async def test_the_builtin_reviewer_through_eval_prints_the_readme_numbers() -> 
         f"recall: {report['found']}/{report['expected']} defects ({report['recall']:.0%}); "
         f"false blockers: {report['false_blockers']} of {report['clean_cases']} clean cases"
     )
-    assert summary in (ROOT / "README.md").read_text(), "the README prints the built-in reviewer's numbers"
+    assert summary in (ROOT / "docs/llm.md").read_text(), "docs/llm.md prints the built-in reviewer's numbers"
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
-"""The rule catalogue: each analyzer declares its rules, the engine reads them, the README's
-table is ``python -m app rules``, and no finding names a rule it does not list (in the test
+"""The rule catalogue: each analyzer declares its rules, the engine reads them, the table
+of docs/rules.md is ``python -m app rules``, and no finding names a rule it does not list (in the test
 process every built-in analyzer checks its own findings: ``rule_catalogue``, from ``conftest``)."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from app.settings.config import load_reviewer_settings
 from tests.rule_catalogue import uncatalogued
 from tests.test_review_analyzers import run, under_review
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+RULES_PAGE = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 
 
-def test_the_readme_table_is_the_generated_catalogue() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_rules_page_table_is_the_generated_catalogue() -> None:
+    text = RULES_PAGE.read_text(encoding="utf-8")
     start, end = text.index("<!-- rules:start -->\n"), text.index("<!-- rules:end -->")
     assert text[start + len("<!-- rules:start -->\n") : end] == rules_markdown()
 
