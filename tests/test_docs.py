@@ -22,9 +22,10 @@ from app.settings.repoconfig import RepoConfig, parse_repo_config
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs/configuration.md"
-# Read from the environment by ``python -m app setup`` (``GITHUB_URL``) or written by it for
-# completeness (``GITHUB_CLIENT_ID``), not by the bot's settings: documented all the same.
-SETUP_ONLY = {"GITHUB_URL", "GITHUB_CLIENT_ID"}
+# Read from the environment by ``python -m app setup`` (``GITHUB_URL``) or by ``review
+# OWNER/REPO#N`` (``GITHUB_TOKEN``), or written by ``setup`` for completeness
+# (``GITHUB_CLIENT_ID``), not by the bot's settings: documented all the same.
+OUTSIDE_SETTINGS = {"GITHUB_URL", "GITHUB_CLIENT_ID", "GITHUB_TOKEN"}
 
 
 def documented_settings() -> set[str]:
@@ -53,7 +54,7 @@ def test_every_environment_setting_is_in_the_reference() -> None:
 
 
 def test_the_reference_names_no_setting_that_is_gone() -> None:
-    assert documented_settings() - environment_names() == SETUP_ONLY
+    assert documented_settings() - environment_names() == OUTSIDE_SETTINGS
 
 
 def model_keys(model: type[BaseModel], prefix: str = "") -> Iterator[str]:

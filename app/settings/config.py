@@ -187,7 +187,7 @@ class ReviewerSettings(LlmSettings, AnalysisSettings):
 
 
 class Settings(ReviewerSettings):
-    """Every setting of a deployment, from the environment (the README's "Settings" section lists
+    """Every setting of a deployment, from the environment (docs/configuration.md lists
     them); ``load_settings`` checks them all and names the first that is wrong."""
 
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
@@ -220,7 +220,7 @@ class Settings(ReviewerSettings):
     payload_retention_days: int = Field(default=30, ge=1, le=36500)
     webhook_proxy_url: str | None = None
     # Bounds against hostile or broken clients, health thresholds and the database at boot
-    # (issue 9; documented in the README's settings table).
+    # (issue 9; documented in docs/configuration.md).
     http_max_connections: int = Field(default=512, ge=1)
     http_header_timeout: float = Field(default=10.0, gt=0)
     http_body_timeout: float = Field(default=30.0, gt=0)

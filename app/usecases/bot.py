@@ -40,7 +40,7 @@ class NoWriteLimit:
 class CommandBudget:
     """How many commands each key (a person on a pull request, a pull request) had answered in
     the last hour: at most ``limit`` each. In memory, per process: a restart forgets, which no
-    commenter controls; several workers each keep their own (say so in the README)."""
+    commenter controls; several workers each keep their own (docs/commands.md says so)."""
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic, keys: int = 10_000) -> None:
         self.clock = clock

@@ -1,5 +1,5 @@
 """The rule catalogue as text: what the built-in reviewer can say, and why (``python -m app
-rules``; the README's table is this output, checked by ``tests/test_review_rules.py``)."""
+rules``; docs/rules.md's table is this output, checked by ``tests/test_review_rules.py``)."""
 
 from __future__ import annotations
 

@@ -20,8 +20,9 @@ class AnalysisError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one child process may use (``AnalysisSettings``, read by ``pool.limits_of``; the
-    README lists them). The child imports this module: it stays free of the settings' imports."""
+    """What one child process may use (``AnalysisSettings``, read by ``pool.limits_of``;
+    docs/configuration.md lists them). The child imports this module: it stays free of the
+    settings' imports."""
 
     workers: int = 2
     deadline_seconds: float = 120.0  # wall clock for one job, after which its process group is killed
