@@ -30,9 +30,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-from app.settings.config import load_settings
 from app.runtime import Runtime
 from app.sandbox import FakeGitHub
+from app.settings.config import load_settings
 
 SLUG = "revbot"
 SECRET = "bench secret"

@@ -10,7 +10,9 @@ limit (a conditional request answered 304 does not). The fake answers each call 
 what a person waits. A second request on the same, unchanged head follows (``again``): what the
 conditional requests save. It is a script, not a test:
 
-    python bench/review_latency.py [--runs 3] [--loops asyncio,uvloop] [--latency-ms 80]
+    python bench/review_latency.py [--runs 3] [--loops asyncio,uvloop] [--latency-ms 80] [--calls]
+
+(``--calls``: every call of the last run's review, in order, to find a read made twice)
 
 (each loop in turn, in one run: ``serve`` runs on uvloop where installed, ``app/eventloop.py``).
 """
@@ -31,12 +33,12 @@ from pathlib import Path
 
 from aiohttp import web
 
+from app.jobs.worker import WorkerOptions
+from app.runtime import Runtime
+from app.sandbox import Call, FakeGitHub
 from app.settings import eventloop
 from app.settings.config import load_settings
 from app.settings.eventloop import EventLoop
-from app.runtime import Runtime
-from app.sandbox import Call, FakeGitHub
-from app.jobs.worker import WorkerOptions
 
 SLUG = "revbot"
 REPO = "bench/widgets"
@@ -77,6 +79,12 @@ class Run:
     counted: int  # calls that count against the primary rate limit
     again_calls: int  # the same request again, on the unchanged head
     again_counted: int
+    log: list[str]  # every call of the first request, in order (``--calls``)
+
+
+def logged(calls: list[Call]) -> list[str]:
+    """Each call as ``status METHOD kind``, so a duplicate read shows as two equal lines."""
+    return [f"{c.status} {kind(c.method, c.path)}" for c in calls if c.path != "/app"]
 
 
 def spent(calls: list[Call]) -> tuple[Counter[str], int]:
@@ -131,12 +139,14 @@ async def one_run(size: int, work: Path, latency: float) -> Run:
             for call in fake.calls[first_call:]:
                 if not reviewed and call.method == "POST" and call.path.endswith("/reviews") and call.status:
                     reviewed = time.perf_counter() - started
-                if call.method == "PATCH" and (call.body or {}).get("status") == "completed" and call.status:
+                written = call.method in ("POST", "PATCH") and "/check-runs" in call.path
+                if written and (call.body or {}).get("status") == "completed" and call.status:
                     completed = time.perf_counter() - started
             if time.perf_counter() - started > 120:
                 raise TimeoutError("no review within 120 s")
         await settle(fake, runtime)
         calls, counted = spent(fake.calls[first_call:])
+        log = logged(fake.calls[first_call:])
         again_from = len(fake.calls)
         await fake.request_review(REPO, number, SLUG, by="alice")
         await settle(fake, runtime)
@@ -145,7 +155,7 @@ async def one_run(size: int, work: Path, latency: float) -> Run:
         await runner.cleanup()
         await runtime.stop()
         await fake.stop()
-    return Run(reviewed, completed, calls, counted, sum(again.values()), again_counted)
+    return Run(reviewed, completed, calls, counted, sum(again.values()), again_counted, log)
 
 
 def main() -> int:
@@ -153,6 +163,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--loops", default="asyncio,uvloop", help="event loops to run it on, in turn")
     parser.add_argument("--latency-ms", type=float, default=80.0, help="the fake's answer time per call")
+    parser.add_argument("--calls", action="store_true", help="print each call of a review, in order")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     for name in args.loops.split(","):
@@ -161,11 +172,11 @@ def main() -> int:
             print(eventloop.NOT_INSTALLED, file=sys.stderr)
             return 2
         print(f"on {loop}:")
-        eventloop.run(sizes(args.runs, args.latency_ms / 1000), loop=loop)
+        eventloop.run(sizes(args.runs, args.latency_ms / 1000, show_calls=args.calls), loop=loop)
     return 0
 
 
-async def sizes(runs: int, latency: float) -> None:
+async def sizes(runs: int, latency: float, *, show_calls: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="revbot-review-bench-") as tmp:
         print(f"GitHub's answer time: {latency * 1000:.0f} ms a call")
         print(f"{'files':>6} {'review posted s':>16} {'check done s':>13}  calls  by kind")
@@ -180,6 +191,8 @@ async def sizes(runs: int, latency: float) -> None:
                 f"counted={last.counted}  {breakdown}"
             )
             print(f"{'':>6} {'again, same head':>30}  calls={last.again_calls} counted={last.again_counted}")
+            if show_calls:
+                print("\n".join(f"{'':>8}{line}" for line in last.log))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 In the style of algorithms-keeper's ``MockGitHubAPI``: ``RecordingGitHub`` is the bot's own
 ``GitHubClient`` (so gidgethub builds every request and reads every answer, paging and errors
 included) with only the HTTP exchange replaced. It answers from a table keyed by method and
-path (the query string is ignored; ``POST /graphql`` answers may be functions of the document),
+path (the query string is ignored; ``POST /graphql`` answers may be functions of the document;
+the ``PullState`` query is answered from the table's REST answers, ``recording_state``),
 records every call, and fails the test on a request the table does not expect. Nothing is
 started: a test runs in milliseconds. The end-to-end tests (``tests/harness.py``) keep what only
 a whole GitHub can show: echoes of the bot's writes, GitHub's rules, the queue.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
@@ -27,6 +29,7 @@ from app.settings.config import Settings
 from app.usecases.bot import Bot
 from app.usecases.learnings import InMemoryLearnings
 from app.usecases.pull import AnalysisCache, RepoConfigs
+from tests.recording_state import pull_state
 
 API = "https://api.github.test"
 GRAPHQL = f"{API}/graphql"
@@ -60,6 +63,9 @@ class RecordingGitHub(GitHubClient):
         path = url.removeprefix(API).partition("?")[0]
         data = json.loads(body) if body else None
         self.calls.append(Call(method, path, data))
+        if method == "POST" and path == "/graphql" and "query PullState" in str((data or {})["query"]):
+            state = pull_state(self.answer, cast(dict[str, Any], data)["variables"])
+            return 200, {"content-type": "application/json; charset=utf-8"}, json.dumps(state).encode()
         if (method, path) not in self.answers:
             raise UnexpectedRequest(f"{method} {path} {data!r}")
         answer = self.answers[(method, path)]
@@ -69,6 +75,14 @@ class RecordingGitHub(GitHubClient):
         if method == "POST" and path == "/graphql" and status == 200:
             payload = {"data": payload}
         return status, {"content-type": "application/json; charset=utf-8"}, json.dumps(payload).encode()
+
+    def answer(self, method: str, path: str) -> tuple[int, Any] | None:
+        """The table's answer to a GET (status and body), None when it has none."""
+        if (method, path) not in self.answers:
+            return None
+        found = self.answers[(method, path)]
+        found = found(None) if callable(found) else found
+        return found if isinstance(found, tuple) else (200, found)
 
     def writes(self) -> list[tuple[str, str]]:
         """What the code changed on GitHub (every request but GETs and GraphQL queries)."""
@@ -80,6 +94,19 @@ class RecordingGitHub(GitHubClient):
 
     def reads(self) -> list[tuple[str, str]]:
         return [(c.method, c.path) for c in self.calls if c.method == "GET"]
+
+    def pulls_read(self) -> list[str]:
+        """The pull requests whose state was read (``GET`` of one, or the ``PullState`` query:
+        it, its reviews, conversation, threads, check runs and settings), as their REST paths."""
+        return [
+            f"/repos/{c.data['variables']['owner']}/{c.data['variables']['name']}/pulls/"
+            f"{c.data['variables']['number']}"
+            if c.path == "/graphql"
+            else c.path
+            for c in self.calls
+            if ((c.method, c.path) == ("POST", "/graphql") and "query PullState" in c.data["query"])
+            or (c.method == "GET" and re.fullmatch(r"/repos/[^/]+/[^/]+/pulls/\d+", c.path))
+        ]
 
 
 class RecordingTimers:

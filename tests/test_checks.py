@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import aiohttp
 import pytest
 
+from app.github import calls as github
 from app.github.app import AppClient
 from app.github.auth import AppJWT
 from app.github.client import GitHubClient, RetryLater
@@ -24,14 +25,15 @@ from app.usecases.checks import (
     CheckKind,
     Conclusion,
     Output,
+    StartedRun,
     abandon_check_run,
     check_name,
     completed_or_abandoned,
     finish_check_run,
     hold_paused_head,
     recount_check_run,
+    review_run,
     settle_check_run,
-    start_check_run,
 )
 from tests.conformance import GitHubConformance, validate_response
 from tests.recording_github import IDENTITY, make_bot
@@ -95,6 +97,12 @@ async def hub() -> AsyncIterator[Hub]:
         await fake.stop()
 
 
+async def begun(hub: Hub) -> int:
+    """The bot's review run in progress on the head, as a review that began and did not finish
+    (or an earlier version of the bot) leaves it."""
+    return await hub.fake.start_check_run(REPO, hub.head, "revbot review", app=IDENTITY.slug)
+
+
 def finding(line: int, severity: Severity = Severity.BLOCKER) -> Finding:
     return Finding("a.py", line, severity, "python/F821", "Undefined name.", f"fp-{line}")
 
@@ -109,28 +117,38 @@ PLAN = render.ReviewPlan(
 
 
 @pytest.mark.slow
-async def test_a_review_run_is_started_in_progress_and_reused_when_the_job_is_retried(hub: Hub) -> None:
-    first = await start_check_run(
-        hub.gh, hub.bot, kind=CheckKind.REVIEW, repo=REPO, pr_number=1, head_sha=hub.head
+async def test_a_review_run_with_nothing_pending_is_created_completed_in_one_request(hub: Hub) -> None:
+    run = review_run(hub.bot, pr_number=1, head_sha=hub.head, runs=[])
+    await finish_check_run(hub.gh, repo=REPO, run=run, result=result(finding(2)), plan=PLAN)
+    assert hub.writes() == [("POST", f"/repos/{REPO}/check-runs")]
+    [created] = hub.runs()
+    assert run.id == created.id
+    assert (created.name, created.status, created.conclusion, created.external_id) == (
+        "revbot review",
+        "completed",
+        "failure",
+        "1",
     )
-    hub.run(first).status = "queued"  # as a crashed attempt may leave it
-    again = await start_check_run(
-        hub.gh, hub.bot, kind=CheckKind.REVIEW, repo=REPO, pr_number=1, head_sha=hub.head
-    )
-    assert again == first and len(hub.runs()) == 1
-    run = hub.run(first)
-    assert (run.name, run.status, run.external_id) == ("revbot review", "in_progress", "1")
+    assert len(created.annotations) == 1
+
+
+def test_a_retried_review_reuses_its_own_run_never_another_apps() -> None:
+    bot = make_bot(app_id=APP_ID)
+    runs = [
+        {"id": 7, "name": "revbot review", "app": {"slug": "impostor", "id": APP_ID + 1}},
+        {"id": 5, "name": "revbot review", "app": {"slug": IDENTITY.slug, "id": APP_ID}},
+        {"id": 6, "name": "revbot readiness", "app": {"slug": IDENTITY.slug, "id": APP_ID}},
+    ]
+    assert review_run(bot, pr_number=1, head_sha="a" * 40, runs=runs) == StartedRun(id=5)
+    assert review_run(bot, pr_number=1, head_sha="a" * 40, runs=runs[:1]).id is None
 
 
 @pytest.mark.slow
 async def test_finishing_sends_annotations_fifty_a_request_and_completes_with_the_last(hub: Hub) -> None:
-    run_id = await start_check_run(
-        hub.gh, hub.bot, kind=CheckKind.REVIEW, repo=REPO, pr_number=1, head_sha=hub.head
-    )
+    run_id = await begun(hub)
+    started = StartedRun(id=run_id)
     found = result(*(finding(line) for line in range(1, 121)))
-    await finish_check_run(
-        hub.gh, repo=REPO, check_run_id=run_id, result=found, plan=PLAN, note="Bad settings."
-    )
+    await finish_check_run(hub.gh, repo=REPO, run=started, result=found, plan=PLAN, note="Bad settings.")
     patches = [
         c.body for c in hub.fake.calls if c.method == "PATCH" and c.path.endswith(f"/check-runs/{run_id}")
     ]
@@ -143,11 +161,10 @@ async def test_finishing_sends_annotations_fifty_a_request_and_completes_with_th
 
 @pytest.mark.slow
 async def test_a_review_without_findings_completes_in_one_request(hub: Hub) -> None:
-    run_id = await start_check_run(
-        hub.gh, hub.bot, kind=CheckKind.REVIEW, repo=REPO, pr_number=1, head_sha=hub.head
-    )
+    run_id = await begun(hub)
+    started = StartedRun(id=run_id)
     before = len(hub.writes())
-    await finish_check_run(hub.gh, repo=REPO, check_run_id=run_id, result=result(), plan=PLAN)
+    await finish_check_run(hub.gh, repo=REPO, run=started, result=result(), plan=PLAN)
     assert len(hub.writes()) == before + 1
     run = hub.run(run_id)
     assert (run.conclusion, run.title, run.summary) == ("success", "No problems found", "What I found.")
@@ -157,9 +174,7 @@ async def test_a_review_without_findings_completes_in_one_request(hub: Hub) -> N
 async def test_a_failed_review_completes_its_run_as_a_failure(hub: Hub) -> None:
     with pytest.raises(ValueError, match="boom"):
         async with completed_or_abandoned(hub.gh, repo=REPO) as started:
-            started.id = await start_check_run(
-                hub.gh, hub.bot, kind=CheckKind.REVIEW, repo=REPO, pr_number=1, head_sha=hub.head
-            )
+            started.id = await begun(hub)
             raise ValueError("boom")
     assert started.id is not None
     run = hub.run(started.id)
@@ -174,21 +189,19 @@ async def test_a_failed_review_completes_its_run_as_a_failure(hub: Hub) -> None:
 async def test_a_run_waiting_for_rate_limits_or_completed_is_not_abandoned(hub: Hub) -> None:
     with pytest.raises(RetryLater):
         async with completed_or_abandoned(hub.gh, repo=REPO) as waiting:
-            waiting.id = await start_check_run(
-                hub.gh, hub.bot, kind=CheckKind.REVIEW, repo=REPO, pr_number=1, head_sha=hub.head
-            )
+            waiting.id = await begun(hub)
             raise RetryLater(60, "rate limited")
     assert waiting.id is not None and hub.run(waiting.id).status == "in_progress"  # its retry finishes it
     async with completed_or_abandoned(hub.gh, repo=REPO) as done:
         done.id = waiting.id
-        await finish_check_run(hub.gh, repo=REPO, check_run_id=done.id, result=result(), plan=PLAN)
+        await finish_check_run(hub.gh, repo=REPO, run=done, result=result(), plan=PLAN)
         done.completed = True
     assert hub.run(waiting.id).conclusion == "success"
 
 
 @pytest.mark.slow
 async def test_abandoning_never_raises_over_the_reviews_own_error(hub: Hub) -> None:
-    await abandon_check_run(hub.gh, repo=REPO, check_run_id=999_999)  # GitHub answers 404: logged
+    await abandon_check_run(hub.gh, repo=REPO, run=StartedRun(id=999_999))  # GitHub answers 404: logged
     assert hub.runs() == []
 
 
@@ -203,14 +216,11 @@ async def test_a_recount_edits_only_a_completed_review_run_and_only_once(hub: Hu
         )
 
     await recount()  # no run yet
-    run_id = await start_check_run(
-        hub.gh, hub.bot, kind=CheckKind.REVIEW, repo=REPO, pr_number=1, head_sha=hub.head
-    )
+    run_id = await begun(hub)
+    started = StartedRun(id=run_id)
     await recount()  # a review is writing it now
     writes = len(hub.writes())
-    await finish_check_run(
-        hub.gh, repo=REPO, check_run_id=run_id, result=result(finding(2), finding(3)), plan=PLAN
-    )
+    await finish_check_run(hub.gh, repo=REPO, run=started, result=result(finding(2), finding(3)), plan=PLAN)
     await recount()
     run = hub.run(run_id)
     assert (run.conclusion, run.title) == ("neutral", "1 concern")
@@ -235,6 +245,7 @@ async def test_the_readiness_run_is_created_completed_and_edited_only_where_it_c
             head_sha=hub.head,
             conclusion=conclusion,
             output=output,
+            runs=await github.list_check_runs(hub.gh, repo=REPO, ref=hub.head),  # as a look reads them
         )
 
     await settle(Conclusion.NEUTRAL, "⏳ Waiting")
@@ -266,9 +277,7 @@ async def test_a_paused_head_holds_unless_a_review_already_completed_its_run(hub
             details_url="https://x.test/pr/1",
         )
 
-    run_id = await start_check_run(
-        hub.gh, hub.bot, kind=CheckKind.REVIEW, repo=REPO, pr_number=1, head_sha=hub.head
-    )
+    run_id = await begun(hub)
     await hold()  # a review of this head began and did not finish: the head is not vouched for
     run = hub.run(run_id)
     assert (run.conclusion, run.details_url) == ("action_required", "https://x.test/pr/1")

@@ -74,7 +74,7 @@ async def test_review_request_triggers(
         pr_event("review_requested", requested_reviewer=reviewer, requested_team=team), context(gh)
     )
     assert gh.writes() == ([EYES_ON_PULL] if reviews else [])
-    assert (("GET", PULL_1) in gh.reads()) is reviews
+    assert (PULL_1 in gh.pulls_read()) is reviews
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ async def test_automatic_review_triggers(draft: bool, config: str | None, review
     gh = RecordingGitHub({**repo_config(config), **closed_pull()})
     await on_opened(pr_event("opened", draft=draft), context(gh))
     assert gh.writes() == []
-    assert (("GET", PULL_1) in gh.reads()) is reviews
+    assert (PULL_1 in gh.pulls_read()) is reviews
 
 
 @pytest.mark.parametrize(
@@ -112,7 +112,7 @@ async def test_a_push_reads_the_bots_reviews_and_leaves_a_pull_it_never_decided_
     )
     await on_push(pr_event("synchronize"), context(gh))
     assert gh.writes() == []
-    assert ("GET", f"{PULL_1}/reviews") in gh.reads()
+    assert PULL_1 in gh.pulls_read()  # with its reviews, in one request
 
 
 @pytest.mark.parametrize(
@@ -141,7 +141,7 @@ async def test_rerun_triggers(
         pr_numbers=pr_numbers,
     )
     await on_rerun(event, context(gh))
-    assert gh.reads() == [("GET", f"/repos/{REPO}/pulls/{n}") for n in reviewed]
+    assert gh.pulls_read() == [f"/repos/{REPO}/pulls/{n}" for n in reviewed]
 
 
 # ------------------------------------------------------------------------------ the self guard
@@ -298,7 +298,7 @@ async def test_commands(
         received_at=0.0,
     )
     assert gh.writes() == writes
-    assert (("GET", PULL_1) in gh.reads()) is reads_pull
+    assert (PULL_1 in gh.pulls_read()) is reads_pull
     said = [c.data["body"] for c in gh.calls if (c.method, c.path) == ("POST", COMMENTS)]
     assert (said[0].count(says) >= 1) if says else said == []
     if body == "@revbot resolve":  # resolve checks the bot's threads, never reviews

@@ -273,7 +273,7 @@ async def test_nothing_runs_for_a_closed_or_merged_pull_request(bot: Bot, how: s
     assert bot.readiness_comments(number) == []
     assert bot.check(number) == (None, None)
     reads = [c.path for c in bot.fake.calls[before:] if not c.path.endswith("/access_tokens")]
-    assert reads == [f"/repos/{REPO}/pulls/{number}"]  # the timer of the open days: one read, then nothing
+    assert reads == ["/graphql"]  # the timer of the open days: one read (the state), then nothing
     assert await bot.h.timers() == []
 
 

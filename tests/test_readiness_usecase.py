@@ -62,14 +62,6 @@ def answers(
             "protected": False,
             "protection": {"enabled": False},
         },
-        ("POST", "/graphql"): {
-            "repository": {
-                "pullRequest": {
-                    "reviewDecision": None,
-                    "reviewThreads": {"pageInfo": {"hasNextPage": False, "endCursor": None}, "nodes": []},
-                }
-            }
-        },
         ("GET", f"{base}/issues/1/comments"): [],
         ("GET", f"{base}/issues/1/reactions"): [],
         ("POST", f"{base}/issues/1/comments"): (201, {"id": 5}),

@@ -33,7 +33,7 @@ def final_summary(bot: BotHarness) -> str:
     [done] = [
         c
         for c in bot.fake.calls
-        if c.method == "PATCH" and "/check-runs/" in c.path and c.body.get("status") == "completed"
+        if c.method in ("POST", "PATCH") and "/check-runs" in c.path and c.body.get("status") == "completed"
     ]
     return str(done.body["output"]["summary"])
 

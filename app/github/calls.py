@@ -5,6 +5,23 @@ The client they are made with is ``client.GitHubClient`` (the serving bot's is
 ``installation.InstallationClient``: the installation's token, paced); the App's own calls (JWT)
 are ``app.py``; what a failed call means is ``errors.py``; the GraphQL documents are
 ``graphql.py``.
+
+The budget (5,000 requests an hour an installation, content creation capped per minute) is
+the bot's ceiling, so what a review or a readiness look decides from is read in one GraphQL
+request (``pullstate.read_pull_state``: the pull request, reviews, conversation, threads, the
+head's check runs and statuses, the settings file). REST stays where GraphQL has no equivalent
+or answers differently (its reads conditional, ``cache.py``: a 304 is free):
+
+- a pull request's files with their patches (GraphQL's ``files`` has no ``patch``), and a
+  commit's tree in one recursive read (GraphQL's ``Tree`` is one level a request);
+- the writes (a review with its inline comments, a dismissal, a reply, a reaction, a check
+  run, a requested reviewer's removal): each is one request in either API (GraphQL's mutations,
+  ``addPullRequestReview``, ``createCheckRun``..., want node ids first), so nothing is saved;
+- the base branch's rules and protection summary (``list_branch_rules``, ``get_branch``): the
+  readiness decisions are built on REST's summary, whose strictness is unknown to non-admins,
+  and on 403/404 meaning unknown; the reactions on a pull request (GraphQL's ``Reaction``
+  names its ``user``, a ``User``, where readiness must tell another App's 👀);
+- a connection past its first 100 (reviews, comments, check runs), listed through REST.
 """
 
 from __future__ import annotations
@@ -282,11 +299,11 @@ def _thread(node: Mapping[str, Any]) -> ReviewThread | None:
 
 
 async def _thread_pages(
-    gh: GitHubClient, query: str, *, repo: str, pr_number: int
+    gh: GitHubClient, query: str, *, repo: str, pr_number: int, after: str | None = None
 ) -> AsyncIterator[Mapping[str, Any]]:
-    """The ``pullRequest`` object of each page of ``query`` (100 review threads a page)."""
+    """The ``pullRequest`` object of each page of ``query`` (100 review threads a page), from
+    the one after ``after`` (a cursor of an earlier page, as ``PULL_STATE_QUERY`` leaves)."""
     owner, name = _split(repo)
-    after: str | None = None
     while True:
         data = await gh.query(query, {"owner": owner, "name": name, "number": pr_number, "after": after})
         pull = ((data or {}).get("repository") or {}).get("pullRequest") or {}
@@ -297,17 +314,20 @@ async def _thread_pages(
         after = page.get("endCursor")
 
 
-def _threads_of(pull: Mapping[str, Any]) -> Iterator[ReviewThread]:
+def threads_of(pull: Mapping[str, Any]) -> Iterator[ReviewThread]:
     for node in (pull.get("reviewThreads") or {}).get("nodes") or []:
         thread = _thread(node)
         if thread is not None:
             yield thread
 
 
-async def iter_review_threads(gh: GitHubClient, *, repo: str, pr_number: int) -> AsyncIterator[ReviewThread]:
-    """Every review thread of a PR, 100 per page, lazily: a caller looking for one stops early."""
-    async for pull in _thread_pages(gh, THREADS_QUERY, repo=repo, pr_number=pr_number):
-        for thread in _threads_of(pull):
+async def iter_review_threads(
+    gh: GitHubClient, *, repo: str, pr_number: int, after: str | None = None
+) -> AsyncIterator[ReviewThread]:
+    """Every review thread of a PR (after the cursor ``after``), 100 per page, lazily: a caller
+    looking for one stops early."""
+    async for pull in _thread_pages(gh, THREADS_QUERY, repo=repo, pr_number=pr_number, after=after):
+        for thread in threads_of(pull):
             yield thread
 
 
@@ -344,7 +364,7 @@ async def read_review_state(gh: GitHubClient, *, repo: str, pr_number: int) -> D
     threads: list[ReviewThread] = []
     async for pull in _thread_pages(gh, READINESS_QUERY, repo=repo, pr_number=pr_number):
         decision = pull.get("reviewDecision")
-        threads.extend(_threads_of(pull))
+        threads.extend(threads_of(pull))
     return DecisionAndThreads(decision, tuple(threads))
 
 

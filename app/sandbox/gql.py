@@ -25,9 +25,9 @@ from typing import Any
 import graphql
 
 from .actions import Actions, Emit
-from .ci import CiActions
+from .ci import CiActions, latest_statuses
 from .diff import is_binary
-from .state import NotFound, Repo, ReviewComment, Thread, World, blob_sha, node_id
+from .state import CheckRun, NotFound, Pull, Repo, ReviewComment, Thread, World, blob_sha, node_id
 
 SCHEMA_PATH = Path(__file__).with_name("schema.graphql")
 UNSUPPORTED = "unsupported by the fake"
@@ -103,6 +103,16 @@ def _after(cursor: str | None) -> int:
     if not text.startswith(_CURSOR) or not position.isdigit():
         raise GitHubError("INVALID_CURSOR_ARGUMENTS", f"`{cursor}` does not appear to be a valid cursor.")
     return int(position) + 1
+
+
+def _latest(runs: list[CheckRun], filter_by: dict[str, Any] | None) -> list[CheckRun]:
+    """The runs a ``CheckRunFilter`` keeps; only ``checkType`` is served (ALL or LATEST)."""
+    if filter_by and set(filter_by) - {"checkType"}:
+        raise ValueError(f"{UNSUPPORTED}: checkRuns(filterBy: {filter_by!r})")
+    if (filter_by or {}).get("checkType") != "LATEST":
+        return runs
+    latest = {run.name: run for run in runs}  # oldest first: the newest of each name wins
+    return sorted(latest.values(), key=lambda r: r.id)
 
 
 def _page(field: str, items: list[Any], first: int | None, after: str | None = None) -> View:
@@ -246,10 +256,150 @@ class Executor:
             approvals = {r.user.lower() for r in self.world.reviews_of(pull) if r.state == "APPROVED"}
             decision = "APPROVED" if len(approvals) >= required else "REVIEW_REQUIRED"
         return {
+            **self._pull_fields(repo, pull),
             "reviewDecision": decision,
             "reviewThreads": lambda _info, first=None, after=None: _page(
                 "reviewThreads", [self._thread(t) for t in threads], first, after
             ),
+            "reviews": lambda _info, first=None, after=None: _page(
+                "reviews", self._reviews(pull), first, after
+            ),
+            "comments": lambda _info, first=None, after=None: _page(
+                "comments", self._issue_comments(repo, pull), first, after
+            ),
+            "commits": lambda _info, last=None: self._head_commit(repo, pull, last),
+        }
+
+    def _pull_fields(self, repo: Repo, pull: Pull) -> View:
+        """The scalar fields, as the REST pull request has them (``Shapes.pull``) in GraphQL's
+        spelling: upper-case enums, a ``Bot`` without ``[bot]``, a mergeability GitHub computes
+        lazily (UNKNOWN on the read that starts it, as REST's null)."""
+        shapes = self.actions.shapes
+        merge: list[dict[str, Any]] = []  # computed once, on the first field that asks
+
+        def mergeability() -> dict[str, Any]:
+            if not merge:
+                merge.append(shapes.mergeability(pull))
+            return merge[0]
+
+        mergeable = {True: "MERGEABLE", False: "CONFLICTING", None: "UNKNOWN"}
+        return {
+            "number": pull.number,
+            "state": "MERGED" if pull.merged else pull.state.upper(),
+            "merged": pull.merged,
+            "isDraft": pull.draft,
+            "title": pull.title,
+            "body": pull.body or "",
+            "url": f"{shapes.repo_web(repo)}/pull/{pull.number}",
+            "createdAt": pull.created_at,
+            "updatedAt": pull.updated_at,
+            "author": self._actor(pull.author),
+            "headRefOid": pull.head_sha,
+            "baseRefOid": shapes.base_sha(pull),
+            "baseRefName": pull.base_ref,
+            "mergeable": lambda _info: mergeable[mergeability()["mergeable"]],
+            "mergeStateStatus": lambda _info: str(mergeability()["mergeable_state"]).upper(),
+            "labels": lambda _info, first=None: _page("labels", [{"name": n} for n in pull.labels], first),
+            "reviewRequests": lambda _info, first=None: _page(
+                "reviewRequests",
+                [{"requestedReviewer": self._actor(login)} for login in pull.requested_reviewers]
+                + [{"requestedReviewer": {"__typename": "Team", "slug": t}} for t in pull.requested_teams],
+                first,
+            ),
+        }
+
+    def _reviews(self, pull: Pull) -> list[View]:
+        """What ``GET .../reviews`` lists (another's pending review is invisible), oldest first."""
+        return [
+            {
+                "databaseId": r.id,
+                "state": r.state,
+                "body": r.body,
+                "submittedAt": r.submitted_at,
+                "commit": {"oid": r.commit_id, "id": node_id("C", r.commit_id)},
+                "author": self._actor(r.user),
+            }
+            for r in self.world.reviews_of(pull)
+            if self.actions.visible_review(r, self.actor)
+        ]
+
+    def _issue_comments(self, repo: Repo, pull: Pull) -> list[View]:
+        return [
+            {
+                "databaseId": c.id,
+                "body": c.body,
+                "createdAt": c.created_at,
+                "updatedAt": c.updated_at,
+                "author": self._actor(c.user),
+            }
+            for c in self.world.issue_comments_of(repo, pull.number)
+        ]
+
+    def _head_commit(self, repo: Repo, pull: Pull, last: int | None) -> View:
+        """``commits(last: 1)``: the head commit, its commit statuses and its check suites."""
+        if last is None:
+            raise GitHubError(
+                "INVALID_ARGUMENTS",
+                "You must provide a `first` or `last` value to properly paginate the `commits` connection.",
+            )
+        sha = pull.head_sha
+        commit = {
+            "id": node_id("C", sha),
+            "oid": sha,
+            "status": lambda _info: self._status(repo, sha),
+            "checkSuites": lambda _info, first=None, after=None: _page(
+                "checkSuites", self._check_suites(repo, sha), first, after
+            ),
+        }
+        return {"nodes": [{"commit": commit}][:last]}
+
+    def _status(self, repo: Repo, sha: str) -> View | None:
+        """The latest status of each context, newest first; null when the commit has none, and
+        FORBIDDEN without the ``statuses`` permission (REST answers 403)."""
+        if self.actions.shapes.app_info.permissions.get("statuses") not in ("read", "write"):
+            raise GitHubError("FORBIDDEN", "Resource not accessible by integration")
+        statuses = latest_statuses(self.world, repo, sha)
+        if not statuses:
+            return None
+        return {
+            "contexts": [
+                {"context": s.context, "state": s.state.upper(), "createdAt": s.created_at} for s in statuses
+            ]
+        }
+
+    def _check_suites(self, repo: Repo, sha: str) -> list[View]:
+        """One suite per App on the commit; ``checkRuns(filterBy: {checkType: LATEST})`` keeps the
+        newest run of each name, as REST's ``filter=latest`` does."""
+        suites: dict[int, list[CheckRun]] = {}
+        for run in sorted(self.world.check_runs.values(), key=lambda r: r.id):
+            if run.repo == repo.key and run.head_sha == sha:
+                suites.setdefault(run.check_suite_id, []).append(run)
+        shapes = self.actions.shapes
+        return [
+            {
+                "app": {
+                    "slug": runs[0].app or shapes.app_info.slug,
+                    "databaseId": shapes.app_id(runs[0].app),
+                },
+                "checkRuns": lambda _info, runs=runs, first=None, after=None, filterBy=None: _page(
+                    "checkRuns", [self._check_run(r) for r in _latest(runs, filterBy)], first, after
+                ),
+            }
+            for runs in suites.values()
+        ]
+
+    @staticmethod
+    def _check_run(run: CheckRun) -> View:
+        return {
+            "databaseId": run.id,
+            "name": run.name,
+            "status": run.status.upper(),
+            "conclusion": run.conclusion.upper() if run.conclusion else None,
+            "startedAt": run.started_at,
+            "completedAt": run.completed_at,
+            "title": run.title,
+            "summary": run.summary,
+            "text": run.text,
         }
 
     def _thread(self, thread: Thread) -> View:

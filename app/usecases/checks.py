@@ -2,11 +2,13 @@
 
 A run is found again by its name and the App's id (another App's run of the same name is not
 ours: GitHub refuses to update it), so a retried job reuses what an earlier attempt started.
-The review's run goes ``in_progress`` when the review starts, is completed with its findings as
-annotations (50 per request, as the Checks API takes them), is recounted after an overrule that
-leaves the verdict, and is completed as a failure when the review could not finish; a paused
-pull request's head that no review vouches for gets ``action_required``. The readiness run is
-written completed in one request and edited only where it changed.
+The review's run is written when the review has something to say: created completed with its
+findings as annotations in one request (the rest follow, 50 per request, as the Checks API
+takes them; until then the request's 👀 says a review is under way), recounted after an
+overrule that leaves the verdict, and completed as a failure when the review could not finish
+(created so if need be); a paused pull request's head that no review vouches for gets
+``action_required``. The readiness run is written completed in one request and edited only
+where it changed.
 """
 
 from __future__ import annotations
@@ -87,39 +89,40 @@ async def bot_check_run(
     )
 
 
-async def start_check_run(
-    gh: GitHubClient, bot: Bot, *, kind: CheckKind, repo: str, pr_number: int, head_sha: str
-) -> int:
-    """The run of ``kind`` for this head, ``in_progress``: reused if it exists (a retried job),
-    else created. ``pr_number`` is its external id (forks' runs list no pull requests)."""
-    existing = await bot_check_run(gh, bot, kind=kind, repo=repo, head_sha=head_sha)
-    if existing is not None:
-        await github.update_check_run(
-            gh, repo=repo, check_run_id=int(existing["id"]), payload={"status": "in_progress"}
-        )
-        return int(existing["id"])
-    payload = {
-        "name": check_name(kind, bot.identity),
-        "head_sha": head_sha,
-        "status": "in_progress",
-        "external_id": str(pr_number),
-    }
-    created = await github.create_check_run(gh, repo=repo, payload=payload)
-    return int(created["id"])
+def review_run(bot: Bot, *, pr_number: int, head_sha: str, runs: Sequence[Mapping[str, Any]]) -> StartedRun:
+    """The review's run for this head: the bot's own among ``runs`` (the head's, as the review
+    read them; a retried job's), else one to create when there is something to say.
+    ``pr_number`` is its external id (forks' runs list no pull requests)."""
+    found = own_run(runs, bot, kind=CheckKind.REVIEW)
+    if found is not None:
+        return StartedRun(id=int(found["id"]))
+    name = check_name(CheckKind.REVIEW, bot.identity)
+    return StartedRun(new={"name": name, "head_sha": head_sha, "external_id": str(pr_number)})
+
+
+def own_run(runs: Sequence[Mapping[str, Any]], bot: Bot, *, kind: CheckKind) -> Mapping[str, Any] | None:
+    """The bot's latest run of ``kind`` among ``runs`` (a head's, as read): by name and the App's
+    id, since another App's run of the same name is not ours to edit."""
+    name = check_name(kind, bot.identity)
+    mine = [
+        r for r in runs if r.get("name") == name and (r.get("app") or {}).get("id") == bot.settings.app_id
+    ]
+    return max(mine, key=lambda r: int(r.get("id") or 0), default=None)
 
 
 async def complete_check_run(
     gh: GitHubClient,
     *,
     repo: str,
-    check_run_id: int,
+    run: StartedRun,
     conclusion: Conclusion,
     output: Output,
     annotations: Sequence[Mapping[str, Any]] = (),
     details_url: str | None = None,
 ) -> None:
-    """Complete a started run; annotations go 50 per request, as the Checks API requires, and
-    the last request completes it."""
+    """Complete the run, creating it with the first request if it does not exist yet: in one
+    request when its annotations fit in one (50, as the Checks API takes them), else the rest
+    follow, and the last request completes it."""
     batches = [
         list(annotations[i : i + ANNOTATIONS_PER_REQUEST])
         for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)
@@ -131,45 +134,58 @@ async def complete_check_run(
             payload.update(status="completed", conclusion=conclusion.value)
             if details_url:
                 payload["details_url"] = details_url
-        await github.update_check_run(gh, repo=repo, check_run_id=check_run_id, payload=payload)
+        await write_run(gh, repo=repo, run=run, payload=payload)
 
 
-async def abandon_check_run(gh: GitHubClient, *, repo: str, check_run_id: int) -> None:
+async def write_run(gh: GitHubClient, *, repo: str, run: StartedRun, payload: dict[str, Any]) -> None:
+    """Edit the run, or create it with ``payload`` (a run created unfinished is ``in_progress``)."""
+    if run.id is not None:
+        await github.update_check_run(gh, repo=repo, check_run_id=run.id, payload=payload)
+        return
+    if run.new is None:
+        raise ValueError("a run to write needs its id or what creating it takes")
+    created = await github.create_check_run(
+        gh, repo=repo, payload={**run.new, "status": "in_progress", **payload}
+    )
+    run.id = int(created["id"])
+
+
+async def abandon_check_run(gh: GitHubClient, *, repo: str, run: StartedRun) -> None:
     """Complete the run of a review that failed before it could (the error itself goes on: the
     job is retried or fails). A failure: no review vouches for this head."""
     output = Output(
         "The review could not be completed",
         "The review of this head failed before it could finish; ask again to retry.",
     )
+    payload = {"status": "completed", "conclusion": Conclusion.FAILURE.value, "output": output.payload()}
     try:
-        await github.update_check_run(
-            gh,
-            repo=repo,
-            check_run_id=check_run_id,
-            payload={
-                "status": "completed",
-                "conclusion": Conclusion.FAILURE.value,
-                "output": output.payload(),
-            },
-        )
+        await write_run(gh, repo=repo, run=run, payload=payload)
     except Exception:  # the review's own error is the one raised
-        log.exception("could not complete check run %s", check_run_id)
+        log.exception("could not complete check run %s", run.id)
 
 
 @dataclass(slots=True)
 class StartedRun:
-    """A run one job may start: its id once started, and whether the job completed it."""
+    """The run one job writes: its ``id`` once it exists, else what creating it takes
+    (``new``: its name, head and external id), and whether the job completed it."""
 
     id: int | None = None
     completed: bool = False
+    new: dict[str, Any] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.id is not None or self.new is not None
 
 
 @asynccontextmanager
 async def completed_or_abandoned(gh: GitHubClient, *, repo: str) -> AsyncIterator[StartedRun]:
-    """Whatever fails inside, a run started in it (``StartedRun.id``) and not completed is
-    completed as a failure (``abandon_check_run``): it never stays ``in_progress``. Except while
-    the job waits for GitHub's rate limits (``RetryLater``, never a failed attempt): its retry
-    finishes the run, and completing it now would be one more write against that limit."""
+    """Whatever fails inside, a run started in it (``StartedRun.started``: found, or to be
+    created) and not completed is completed as a failure (``abandon_check_run``; created so if
+    it did not exist yet): it never stays ``in_progress``, and no head a failed review left
+    lacks its failure. Except while the job waits for GitHub's rate limits (``RetryLater``,
+    never a failed attempt): its retry finishes the run, and completing it now would be one
+    more write against that limit."""
     run = StartedRun()
     waiting = False
     try:
@@ -178,8 +194,8 @@ async def completed_or_abandoned(gh: GitHubClient, *, repo: str) -> AsyncIterato
         waiting = True
         raise
     finally:
-        if run.id is not None and not run.completed and not waiting:
-            await abandon_check_run(gh, repo=repo, check_run_id=run.id)
+        if run.started and not run.completed and not waiting:
+            await abandon_check_run(gh, repo=repo, run=run)
 
 
 async def settle_check_run(
@@ -191,10 +207,11 @@ async def settle_check_run(
     head_sha: str,
     conclusion: Conclusion,
     output: Output,
+    runs: Sequence[Mapping[str, Any]],
 ) -> None:
     """The head's run of ``kind`` shows this, completed: created so in one request, or edited
-    only where it shows something else."""
-    existing = await bot_check_run(gh, bot, kind=kind, repo=repo, head_sha=head_sha)
+    only where it shows something else. ``runs``: the head's, as just read."""
+    existing = own_run(runs, bot, kind=kind)
     if existing is None:
         payload = {
             "name": check_name(kind, bot.identity),
@@ -223,7 +240,7 @@ async def finish_check_run(
     gh: GitHubClient,
     *,
     repo: str,
-    check_run_id: int,
+    run: StartedRun,
     result: ReviewResult,
     plan: render.ReviewPlan,
     note: str | None = None,
@@ -241,7 +258,7 @@ async def finish_check_run(
     await complete_check_run(
         gh,
         repo=repo,
-        check_run_id=check_run_id,
+        run=run,
         conclusion=conclusion,
         output=Output(checkrun.check_title(result), summary),
         annotations=checkrun.check_annotations(result),

@@ -95,8 +95,13 @@ class RepoConfigs:
         owner_defaults = f"{repo.partition('/')[0]}/.github"
         if text is None and owner_defaults.lower() != repo.lower():
             source, text = owner_defaults, await _read_optional(gh, repo=owner_defaults, path=path)
+        return self.loaded(repo, path=path, source=source if text is not None else None, text=text)
+
+    def loaded(self, repo: str, *, path: str, source: str | None, text: str | None) -> LoadedConfig:
+        """The settings of ``repo`` from a file read elsewhere (``source``: the repository it was
+        read from, None when there is none), cached as ``load`` caches what it reads."""
         config, problem = parse_repo_config(text)
-        loaded = LoadedConfig(config, f"{source}:{path}" if text is not None else None, problem)
+        loaded = LoadedConfig(config, f"{source}:{path}" if source is not None else None, problem)
         if problem:
             log.warning("%s: %s", loaded.source, problem)
         self._cache[repo] = loaded

@@ -62,21 +62,20 @@ class OpenThread:
 async def open_bot_threads(
     gh: GitHubClient, identity: BotIdentity, *, repo: str, pr_number: int, root_comment_id: int | None = None
 ) -> list[OpenThread]:
-    """The bot's unresolved threads that carry a finding; with ``root_comment_id``, just that one
-    (pages are read only until it is found)."""
+    """The bot's unresolved threads that carry a finding; with ``root_comment_id``, just that one."""
     found = []
     async for thread in github.iter_review_threads(gh, repo=repo, pr_number=pr_number):
-        if root_comment_id is not None and thread.root_comment_id != root_comment_id:
-            continue
-        if not thread.is_resolved and is_bot_author(
-            thread.root_author_type, thread.root_author_login, identity
-        ):
-            item = OpenThread.read(thread)
-            if item is not None:
-                found.append(item)
-        if root_comment_id is not None:
-            break
+        if root_comment_id in (None, thread.root_comment_id):
+            found += bot_threads([thread], identity)
+            if root_comment_id is not None:
+                break
     return found
+
+
+def bot_threads(threads: Iterable[github.ReviewThread], identity: BotIdentity) -> list[OpenThread]:
+    """Of ``threads`` (read already), the bot's unresolved ones that carry a finding."""
+    ours = [t for t in threads if is_bot_author(t.root_author_type, t.root_author_login, identity)]
+    return [item for t in ours if not t.is_resolved and (item := OpenThread.read(t)) is not None]
 
 
 async def thread_renames(

@@ -1,7 +1,8 @@
 """Follow a pull request to the end: say, in one place, whether it looks ready to merge.
 
 Every evaluation re-reads GitHub (``read``: the pull request, every App's check runs and the
-commit statuses at its head, the branch rules, reviews, threads, comments and reactions),
+commit statuses at its head, reviews, threads, comments and the settings in one GraphQL request;
+the branch rules and reactions),
 decides (``readiness.decide``), and updates in place one sticky comment (found again by
 its hidden marker) and one check run ``<slug> readiness`` (``publish``; ``neutral`` while not
 ready, ``success`` when it looks ready, never ``failure``). The check run carries every call;
@@ -22,10 +23,12 @@ import logging
 from dataclasses import dataclass
 
 from ...github import calls as github
+from ...github import pullstate
 from ...github.client import GitHubClient
 from ...guards import is_bot_login
 from ..bot import Bot
 from ..pause import paused_headline
+from ..pull import settings_path
 from . import decide as rd
 from .memory import remember_ci
 from .publish import publish
@@ -97,19 +100,21 @@ async def evaluate(
     repository does not follow. ``since``: when the cause arrived (None: asked by a person; a
     head the bot has not seen yet then counts from the pull request's last update)."""
     now = bot.timers.now()
-    pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
+    path = settings_path(bot.identity.slug)
+    state = await pullstate.read_pull_state(gh, repo=repo, pr_number=pr_number, settings_path=path)
+    pull = state.pull
     if pull.get("state") != "open" or pull.get("merged"):
         return None
     if since is None:
         since = min(now, epoch(pull.get("updated_at")) or now)
-    config = (await bot.repo_configs.get(gh, repo=repo, slug=bot.identity.slug)).readiness
-    reviews = await github.list_reviews(gh, repo=repo, pr_number=pr_number)
-    reviewed = any(is_bot_login((r.get("user") or {}).get("login"), bot.identity) for r in reviews)
+    found = state.settings
+    config = bot.repo_configs.loaded(repo, path=path, source=found.source, text=found.text).config.readiness
+    reviewed = any(is_bot_login((r.get("user") or {}).get("login"), bot.identity) for r in state.reviews)
     followed = config.enabled if config.enabled is not None else reviewed
     if not followed and not asked:
         return None
     settings = settings_of(config)
-    reading = await read_state(gh, bot, repo=repo, pull=pull, reviews=reviews, since=since)
+    reading = await read_state(gh, bot, repo=repo, state=state, since=since)
     if reading.paused_by is not None:
         verdict: rd.Verdict | None = rd.Verdict(
             rd.Outcome.PAUSED, paused_headline(reading.paused_by, bot.identity.slug), ()

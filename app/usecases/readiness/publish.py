@@ -50,4 +50,5 @@ async def publish(
         head_sha=reading.snapshot.head_sha,
         conclusion=Conclusion.SUCCESS if verdict.looks_ready else Conclusion.NEUTRAL,
         output=Output(verdict.headline[:250], text[:60000], reading.memory.marker()),
+        runs=reading.runs,
     )

@@ -19,6 +19,7 @@ from ...commands import parse_command
 from ...events import ReviewState
 from ...github import calls as github
 from ...github.client import GitHubClient
+from ...github.pullstate import PullState
 from ...guards import BotIdentity, is_bot_login
 from ...review.rounds.markers import decode
 from ...settings.repoconfig import ReadinessConfig
@@ -55,6 +56,7 @@ class Reading:
     my_reviews: tuple[Mapping[str, Any], ...]
     my_threads: tuple[github.ReviewThread, ...]
     paused_by: str | None = None  # ``@slug pause``, read from the bot's own comments
+    runs: tuple[Mapping[str, Any], ...] = ()  # the head's check runs, every App's, as read
 
     @property
     def comment_is_quiet(self) -> bool:
@@ -93,18 +95,6 @@ def settings_of(config: ReadinessConfig) -> rd.Settings:
 # --------------------------------------------------------------------------------------------
 # Reading GitHub
 # --------------------------------------------------------------------------------------------
-async def _optional(read: Any, missing: list[str], permission: str, default: Any) -> Any:
-    """A read that GitHub may refuse for lack of a permission: the default, and the permission
-    named, instead of a guess."""
-    try:
-        return await read
-    except gidgethub.BadRequest as exc:
-        if github.is_forbidden(exc):
-            missing.append(permission)
-            return default
-        raise
-
-
 async def _unreadable_is_none(read: Awaitable[T]) -> T | None:
     """Branch rules the App may not read (403) or that are gone (404): unknown, not an error;
     with neither readable, every check counts."""
@@ -116,37 +106,29 @@ async def _unreadable_is_none(read: Awaitable[T]) -> T | None:
         return None
 
 
-async def read_state(
-    gh: GitHubClient,
-    bot: Bot,
-    *,
-    repo: str,
-    pull: Mapping[str, Any],
-    reviews: Sequence[Mapping[str, Any]],
-    since: float,
-) -> Reading:
-    number = int(pull["number"])
-    head = str((pull.get("head") or {}).get("sha") or "")
-    base_ref = str((pull.get("base") or {}).get("ref") or "")
-    missing: list[str] = []
-    runs = await _optional(github.list_check_runs(gh, repo=repo, ref=head), missing, CHECKS_PERMISSION, [])
-    combined = await _optional(
-        github.get_combined_status(gh, repo=repo, ref=head), missing, STATUSES_PERMISSION, {}
-    )
+async def read_state(gh: GitHubClient, bot: Bot, *, repo: str, state: PullState, since: float) -> Reading:
+    """What the pull request's state (``github.pullstate``: one request) leaves out: the base
+    branch's rules, and the reactions on the pull request."""
+    number = int(state.pull["number"])
+    base_ref = str((state.pull.get("base") or {}).get("ref") or "")
     rules = _rules(
         await _unreadable_is_none(github.list_branch_rules(gh, repo=repo, branch=base_ref)),
         await _unreadable_is_none(github.get_branch(gh, repo=repo, branch=base_ref)),
     )
     observed = Observed(
-        pull=pull,
-        reviews=reviews,
-        runs=runs,
-        statuses=combined.get("statuses") or [],
+        pull=state.pull,
+        reviews=state.reviews,
+        runs=state.runs or (),
+        statuses=state.statuses or (),
         rules=rules,
-        review_state=await github.read_review_state(gh, repo=repo, pr_number=number),
-        comments=await github.list_issue_comments(gh, repo=repo, number=number),
+        review_state=state.review_state,
+        comments=state.comments,
         reactions=await github.list_pull_reactions(gh, repo=repo, pr_number=number),
-        missing=tuple(missing),
+        missing=tuple(
+            permission
+            for permission, part in ((CHECKS_PERMISSION, state.runs), (STATUSES_PERMISSION, state.statuses))
+            if part is None
+        ),
     )
     return reading_of(observed, bot.identity, since=since)
 
@@ -178,6 +160,7 @@ def reading_of(observed: Observed, identity: BotIdentity, *, since: float) -> Re
         my_reviews,
         my_threads,
         paused_by(observed.comments, identity),
+        tuple(observed.runs),
     )
 
 

@@ -28,13 +28,12 @@ from ...review.rounds import decide
 from ...review.rounds.markers import Trigger
 from ..bot import Bot
 from ..checks import (
-    CheckKind,
     StartedRun,
     completed_or_abandoned,
     finish_check_run,
     hold_paused_head,
     recount_check_run,
-    start_check_run,
+    review_run,
 )
 from ..decoy import drop_decoy
 from ..overrules import record_overrule
@@ -115,23 +114,18 @@ class GitHubPublisher:
 
     @asynccontextmanager
     async def check_run(self, head: Head, mode: ReviewMode) -> AsyncIterator[StartedRun]:
-        """Started now, unless the review may post nothing (an overrule): then when it posts."""
+        """The head's run (found in what was read, or created when the review completes it),
+        abandoned if the review fails; unless the review may post nothing (an overrule): then
+        only once it posts."""
         async with completed_or_abandoned(self.gh, repo=head.repo) as run:
             if not mode.only_to_unblock:
-                await self.start(run, head)
+                self.start(run, head)
             yield run
 
-    async def start(self, run: StartedRun, head: Head) -> int:
-        if run.id is None:
-            run.id = await start_check_run(
-                self.gh,
-                self.bot,
-                kind=CheckKind.REVIEW,
-                repo=head.repo,
-                pr_number=head.pr_number,
-                head_sha=head.head_sha,
-            )
-        return run.id
+    def start(self, run: StartedRun, head: Head) -> None:
+        if not run.started:
+            found = review_run(self.bot, pr_number=head.pr_number, head_sha=head.head_sha, runs=head.runs)
+            run.id, run.new = found.id, found.new
 
     async def record_overrules(self, plan: Plan) -> None:
         state = plan.state
@@ -158,7 +152,7 @@ class GitHubPublisher:
                 gh, self.bot, repo=repo, head_sha=head_sha, result=plan.result, overruled=state.overruled
             )
             return
-        check_run_id = await self.start(check, state.head)
+        self.start(check, state.head)
         dismissal = None
         if plan.dismiss:
             overruled = plan.rereview is not None and bool(plan.rereview.overruled)
@@ -197,7 +191,7 @@ class GitHubPublisher:
         await finish_check_run(
             gh,
             repo=repo,
-            check_run_id=check_run_id,
+            run=check,
             result=plan.result,
             plan=review,
             note=state.head.loaded.problem_note(),

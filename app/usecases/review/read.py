@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ...github import calls as github
+from ...github import pullstate
 from ...github.client import GitHubClient
 from ...guards import BotIdentity, is_bot_login
 from ...review.core.diff import PatchLines, parse_patch
@@ -34,7 +35,7 @@ from ..learnings import Learnings
 from ..overrules import PendingOverrule, read_reactions, recorded_overrules, reported_at
 from ..pause import paused_by
 from ..pull import LoadedConfig, RepoConfigs, build_context, review_settings, settings_path
-from ..threads import OpenThread, open_bot_threads, thread_renames
+from ..threads import OpenThread, bot_threads, thread_renames
 
 Review = Mapping[str, Any]
 
@@ -57,6 +58,9 @@ class Head:
     pull: Mapping[str, Any]
     mine: tuple[Review, ...]
     loaded: LoadedConfig
+    conversation: tuple[Mapping[str, Any], ...] = ()  # the pull request's comments (pause)
+    runs: tuple[Mapping[str, Any], ...] = ()  # the latest check runs on the head, every App's
+    threads: tuple[github.ReviewThread, ...] = ()  # every review thread, anyone's
 
     @property
     def pr_number(self) -> int:
@@ -131,17 +135,23 @@ class GitHubReader:
     learnings: Learnings
 
     async def head(self, request: Request) -> Head:
-        gh, repo = self.gh, request.repo
-        pull = await github.get_pull(gh, repo=repo, pr_number=request.pr_number)
-        if pull.get("state") != "open":  # nothing more to read: it gets no review
-            return Head(repo, pull, (), LoadedConfig(RepoConfig(), None, None))
-        reviews = await github.list_reviews(gh, repo=repo, pr_number=request.pr_number)
-        loaded = await self.repo_configs.load(gh, repo=repo, slug=self.identity.slug)
-        return Head(repo, pull, tuple(decide.bot_reviews(reviews, self.identity)), loaded)
+        """The pull request, its reviews and conversation, the head's check runs and the
+        settings: one GraphQL request (``github.pullstate``)."""
+        repo, path = request.repo, settings_path(self.identity.slug)
+        state = await pullstate.read_pull_state(
+            self.gh, repo=repo, pr_number=request.pr_number, settings_path=path
+        )
+        if state.pull.get("state") != "open":  # it gets no review
+            return Head(repo, state.pull, (), LoadedConfig(RepoConfig(), None, None))
+        settings = state.settings
+        loaded = self.repo_configs.loaded(repo, path=path, source=settings.source, text=settings.text)
+        mine = tuple(decide.bot_reviews(state.reviews, self.identity))
+        return Head(
+            repo, state.pull, mine, loaded, state.comments, state.runs or (), state.review_state.threads
+        )
 
     async def paused_by(self, head: Head) -> str | None:
-        comments = await github.list_issue_comments(self.gh, repo=head.repo, number=head.pr_number)
-        return paused_by(comments, self.identity)
+        return paused_by(head.conversation, self.identity)
 
     async def default_branch_text(self, head: Head, path: str) -> str | None:
         return await github.get_file_text(self.gh, repo=head.repo, path=path)
@@ -155,7 +165,7 @@ class GitHubReader:
         if not head.mine:  # threads, overrules, a delta are the bot's: none before its first review
             return first
         comments = tuple(await github.list_pull_review_comments(gh, repo=repo, pr_number=number))
-        threads = tuple(await open_bot_threads(gh, self.identity, repo=repo, pr_number=number))
+        threads = tuple(bot_threads(head.threads, self.identity))
         pending = await read_reactions(
             gh,
             self.identity,
