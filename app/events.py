@@ -113,6 +113,8 @@ class ReviewEvent(PullRequestScoped):
 
     body: str | None
     reviewer_login: str | None
+    # Who is still requested, as of the review (its pull request's ``requested_reviewers``)
+    requested_reviewers: tuple[str, ...] = ()
 
 
 class ReviewCommentEvent(PullRequestScoped):
@@ -289,6 +291,11 @@ def _review(payload: Mapping[str, Any], common: _Fields) -> ReviewEvent:
         **_pr_fields(_require(payload, "pull_request")),
         body=review.get("body"),
         reviewer_login=_get(review, "user", "login"),
+        requested_reviewers=tuple(
+            str(user["login"])
+            for user in _require(payload, "pull_request").get("requested_reviewers") or ()
+            if isinstance(user, Mapping) and user.get("login")
+        ),
     )
 
 

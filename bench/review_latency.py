@@ -5,10 +5,14 @@ GitHub on loopback, for a 10-file and a 250-file pull request (Python files, a f
 defects), and prints, per size: seconds from the ``review_requested`` delivery to the review's
 POST being answered, to the check run's completion, and the API calls the job made by kind:
 ``calls`` all of them, ``counted`` those that count against the installation's primary rate
-limit (a conditional request answered 304 does not). The fake answers each call after
-``--latency-ms`` (80 by default, about a GitHub round trip from a cloud host), so the times are
-what a person waits. A second request on the same, unchanged head follows (``again``): what the
-conditional requests save. It is a script, not a test:
+limit (the fake's own record: a conditional request answered 304 does not, nor does the App's
+own call that mints the installation's token, which GitHub counts against the App). The fake
+answers each call after ``--latency-ms`` (80 by default, about a GitHub round trip from a cloud
+host), so the times are what a person waits. The first review is cold (nothing cached: a new
+installation's first pull request). Then a second request on the same, unchanged head
+(``again``: what the conditional requests save), and a review of another pull request of the
+same size in the same repository (``next PR``: what every later review pays, with the
+installation's token and the repository's conditional answers warm). It is a script, not a test:
 
     python bench/review_latency.py [--runs 3] [--loops asyncio,uvloop] [--latency-ms 80] [--calls]
 
@@ -79,6 +83,8 @@ class Run:
     counted: int  # calls that count against the primary rate limit
     again_calls: int  # the same request again, on the unchanged head
     again_counted: int
+    next_calls: int  # another pull request of the same repository, reviewed next
+    next_counted: int
     log: list[str]  # every call of the first request, in order (``--calls``)
 
 
@@ -89,7 +95,7 @@ def logged(calls: list[Call]) -> list[str]:
 
 def spent(calls: list[Call]) -> tuple[Counter[str], int]:
     mine = [c for c in calls if c.path != "/app"]
-    return Counter(kind(c.method, c.path) for c in mine), sum(c.status != 304 for c in mine)
+    return Counter(kind(c.method, c.path) for c in mine), sum(c.auth == "token" and c.counted for c in mine)
 
 
 async def settle(fake: FakeGitHub, runtime: Runtime) -> None:
@@ -109,6 +115,7 @@ async def one_run(size: int, work: Path, latency: float) -> Run:
     fake.add_user(SLUG)
     fake.push(REPO, "main", {"README.md": "# bench\n"})
     fake.push(REPO, "feature", files_for(size))
+    fake.push(REPO, "other", {path: text + "\n\nNEXT = 2\n" for path, text in files_for(size).items()})
     number = int(fake.open_pull(REPO, head="feature", author="alice")["number"])
     fake_port, bot_port = free_port(), free_port()
     fake.webhook_url = f"http://127.0.0.1:{bot_port}/api/github/webhooks"
@@ -151,11 +158,27 @@ async def one_run(size: int, work: Path, latency: float) -> Run:
         await fake.request_review(REPO, number, SLUG, by="alice")
         await settle(fake, runtime)
         again, again_counted = spent(fake.calls[again_from:])
+        following = int(fake.open_pull(REPO, head="other", author="alice")["number"])
+        await settle(fake, runtime)
+        next_from = len(fake.calls)
+        await fake.request_review(REPO, following, SLUG, by="alice")
+        await settle(fake, runtime)
+        following_calls, next_counted = spent(fake.calls[next_from:])
     finally:
         await runner.cleanup()
         await runtime.stop()
         await fake.stop()
-    return Run(reviewed, completed, calls, counted, sum(again.values()), again_counted, log)
+    return Run(
+        reviewed,
+        completed,
+        calls,
+        counted,
+        sum(again.values()),
+        again_counted,
+        sum(following_calls.values()),
+        next_counted,
+        log,
+    )
 
 
 def main() -> int:
@@ -191,6 +214,7 @@ async def sizes(runs: int, latency: float, *, show_calls: bool = False) -> None:
                 f"counted={last.counted}  {breakdown}"
             )
             print(f"{'':>6} {'again, same head':>30}  calls={last.again_calls} counted={last.again_counted}")
+            print(f"{'':>6} {'next PR, same repository':>30}  calls={last.next_calls} counted={last.next_counted}")
             if show_calls:
                 print("\n".join(f"{'':>8}{line}" for line in last.log))
 

@@ -22,10 +22,12 @@ from typing import Any
 import aiohttp
 
 from app.demo.harness import APP_ID, BOT, FAST_WORKER, INSTALLATION, REPO, SLUG, BotAndFake, free_port
+from app.guards import BotIdentity
 from app.handlers.concern import OrderedRouter
 from app.jobs.worker import WorkerOptions
-from app.sandbox import FakeGitHub
+from app.sandbox import Call, FakeGitHub
 from app.sandbox.auth import generate_private_key_pem
+from app.usecases.checks import CheckKind, check_name
 from tests.conformance import GitHubConformance, validate_response
 
 __all__ = [
@@ -153,6 +155,9 @@ async def harness_with_decoy(tmp_path: Path, decoy: str = "revbot") -> AsyncIter
     harness.assert_conforms()
 
 
+REVIEW_CHECK = check_name(CheckKind.REVIEW, BotIdentity.from_slug(SLUG))
+
+
 def bot_thread_of(fake: FakeGitHub, number: int, rule: str) -> int:
     """The root comment id of the bot's thread for ``rule`` on pull request ``number``."""
     world = fake.world
@@ -161,3 +166,30 @@ def bot_thread_of(fake: FakeGitHub, number: int, rule: str) -> int:
         if root.user == BOT and f"`{rule}`" in root.body:
             return root.id
     raise AssertionError(f"the bot has no thread for {rule}")
+
+
+def review_checks_completed(fake: FakeGitHub) -> list[Call]:
+    """The writes that completed the bot's review check run: created completed in one POST
+    (nothing to report while it runs), or a PATCH of a run it had created."""
+    created = {
+        int(c.response["id"])
+        for c in fake.calls
+        if c.method == "POST"
+        and c.path.endswith("/check-runs")
+        and (c.body or {}).get("name") == REVIEW_CHECK
+        and isinstance(c.response, dict)
+        and "id" in c.response
+    }
+    return [
+        c
+        for c in fake.calls
+        if (c.body or {}).get("status") == "completed"
+        and (
+            (c.method == "POST" and c.path.endswith("/check-runs") and c.body.get("name") == REVIEW_CHECK)
+            or (
+                c.method == "PATCH"
+                and c.path.rsplit("/", 1)[-1].isdigit()
+                and int(c.path.rsplit("/", 1)[-1]) in created
+            )
+        )
+    ]

@@ -47,7 +47,7 @@ async def test_a_review_reads_the_pull_request_once_and_writes_its_check_run_onc
     bot: tuple[BotHarness, FakeClock],
 ) -> None:
     harness, _ = bot
-    number = harness.open_pull(BROKEN, author=AUTHOR)
+    number = harness.open_pull(BROKEN, base_files={"src/util.py": "X = 0\n"}, author=AUTHOR)
     await harness.start()
     first = len(harness.fake.calls)
     await harness.fake.request_review(REPO, number, DECOY, by=AUTHOR)
@@ -63,6 +63,11 @@ async def test_a_review_reads_the_pull_request_once_and_writes_its_check_run_onc
         f"GET /repos/{REPO}/git/trees/{head}",  # the layout, recursive: REST only
         "POST graphql Blobs",  # the changed files' contents
     ]
+    # Only the modified file is read: the added one is its patch, checked against its blob id
+    [blobs] = [c for c in calls[:review] if c.graphql and "Blobs" in c.graphql]
+    assert sorted((blobs.variables or {}).values()) == sorted(
+        [REPO.split("/")[0], REPO.split("/")[1], f"{head}:src/util.py"]
+    )
     after = kinds(calls[review + 1 :])
     assert after[0] == f"POST /repos/{REPO}/check-runs"  # created completed, nothing pending before
     assert f"PATCH /repos/{REPO}/check-runs" not in " ".join(after)

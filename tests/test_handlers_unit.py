@@ -321,8 +321,9 @@ REQUESTED = f"{PULL_1}/requested_reviewers"
 )
 async def test_drop_decoy(requested: list[str], answer: Any, removed: bool) -> None:
     gh = RecordingGitHub({("DELETE", REQUESTED): answer})
-    the_pull = pull(requested_reviewers=[{"login": login} for login in requested])
-    await drop_decoy(gh, make_bot(), repo=REPO, pr_number=1, pull=the_pull)  # a refusal is logged, not raised
+    await drop_decoy(
+        gh, make_bot(), repo=REPO, pr_number=1, requested=requested
+    )  # a refusal is logged, not raised
     assert gh.writes() == ([("DELETE", REQUESTED)] if removed else [])
     if removed:
         assert gh.calls[0].data == {"reviewers": ["revbot"]}
@@ -331,7 +332,7 @@ async def test_drop_decoy(requested: list[str], answer: Any, removed: bool) -> N
 async def test_an_unexpected_request_fails_the_test() -> None:
     gh = RecordingGitHub()
     with pytest.raises(AssertionError, match="GET /repos/octo/widgets/pulls/1"):
-        await drop_decoy(gh, make_bot(), repo=REPO, pr_number=1, pull={})  # nothing requested: no call
+        await drop_decoy(gh, make_bot(), repo=REPO, pr_number=1, requested=[])  # nothing requested: no call
         await gh.getitem(PULL_1)
 
 

@@ -29,7 +29,7 @@ from app.review.engine.builtin import BuiltinReviewer
 from app.review.isolation.limits import Confinement, Limit, Limits, Tripped
 from app.review.isolation.pool import ProcessPool
 from app.settings.config import load_analysis_settings
-from tests.harness import REPO, SECRET, BotHarness
+from tests.harness import REPO, SECRET, BotHarness, review_checks_completed
 from tests.isolation_jobs import (
     Dial,
     Echo,
@@ -418,7 +418,7 @@ async def test_serve_answers_deliveries_while_a_hostile_review_is_held_and_then_
     for dropped in DROPPED:
         assert dropped.replace("`", "") in body.replace("`", "")
     assert "undefined_name" in json.dumps(review.body["comments"])  # the rest was reviewed
-    [check] = [c for c in bot.fake.calls if c.method == "PATCH" and c.body.get("status") == "completed"]
+    [check] = review_checks_completed(bot.fake)
     assert note.replace("`", "")[:40] in json.dumps(check.body).replace("`", "")
     growth = peak_rss_growth_mb(rss_before)
     assert growth < 150, f"{growth:.0f} MB over {rss_before:.0f} MB"  # the bomb in here: over 1 GB

@@ -28,7 +28,7 @@ from app.review.llm.related import Index, imported_modules, parse, related_conte
 from app.review.measure.local import context_from_git
 from app.sandbox import Call
 from tests.fake_llm import Asked, FakeModelServer, Reply, answer, proposed
-from tests.harness import REPO, BotHarness
+from tests.harness import REPO, BotHarness, review_checks_completed
 from tests.llm_context_jobs import HoldContext, InProcess, StuckOnce
 from tests.test_llm_engine import settings
 from tests.test_llm_review import llm_env, reviews_posted
@@ -367,7 +367,7 @@ CALLS_HOSTILE = "from pkg import hostile\n\n\ndef run():\n" + "".join(
 
 
 def completed_checks(bot: BotHarness) -> list[Call]:
-    return [c for c in bot.fake.calls if c.method == "PATCH" and c.body.get("status") == "completed"]
+    return review_checks_completed(bot.fake)
 
 
 @pytest.mark.slow

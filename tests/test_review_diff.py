@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.review.core.diff import PatchLines, base_of, is_anchorable, parse_patch
+from app.review.core.diff import PatchLines, added_text, base_of, blob_id, is_anchorable, parse_patch
 
 GIT_ENV = {
     **os.environ,
@@ -258,3 +258,32 @@ def test_the_fake_pairs_renames_as_git_does(new: str, renamed: bool) -> None:
         assert (entry.patch is None) is (new == "".join(LINES))
     else:
         assert sorted(e.status for e in entries) == ["added", "removed"]
+
+
+@pytest.mark.parametrize(
+    ("text", "patch", "rebuilt"),
+    [
+        ("a\nb\n", "@@ -0,0 +1,2 @@\n+a\n+b", True),
+        ("a\nb", "@@ -0,0 +1,2 @@\n+a\n+b\n\\ No newline at end of file", True),
+        ("a\r\nb\r\n", "@@ -0,0 +1,2 @@\n+a\r\n+b\r", True),  # CRLF kept, as git keeps it
+        ("héllo\n", "@@ -0,0 +1 @@\n+héllo", True),  # the id is of the UTF-8 bytes
+        ("a\nb\n", "@@ -1,1 +1,2 @@\n a\n+b", False),  # a modified file: its patch is not all of it
+        ("a\nb\n", "@@ -0,0 +1,2 @@\n+a", False),  # a patch GitHub cut: the id does not match
+        ("a\nc\n", "@@ -0,0 +1,2 @@\n+a\n-b", False),  # not an added file's shape
+        ("a\0b\n", "@@ -0,0 +1 @@\n+a\0b", False),  # a NUL: read it, as the reader decides binary
+        ("", None, False),
+    ],
+)
+def test_an_added_file_is_its_patch_only_when_its_blob_id_says_so(
+    text: str, patch: str | None, rebuilt: bool
+) -> None:
+    assert added_text(patch, blob_id(text)) == (text if rebuilt else None)
+    assert added_text(patch, None) is None  # no id listed: never trusted
+
+
+def test_the_blob_id_is_gits() -> None:
+    text = "héllo\r\nwörld"
+    done = subprocess.run(
+        ["git", "hash-object", "--stdin"], input=text.encode(), capture_output=True, check=True
+    )
+    assert blob_id(text) == done.stdout.decode().strip()

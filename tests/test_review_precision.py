@@ -429,11 +429,11 @@ async def test_a_pull_request_reads_the_tree_once_however_many_files(tmp_path: P
     calls = bot.fake.calls[before:]
     trees = [c for c in calls if "/git/trees/" in c.path]
     assert len(trees) == 1 and trees[0].query == {"recursive": "1"} and trees[0].status == 200
-    # Pages, not files: what the bot reads before it reviews (the PR, its reviews, the settings
-    # file and the owner's .github fallback, the conversation: is it paused?), 2 pages of files,
-    # the tree, 3 batches of contents (121 files, 50 a query), and one of the 2 config files,
-    # read at the base.
-    assert len(calls) == (1 + 1 + 2 + 1) + 2 + 1 + 3 + 1, [(c.method, c.path) for c in calls]
+    # Pages, not files: the pull request's state (one GraphQL request: the PR, its reviews, the
+    # settings file and the owner's .github fallback, the conversation), 2 pages of files, the
+    # tree, and one batch of the 2 config files, read at the base. The 121 added files' contents
+    # are their patches (each checked against its blob id): no read.
+    assert len(calls) == 1 + 2 + 1 + 1, [(c.method, c.path) for c in calls]
     bot.assert_conforms()
 
 

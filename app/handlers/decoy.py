@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..events import ReviewEvent
 from ..guards import is_bot_login
 from ..review.rounds.markers import ReviewMarker, Trigger
-from ..usecases.decoy import drop_decoy_after_review
+from ..usecases.decoy import drop_decoy
 from .concern import OrderedRouter
 from .context import Context, accepts_own_events
 
@@ -25,4 +25,8 @@ async def on_own_review_submitted(event: ReviewEvent, ctx: Context) -> None:
     marker = ReviewMarker.read(event.body)
     if marker is None or marker.trigger != Trigger.DECOY:
         return
-    await drop_decoy_after_review(ctx.gh, ctx.bot, repo=event.repo, pr_number=event.pr_number)
+    # Who is requested as of the review, from its own payload: the removal is idempotent, and a
+    # re-read of the pull request would spend a call to learn the same
+    await drop_decoy(
+        ctx.gh, ctx.bot, repo=event.repo, pr_number=event.pr_number, requested=event.requested_reviewers
+    )

@@ -7,7 +7,7 @@ the App as a reviewer once its review is posted, but the decoy would stay "reque
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import gidgethub
@@ -20,13 +20,12 @@ log = logging.getLogger(__name__)
 
 
 async def drop_decoy(
-    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, pull: Mapping[str, Any]
+    gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int, requested: Iterable[str]
 ) -> None:
-    """Remove the decoy if it is still requested. A failure is logged and left alone: retrying a
-    removal GitHub refused could only loop."""
-    requested = {(user.get("login") or "").casefold() for user in pull.get("requested_reviewers") or []}
+    """Remove the decoy if it is among the ``requested`` reviewers. A failure is logged and left
+    alone: retrying a removal GitHub refused could only loop."""
     decoy = bot.identity.decoy_login
-    if decoy.casefold() not in requested:
+    if decoy.casefold() not in {login.casefold() for login in requested}:
         return
     try:
         await github.remove_requested_reviewers(gh, repo=repo, pr_number=pr_number, reviewers=[decoy])
@@ -36,8 +35,6 @@ async def drop_decoy(
         log.info("removed the decoy %s from the requested reviewers", decoy)
 
 
-async def drop_decoy_after_review(gh: GitHubClient, bot: Bot, *, repo: str, pr_number: int) -> None:
-    """The bot's review of a decoy request landed: re-read the pull request for who is requested
-    now, and drop the decoy if it still is."""
-    pull = await github.get_pull(gh, repo=repo, pr_number=pr_number)
-    await drop_decoy(gh, bot, repo=repo, pr_number=pr_number, pull=pull)
+def requested_logins(pull: Mapping[str, Any]) -> list[str]:
+    """The users a pull request (as GitHub answers it) still has requested."""
+    return [str(user.get("login") or "") for user in pull.get("requested_reviewers") or ()]

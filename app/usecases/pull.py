@@ -16,6 +16,7 @@ from cachetools import LRUCache, TTLCache
 from ..github import calls as github
 from ..github.calls import get_file_text
 from ..github.client import GitHubClient
+from ..review.core.diff import added_text
 from ..review.core.model import (
     ChangedFile,
     FileContent,
@@ -158,6 +159,7 @@ async def build_context(
     file a pull request may change (reported, never applied)."""
     head_sha = str(pull["head"]["sha"])
     raw_files = await github.list_pull_files(gh, repo=repo, pr_number=int(pull["number"]))
+    files = changed_files(raw_files)
 
     async def read_at(ref: str, paths: Sequence[str]) -> Mapping[str, FileContent | None]:
         blobs = await github.read_blobs(gh, repo=repo, ref=ref, paths=paths)
@@ -168,8 +170,18 @@ async def build_context(
             for path, blob in blobs.items()
         }
 
+    # An added file's text is all in its patch: served from there when its blob id says it is
+    # the file's, which saves GitHub a content read for most new files.
+    rebuilt = {
+        f.path: FileContent(text=text, size=len(text.encode("utf-8")))
+        for f in files
+        if f.status == "added" and (text := added_text(f.patch, f.blob_sha)) is not None
+    }
+
     async def read(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
-        return await read_at(head_sha, paths)
+        wanted = [p for p in paths if p not in rebuilt]
+        read_now = await read_at(head_sha, wanted) if wanted else {}
+        return {p: rebuilt[p] if p in rebuilt else read_now.get(p) for p in paths}
 
     async def read_base(paths: Sequence[str]) -> Mapping[str, FileContent | None]:
         # The base branch's tip, as the pull request event gives it: only for a file whose base
@@ -191,7 +203,7 @@ async def build_context(
         author_login=(pull.get("user") or {}).get("login"),
         base_sha=str(pull["base"]["sha"]),
         head_sha=head_sha,
-        files=changed_files(raw_files),
+        files=files,
         read=read,
         settings=review_settings(config, slug),
         files_truncated=len(raw_files) >= MAX_LISTED_FILES,

@@ -8,11 +8,12 @@ context line); everything else must go to the review body.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["PatchLines", "base_of", "is_anchorable", "parse_patch", "whole_file"]
+__all__ = ["PatchLines", "added_text", "base_of", "blob_id", "is_anchorable", "parse_patch", "whole_file"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -210,3 +211,32 @@ def base_of(head: str, patch: str | None) -> str | None:
         last = kind
     out.extend(theirs[at:])
     return "".join(out)
+
+
+def added_text(patch: str | None, blob_sha: str | None) -> str | None:
+    """An added file's text, rebuilt from its patch (one hunk from ``-0,0``, every line added),
+    when that text has the blob id GitHub listed for the file; None when it cannot be told for
+    sure (no patch, a patch GitHub cut, another shape, a NUL: then the file is read). The id
+    check makes the rebuilt text the file's exact bytes, so reading it would change nothing."""
+    if not patch or not blob_sha or "\0" in patch:
+        return None
+    lines = patch.split("\n")
+    header = _HUNK.match(lines[0])
+    if header is None or header.group(1) != "0" or header.group(2) != "0":
+        return None
+    out: list[str] = []
+    for raw in lines[1:]:
+        if raw.startswith("+"):
+            out.append(raw[1:] + "\n")
+        elif raw.startswith("\\") and out:  # "\ No newline at end of file"
+            out[-1] = out[-1][:-1]
+        elif raw:
+            return None
+    text = "".join(out)
+    return text if blob_id(text) == blob_sha else None
+
+
+def blob_id(text: str) -> str:
+    """The git blob id of a text, as ``git hash-object`` computes it (UTF-8)."""
+    data = text.encode("utf-8")
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()

@@ -35,7 +35,7 @@ from ..checks import (
     recount_check_run,
     review_run,
 )
-from ..decoy import drop_decoy
+from ..decoy import drop_decoy, requested_logins
 from ..overrules import record_overrule
 from ..threads import verify_threads
 from .decide import ReviewMode, Step
@@ -75,7 +75,13 @@ class GitHubPublisher:
         elif step is Step.COALESCED:
             log.info("head %s already reviewed; trigger %s coalesces into it", head.head_sha[:12], trigger)
             if trigger == Trigger.DECOY:
-                await drop_decoy(self.gh, self.bot, repo=head.repo, pr_number=head.pr_number, pull=head.pull)
+                await drop_decoy(
+                    self.gh,
+                    self.bot,
+                    repo=head.repo,
+                    pr_number=head.pr_number,
+                    requested=requested_logins(head.pull),
+                )
 
     async def dismiss_approval(self, head: Head) -> bool:
         return await self.dismiss_stale_approval(head, reviewed=False) is not render.Dismissal.FORBIDDEN
