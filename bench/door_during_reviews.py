@@ -113,6 +113,9 @@ async def main() -> int:
     parser.add_argument("--reviews", type=int, default=8)
     parser.add_argument("--files", type=int, default=250)
     parser.add_argument("--profile", action="store_true", help="py-spy the server while the reviews run")
+    parser.add_argument(
+        "--gil", action="store_true", help="with --profile: only samples holding the GIL (what the loop waits on)"
+    )
     args = parser.parse_args()
     if not (HARNESS / ".work" / "payload.json").exists():
         print(f"needs the shared harness set up in {HARNESS} (see this script's docstring)", file=sys.stderr)
@@ -190,6 +193,7 @@ async def one_round(rnd: int, args: argparse.Namespace, work: Path) -> tuple[flo
             spy = await asyncio.create_subprocess_exec(
                 str(PY_SPY), "record", "--pid", str(server.pid), "--rate", "100", "--format", "raw",
                 "--output", str(work / "during.txt"), "--nonblocking", "--subprocesses",
+                *(["--gil"] if args.gil else []),
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
             )  # fmt: skip
         load_started = time.monotonic()
@@ -233,10 +237,11 @@ async def one_round(rnd: int, args: argparse.Namespace, work: Path) -> tuple[flo
             ("its analysis children", sorted(set(raw) - set(ours))),
         ):
             (work / "part.txt").write_text("\n".join(lines))
-            samples, own, _total = tally(work / "part.txt")
-            print(f"round {rnd}: py-spy while the reviews ran, {who}: {samples} samples, top own time:")
-            for name, n in own.most_common(12):
-                print(f"  {100 * n / max(samples, 1):5.1f}%  {name}")
+            samples, own, total = tally(work / "part.txt")
+            for label, counts in (("own", own), ("total", total)):
+                print(f"round {rnd}: py-spy while the reviews ran, {who}: {samples} samples, top {label} time:")
+                for name, n in counts.most_common(12 if label == "own" else 30):
+                    print(f"  {100 * n / max(samples, 1):5.1f}%  {name}")
     return p99_idle, p99_busy
 
 

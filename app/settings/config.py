@@ -158,7 +158,7 @@ class AnalysisSettings(BaseSettings):
     review_max_bytes: int = Field(
         default=64 * 1024 * 1024, ge=1024 * 1024
     )  # kept and handed to the children, one review
-    review_niceness: int = Field(default=10, ge=0, le=19)  # children's nice, above the server's
+    review_niceness: int = Field(default=19, ge=0, le=19)  # children's nice, above the server's
     review_ruff_versions: Path | None = None  # where pinned ruff versions are installed; unset: none
     review_ruff_keep: int = Field(default=4, ge=1, le=100)  # pinned versions kept (least recent go)
 

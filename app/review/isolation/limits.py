@@ -37,7 +37,7 @@ class Limits:
     review_bytes: int = 64 * 1024 * 1024
     # How far below the serving process's scheduling priority (nice) the children and all they run
     # are, so on a small machine the webhook door keeps its CPU while reviews run.
-    niceness: int = 10
+    niceness: int = 19
 
 
 class Confinement(enum.StrEnum):
