@@ -504,22 +504,30 @@ async def test_the_children_run_below_the_serving_process_priority(niceness: int
     assert seen.limits["nice"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness)
 
 
-def children_of(pid: int) -> list[int]:
-    """The processes whose parent is ``pid``, from /proc (what the scheduler sees)."""
+def analysis_children_of(pid: int) -> list[int]:
+    """The analysis children whose parent is ``pid``, from /proc (what the scheduler sees). Only
+    live ones started from the child module: an earlier test's child may still be exiting, and
+    an exiting process reports no group."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError):
             # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after it
-            if int(stat.read_text().rpartition(")")[2].split()[1]) == pid:
+            state, parent = stat.read_text().rpartition(")")[2].split()[:2]
+            command = (stat.parent / "cmdline").read_bytes().split(b"\0")
+            if int(parent) == pid and state not in "ZX" and b"app.review.isolation.child" in command:
                 found.append(int(stat.parent.name))
     return found
 
 
 def autogroup_of(pid: int | str) -> str:
-    return Path(f"/proc/{pid}/autogroup").read_text().split()[0]  # "/autogroup-N nice K"
+    """``/autogroup-N``; empty for the root group, which the kernel does not name."""
+    return "".join(Path(f"/proc/{pid}/autogroup").read_text().split()[:1])  # "/autogroup-N nice K"
 
 
 @pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no autogroup scheduling here")
+@pytest.mark.skipif(
+    Path("/proc/self").resolve().name != str(os.getpid()), reason="/proc is another PID namespace's"
+)
 async def test_the_children_share_the_serving_processs_scheduling_group() -> None:
     """With autogroup scheduling (most Linux desktops and many servers), a process in a session of
     its own is a group of its own, and groups share the CPU as equals whatever the nice values:
@@ -528,7 +536,7 @@ async def test_the_children_share_the_serving_processs_scheduling_group() -> Non
     boundary = ProcessPool(Limits(workers=2))
     try:
         assert isinstance(await boundary.run(LookAround()), Seen)
-        children = children_of(os.getpid())
+        children = analysis_children_of(os.getpid())
         assert children
         assert {autogroup_of(pid) for pid in children} == {autogroup_of("self")}
         assert {os.getsid(pid) for pid in children} == {os.getsid(0)}
