@@ -435,7 +435,7 @@ def settle_garbage_collector() -> None:
 
 
 async def serve(runtime: Runtime, *, host: str, port: int) -> None:
-    """Run the web server (and the in-process worker) until SIGTERM/SIGINT.
+    """Run the web server (and the in-process worker, unless ``--no-worker``) until SIGTERM/SIGINT.
 
     The port is bound first, so a port in use stops the start before the worker claims anything.
     Shutdown order: stop accepting connections and finish in-flight requests (the ledger commits
@@ -455,7 +455,8 @@ async def serve(runtime: Runtime, *, host: str, port: int) -> None:
             runner = web.AppRunner(runtime.web_app(), access_log=None, shutdown_timeout=drain)
             await runner.setup()
             await listen(runner, host=host, port=port, limits=limits, sock=sock)
-            log.info("listening on http://%s:%d%s", host, port, runtime.settings.webhook_path)
+            alone = "" if runtime.worker else " (no worker here: `python -m app worker` runs the jobs)"
+            log.info("listening on http://%s:%d%s%s", host, port, runtime.settings.webhook_path, alone)
             settle_garbage_collector()
             proxy = start_proxy(runtime.settings, host=host, port=port)
             await stop.wait()
@@ -472,8 +473,7 @@ async def serve(runtime: Runtime, *, host: str, port: int) -> None:
 async def work(runtime: Runtime) -> None:
     """Run only the worker (``python -m app worker``) until SIGTERM/SIGINT; with
     ``WORKER_METRICS_PORT``, serve its ``/metrics`` there (bound first, like ``serve``'s port)."""
-    port = runtime.settings.worker_metrics_port
-    host = runtime.settings.host
+    host, port = runtime.settings.host, runtime.settings.worker_metrics_port
     sock = None
     if port is not None:
         try:

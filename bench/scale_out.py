@@ -2,8 +2,8 @@
 
 For each N of ``--workers``, on a database of its own (created on ``DATABASE_URL_TEST_PG``'s
 server, named for the run, dropped after), against the fake GitHub on loopback (GitHub's rate
-limits enforced, each call answered after ``--latency-ms``): the door, ``serve`` with its worker
-off (``bench/scale_door.py``), and N ``python -m app worker`` processes as deployed (8 slots and 2
+limits enforced, each call answered after ``--latency-ms``): the door, ``python -m app serve
+--no-worker``, and N ``python -m app worker`` processes as deployed (8 slots and 2
 analysis children each; a separate worker claims every second when idle: the door's wake-up does
 not cross processes).
 
@@ -399,7 +399,7 @@ async def one_run(workers: int, args: argparse.Namespace, server_url: str, logs:
             }
             store = Store(url)
             try:
-                await processes.start("door", [sys.executable, str(ROOT / "bench" / "scale_door.py")], env)
+                await processes.start("door", [sys.executable, "-m", "app", "serve", "--no-worker"], env)
                 await wait_healthy(port, processes)
                 for k in range(workers):
                     await processes.start(f"worker-{k + 1}", [sys.executable, "-m", "app", "worker"], env)
@@ -458,7 +458,7 @@ async def bench(args: argparse.Namespace, server_url: str, logs: Path) -> bool:
         f"GitHub's answer time {args.latency_ms:.0f} ms a call; {args.reviews} reviews of {args.files}-file "
         f"pull requests a run: {', '.join(f'{i.name} {i.pulls}' for i in plan)} (the big burst first)"
     )
-    print("door: serve, its worker off; workers: python -m app worker (8 slots, 2 analysis children each)")
+    print("door: python -m app serve --no-worker; workers: python -m app worker (8 slots, 2 children each)")
     results = [await one_run(workers, args, server_url, logs) for workers in args.workers]
     passed = [report(result, plan) for result in results]
     print(f"\n{'workers':>7} {'reviews/min':>11} {'p50 s':>7} {'p95 s':>7} {'counted/review':>14} 403/429")

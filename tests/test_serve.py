@@ -314,3 +314,41 @@ def test_which_startup_database_errors_are_waited_out(
 ) -> None:
     not_reachable_yet = (sqlite if on_sqlite else postgres).not_reachable_yet
     assert not_reachable_yet(error) is retried
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("arguments", "runs_jobs"), [([], True), (["--no-worker"], False)])
+def test_serve_runs_its_worker_unless_told_not_to(
+    tmp_path: Path, private_key_pem: str, arguments: list[str], runs_jobs: bool
+) -> None:
+    """``serve --no-worker`` is the door alone: it records deliveries, and ``python -m app worker``
+    processes run the jobs, so no review takes the door's CPU. ``/healthz`` says whether a worker
+    runs in the process, and so does the line that says it listens."""
+    env = service_env(tmp_path, private_key_pem, METRICS_TOKEN="serve test token")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", *arguments], env=env, cwd=ROOT, stderr=subprocess.PIPE
+    )
+    lines: list[dict[str, object]] = []
+    reader = threading.Thread(target=lambda: collect_json_lines(server, lines), daemon=True)
+    reader.start()
+    details = urllib.request.Request(
+        f"http://127.0.0.1:{env['PORT']}/healthz", headers={"Authorization": "Bearer serve test token"}
+    )
+    try:
+        wait_for(
+            lambda: server.poll() is not None or any("listening on" in str(x.get("msg")) for x in lines),
+            "serve listening",
+        )
+        assert server.poll() is None, lines  # it started
+        with urllib.request.urlopen(details, timeout=5) as answer:
+            health = json.loads(answer.read())
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    reader.join(timeout=10)
+    assert health["status"] == "ok"
+    assert (health["worker"] is not None) is runs_jobs
+    [listening] = [str(x["msg"]) for x in lines if "listening on" in str(x.get("msg"))]
+    assert ("no worker here" not in listening) is runs_jobs

@@ -28,9 +28,10 @@ if TYPE_CHECKING:
     from .common import Commands
 
 
-def _run_service(command: str) -> int:
+def _run_service(command: str, *, run_worker: bool = True) -> int:
     """``serve`` or ``worker`` until SIGTERM. A failure to start (or an unexpected stop) is one
-    line on stderr naming the problem, exit status 1; the traceback only with LOG_LEVEL=debug."""
+    line on stderr naming the problem, exit status 1; the traceback only with LOG_LEVEL=debug.
+    ``run_worker``: whether ``serve`` runs jobs too, or only records them for worker processes."""
     from ..runtime import Runtime, StartupError, one_line, serve, work
     from ..settings import eventloop
 
@@ -42,7 +43,7 @@ def _run_service(command: str) -> int:
         return EXIT_CONFIG
     setup_logging(settings.log_level_number)
     try:
-        runtime = Runtime(settings, pem)
+        runtime = Runtime(settings, pem, run_worker=run_worker)
         if command == "serve":
             eventloop.run(serve(runtime, host=settings.host, port=settings.port), loop=loop)
         else:
@@ -57,7 +58,7 @@ def _run_service(command: str) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    return _run_service("serve")
+    return _run_service("serve", run_worker=args.worker)
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -110,7 +111,20 @@ def _setup(args: argparse.Namespace) -> int:
 
 def add_commands(commands: Commands) -> None:
     """serve, worker, doctor, setup"""
-    commands.add_parser("serve", help="run the webhook server and the worker").set_defaults(run=_serve)
+    serving = commands.add_parser(
+        "serve",
+        help="run the webhook server and the worker",
+        description="Answer GitHub's webhooks, record each delivery, and run the jobs they make, "
+        "until SIGTERM. With --no-worker it only records them: `python -m app worker` processes "
+        "sharing the database run them, and no review takes this process's CPU.",
+    )
+    serving.add_argument(
+        "--no-worker",
+        dest="worker",
+        action="store_false",
+        help="record deliveries only; run the jobs in separate `python -m app worker` processes",
+    )
+    serving.set_defaults(run=_serve)
     commands.add_parser("worker", help="run only the worker").set_defaults(run=_worker)
     doctor = commands.add_parser(
         "doctor",
