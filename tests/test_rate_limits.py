@@ -22,7 +22,7 @@ from app.sandbox.ratelimits import RateLimits
 from app.sandbox.ratelimits import Resource as FakeResource
 from app.store import deliveries
 from tests.conftest import FakeClock
-from tests.harness import FAST_WORKER, INSTALLATION, METRICS_TOKEN, REPO, BotHarness
+from tests.harness import BOT, FAST_WORKER, INSTALLATION, METRICS_TOKEN, REPO, REVIEW_CHECK, BotHarness
 from tests.test_metrics import scrape, value
 
 DECOY = "revbot"
@@ -99,6 +99,16 @@ def content_posts(bot: BotHarness) -> list[tuple[str, str, int]]:
                 body["body"] = ISSUED_AT.sub('"issued_at":0', body["body"])
             out.append((c.path, json.dumps(body, sort_keys=True), c.status))
     return out
+
+
+def created_writes(posts: list[tuple[str, str, int]]) -> Counter[tuple[str, str]]:
+    """How often each content write created something: a reaction that exists is answered 200
+    and created again by nobody; a review is answered 200."""
+    return Counter(
+        (path, body)
+        for path, body, status in posts
+        if status == 201 or (path.endswith("/reviews") and 200 <= status < 300)
+    )
 
 
 def test_costs_as_github_counts_them() -> None:
@@ -193,17 +203,50 @@ async def test_a_lowered_limit_refuses_writes_and_each_is_retried_once_after_ret
     accepted = Counter((path, body) for path, body, status in posts if 200 <= status < 300)
     for write in refused:
         assert accepted[write] >= 1  # retried, and got through
-    # Nothing posted twice: a reaction that exists is answered 200 and created again by nobody.
-    created = Counter(
-        (path, body)
-        for path, body, status in posts
-        if status == 201 or (path.endswith("/reviews") and 200 <= status < 300)  # a review: 200
-    )
+    created = created_writes(posts)
     assert all(count == 1 for count in created.values()), created
     assert {(path, body) for path, body, _ in posts} == set(created)  # every write created once
     reviews = Counter(path for path, _, status in posts if path.endswith("/reviews") and status == 200)
     assert reviews == Counter({f"/repos/{REPO}/pulls/{n}/reviews": 1 for n in numbers})
     assert set(statuses) <= {"done", "queued"}  # queued: the readiness timers, due in a day
+    assert statuses.get("failed", 0) == 0
+
+
+@pytest.mark.parametrize("refused", [r"check-runs", r"pulls/\d+/reviews"])
+async def test_a_write_refused_for_minutes_mid_review_is_done_by_the_retry(
+    tmp_path: Path, refused: str
+) -> None:
+    """The review and its check run are two writes: whichever GitHub's secondary limit refuses
+    for minutes (the job waits, put back), the retry still does it, once. A head must never
+    keep the bot's review without its check run, which a branch may require."""
+    clock = FakeClock()
+    bot = paced_bot(tmp_path, clock)
+    [number] = open_pulls(bot, 1)
+    bot.fake.fail_next(
+        "POST",
+        rf"/repos/{REPO}/{refused}$",
+        status=403,
+        headers={"Retry-After": "120"},
+        body={"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
+    )
+    await bot.start()
+    try:
+        await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+        await settle(bot, clock)
+        statuses = await bot.store.jobs_by_status()
+    finally:
+        await bot.stop()
+    bot.assert_conforms()
+    written = [status for path, _, status in content_posts(bot) if re.search(f"{refused}$", path)]
+    assert written[0] == 403 and len(written) == 2 and 200 <= written[1] < 300  # refused, then done
+    world = bot.fake.world
+    head = world.pull(world.repo(REPO), number).head_sha
+    reviews = [r for r in world.reviews_of(world.pull(world.repo(REPO), number)) if r.user == BOT]
+    assert [(r.state, r.commit_id) for r in reviews] == [("APPROVED", head)]
+    runs = [r for r in world.check_runs.values() if r.head_sha == head and r.name == REVIEW_CHECK]
+    assert [(r.status, r.conclusion) for r in runs] == [("completed", "success")]
+    created = created_writes(content_posts(bot))
+    assert all(count == 1 for count in created.values()), created
     assert statuses.get("failed", 0) == 0
 
 

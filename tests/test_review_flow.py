@@ -86,8 +86,8 @@ async def test_a_decoy_request_gets_one_blocking_review_with_inline_findings(bot
     # The check run is created completed, with its findings, once the review is posted: one write.
     assert writes(bot) == [
         ("POST", f"/repos/{REPO}/issues/{number}/reactions"),
-        ("POST", f"/repos/{REPO}/pulls/{number}/reviews"),
         ("POST", f"/repos/{REPO}/check-runs"),
+        ("POST", f"/repos/{REPO}/pulls/{number}/reviews"),
         ("DELETE", f"/repos/{REPO}/pulls/{number}/requested_reviewers"),
     ]
     [check] = [c for c in bot.fake.calls if c.method == "POST" and c.path == f"/repos/{REPO}/check-runs"]

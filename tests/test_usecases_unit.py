@@ -85,15 +85,15 @@ def github(
 @pytest.mark.parametrize(
     ("situation", "approve", "trigger", "writes", "event"),
     [
-        ("new", True, Trigger.DECOY, [POST_REVIEW, CREATE_CHECK_RUN], "APPROVE"),
+        ("new", True, Trigger.DECOY, [CREATE_CHECK_RUN, POST_REVIEW], "APPROVE"),
         # no approvals
-        ("new", False, Trigger.DECOY, [POST_REVIEW, CREATE_CHECK_RUN], "COMMENT"),
+        ("new", False, Trigger.DECOY, [CREATE_CHECK_RUN, POST_REVIEW], "COMMENT"),
         ("closed", True, Trigger.DECOY, [], None),
         # a trigger that arrived before the review of this head was posted coalesces into it
         ("reviewed", True, Trigger.MENTION, [], None),
         ("reviewed", True, Trigger.DECOY, [DROP_DECOY], None),  # ... and a decoy request is still dropped
         ("reviewed later", True, Trigger.MENTION, [], None),  # an approved head has nothing new to say
-        ("reviewed later", True, Trigger.RERUN, [POST_REVIEW, CREATE_CHECK_RUN], "APPROVE"),
+        ("reviewed later", True, Trigger.RERUN, [CREATE_CHECK_RUN, POST_REVIEW], "APPROVE"),
         ("paused", True, Trigger.DECOY, [CREATE_CHECK_RUN], None),  # no review: a check run says why
         ("paused", True, Trigger.RERUN, [CREATE_CHECK_RUN], None),
     ],

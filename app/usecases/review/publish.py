@@ -1,8 +1,9 @@
 """The only writer of the review: what the plan says, done on GitHub (``GitHubPublisher``) or
 kept for the command line and ``eval`` (``RecordingPublisher``), in this order: the overrules
-the review found in reactions, the dismissal of a block no blocker holds, the review (once; the
-body-only fallback if GitHub refuses an inline comment), the check run, and the threads that
-follow their findings (resolved once verified gone at this head).
+the review found in reactions, the dismissal of a block no blocker holds, the check run, the
+review (once; the body-only fallback if GitHub refuses an inline comment), and the threads that
+follow their findings (resolved once verified gone at this head). The run goes before the
+review because a retried job that finds the review posted does no more.
 
 The check run is the review's from the moment it starts (``usecases.checks``, the lifecycle the
 readiness run shares): whatever fails, a run this job started is completed as a failure, except
@@ -178,6 +179,19 @@ class GitHubPublisher:
             and await self.dismiss_stale_approval(state.head, reviewed=True) is render.Dismissal.FORBIDDEN
         ):
             log.warning("GitHub refused to dismiss my approval of an earlier head of %s", head_sha[:12])
+        # The run before the review: a job put back after the review posted would find it and do
+        # no more, leaving the head without the run (which a branch may require); put back
+        # after the run, it finds the run and edits it.
+        await finish_check_run(
+            gh,
+            repo=repo,
+            run=check,
+            result=plan.result,
+            plan=review,
+            note=state.head.loaded.problem_note(),
+            details_url=str(state.head.pull.get("html_url") or "") or None,
+            blockers_unconfirmed=plan.rereview is not None and bool(plan.rereview.unconfirmed),
+        )
         posted = await post_review(
             gh,
             repo=repo,
@@ -194,17 +208,7 @@ class GitHubPublisher:
             len(review.comments),
             head_sha[:12],
         )
-        await finish_check_run(
-            gh,
-            repo=repo,
-            run=check,
-            result=plan.result,
-            plan=review,
-            note=state.head.loaded.problem_note(),
-            details_url=str(state.head.pull.get("html_url") or "") or None,
-            blockers_unconfirmed=plan.rereview is not None and bool(plan.rereview.unconfirmed),
-        )
-        check.completed = True
+        check.completed = True  # only now: a review that fails after its run was written fails the run
         if state.threads:
             # The threads read before posting (those this review opened hold current findings):
             # each follows its finding, resolved once it is verified gone at this head.
