@@ -76,6 +76,20 @@ async def settle(bot: BotHarness, clock: FakeClock) -> int:
     raise AssertionError("the bot never settled")
 
 
+async def review_each(bot: BotHarness, clock: FakeClock, numbers: list[int]) -> dict[str, int]:
+    """Start the bot, ask the decoy to review each pull request, and settle (moving the clock on
+    past the rate limits); the jobs by status, read before the bot stops."""
+    await bot.start()
+    try:
+        for number in numbers:
+            await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
+        await settle(bot, clock)
+        statuses: dict[str, int] = await bot.store.jobs_by_status()
+    finally:
+        await bot.stop()
+    return statuses
+
+
 def open_pulls(bot: BotHarness, count: int) -> list[int]:
     bot.fake.push(REPO, "main", {"README.md": "# widgets\n"})
     return [
@@ -187,14 +201,7 @@ async def test_a_lowered_limit_refuses_writes_and_each_is_retried_once_after_ret
     bot = paced_bot(tmp_path, clock)  # the bot paces at GitHub's real limits ...
     bot.fake.limiter.limits = RateLimits(content_per_minute=2)  # ... which this fake lowered
     numbers = open_pulls(bot, 4)
-    await bot.start()
-    try:
-        for number in numbers:
-            await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
-        await settle(bot, clock)
-        statuses = await bot.store.jobs_by_status()
-    finally:
-        await bot.stop()
+    statuses = await review_each(bot, clock, numbers)
     bot.assert_conforms()
 
     posts = content_posts(bot)
@@ -229,13 +236,7 @@ async def test_a_write_refused_for_minutes_mid_review_is_done_by_the_retry(
         headers={"Retry-After": "120"},
         body={"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
     )
-    await bot.start()
-    try:
-        await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
-        await settle(bot, clock)
-        statuses = await bot.store.jobs_by_status()
-    finally:
-        await bot.stop()
+    statuses = await review_each(bot, clock, [number])
     bot.assert_conforms()
     written = [status for path, _, status in content_posts(bot) if re.search(f"{refused}$", path)]
     assert written[0] == 403 and len(written) == 2 and 200 <= written[1] < 300  # refused, then done
@@ -258,13 +259,7 @@ async def test_under_the_bots_own_pace_the_fake_refuses_nothing(tmp_path: Path) 
     )
     bot.fake.limiter.limits = RateLimits(content_per_minute=8, content_per_hour=50, rest_points_per_minute=90)
     numbers = open_pulls(bot, 6)
-    await bot.start()
-    try:
-        for number in numbers:
-            await bot.fake.request_review(REPO, number, DECOY, by=AUTHOR)
-        await settle(bot, clock)
-    finally:
-        await bot.stop()
+    await review_each(bot, clock, numbers)
     bot.assert_conforms()
     assert bot.fake.limiter.refused == []
     assert [c for c in bot.fake.calls if c.status in (403, 429)] == []
